@@ -1,0 +1,60 @@
+# posbias — two commands for a new machine:
+#   make book   set up .venv, execute every chapter, build the website into _build/html
+#   make test   the same set-up, then everything CI checks
+SHELL      := /bin/bash
+PYTHON     ?= python3
+VENV       := .venv
+PY         := $(VENV)/bin/python
+STAMP      := $(VENV)/.installed
+NBDIR      := _build/nbtest
+
+export HF_HUB_OFFLINE         := 1
+export TRANSFORMERS_OFFLINE   := 1
+export HF_DATASETS_OFFLINE    := 1
+export PYTHONHASHSEED         := 0
+export POSBIAS_CACHE_DIR      ?= $(CURDIR)/.cache/posbias
+export JUPYTER_PATH           := $(CURDIR)/$(VENV)/share/jupyter
+export JUPYTER_PLATFORM_DIRS  := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
+
+.PHONY: setup book test unit notebooks build-book bench clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (posbias)" >/dev/null
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+book: setup
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
+
+unit: setup
+	$(PY) -m pytest tests/ -q
+
+notebooks: setup
+	rm -rf $(NBDIR) && mkdir -p $(NBDIR)
+	for f in $(CHAPTERS); do \
+	  $(VENV)/bin/jupytext --quiet --to ipynb -o $(NBDIR)/$$(basename $$f).ipynb $$f.md || exit 1; \
+	done
+	cd $(NBDIR) && ../../$(PY) -m pytest --nbval-lax -p no:cacheprovider --nbval-cell-timeout=1800 -q .
+
+build-book: setup
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+
+test: setup
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory notebooks
+	$(MAKE) --no-print-directory build-book
+	@echo "make test: unit tests, notebooks and the book build all passed"
+
+bench: setup
+	$(PY) bench/bench_theory.py
+
+clean:
+	rm -rf _build .cache

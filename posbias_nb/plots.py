@@ -1,0 +1,58 @@
+"""The figure style the chapters share: one look, labelled axes, log scales where values span
+decades."""
+from __future__ import annotations
+
+import matplotlib as mpl
+import numpy as np
+
+__all__ = ["use_style", "profile_axes", "COLORS", "figure"]
+
+COLORS = ["#1b4f72", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#5d6d7e", "#17a589", "#a04000"]
+
+_STYLE = {
+    "figure.figsize": (7.0, 3.6),
+    "figure.dpi": 110,
+    "savefig.dpi": 130,
+    "savefig.bbox": "tight",
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": mpl.cycler(color=COLORS),
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "legend.fontsize": 8.5,
+    "legend.frameon": False,
+    "lines.linewidth": 1.6,
+    "figure.constrained_layout.use": True,
+}
+
+
+def use_style() -> None:
+    """Apply the book's matplotlib style (call once at the top of a chapter)."""
+    mpl.rcParams.update(_STYLE)
+
+
+def figure(ncols: int = 1, nrows: int = 1, width: float = 7.0, height: float = 3.4, **kw):
+    """A figure sized for the page width; returns ``(fig, axes)``."""
+    import matplotlib.pyplot as plt
+
+    use_style()
+    return plt.subplots(nrows, ncols, figsize=(width, height), **kw)
+
+
+def profile_axes(ax, L: int | None = None, logy: bool = True, relative: bool = False,
+                 ylabel: str = "influence"):
+    """Label an axis for an influence profile: position on x, influence (log) on y."""
+    ax.set_xlabel("relative position j / L" if relative else "input position j")
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    if L is not None and not relative:
+        ax.set_xlim(0, L + 1)
+    return ax
+
+
+def positions(L: int) -> np.ndarray:
+    """1-indexed positions 1..L."""
+    return np.arange(1, L + 1)

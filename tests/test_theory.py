@@ -1,0 +1,189 @@
+"""Unit and property tests of posbias_nb.theory against exact rationals."""
+from fractions import Fraction
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings, strategies as st
+
+from posbias_nb import theory
+
+
+# ---------------------------------------------------------------- cesaro
+def test_cesaro_float_and_exact_agree():
+    M = theory.cesaro(5)
+    Me = theory.cesaro(5, exact=True)
+    assert np.allclose(M, np.array(Me.evalf(), dtype=float))
+    assert Me[4, 2] == sp.Rational(1, 5) and Me[2, 4] == 0
+
+
+def test_cesaro_eigenvalues_are_reciprocals():
+    assert theory.cesaro(6, exact=True).eigenvals() == {sp.Rational(1, i): 1 for i in range(1, 7)}
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "4", True, None])
+def test_cesaro_rejects_bad_length(bad):
+    with pytest.raises(ValueError, match="L must be an integer"):
+        theory.cesaro(bad)
+
+
+# ---------------------------------------------------------------- influence, exact
+@pytest.mark.parametrize("L,H", [(1, 3), (5, 1), (6, 3), (8, 4)])
+def test_exact_matches_sympy_matrix_power(L, H):
+    row = (theory.cesaro(L, exact=True) ** H).row(L - 1)
+    got = theory.influence(L, H, exact=True)
+    assert [sp.Rational(q.numerator, q.denominator) for q in got] == list(row)
+
+
+@pytest.mark.parametrize("alpha", ["3/10", Fraction(1, 2), sp.Rational(2, 7), 0, 1, 0.25])
+def test_exact_residual_matches_sympy(alpha):
+    L, H = 6, 4
+    a = sp.nsimplify(str(alpha)) if not isinstance(alpha, Fraction) else sp.Rational(alpha.numerator, alpha.denominator)
+    N = (1 - a) * sp.eye(L) + a * theory.cesaro(L, exact=True)
+    got = theory.influence(L, H, alpha=alpha, exact=True)
+    assert [sp.Rational(q.numerator, q.denominator) for q in got] == list((N**H).row(L - 1))
+
+
+def test_exact_known_values():
+    # last entry of M^H is L^-H (the only chain that ends at L stays there)
+    assert theory.influence(7, 3, exact=True)[-1] == Fraction(1, 343)
+    # one layer is the uniform average
+    assert theory.influence(4, 1, exact=True) == [Fraction(1, 4)] * 4
+    # depth 0 is the identity row
+    assert theory.influence(3, 0, exact=True) == [0, 0, 1]
+
+
+def test_chain_sum_matches_recursion():
+    for H in range(1, 5):
+        assert [theory.chain_sum(6, j, H) for j in range(1, 7)] == theory.influence(6, H, exact=True)
+
+
+def test_exact_mean_position_closed_form():
+    # E[position] = 1 + (L-1)/2^H for the walk jumping uniformly at or before its position
+    for L, H in [(9, 3), (20, 5)]:
+        row = theory.influence(L, H, exact=True)
+        assert sum(j * q for j, q in enumerate(row, 1)) == 1 + Fraction(L - 1, 2**H)
+
+
+# ---------------------------------------------------------------- validation
+@pytest.mark.parametrize("kw,match", [
+    (dict(L=0, depth=1), "L must be"),
+    (dict(L=5, depth=-1), "depth must be"),
+    (dict(L=5, depth=1.5), "depth must be"),
+    (dict(L=5, depth=2, alpha=1.5), "alpha must lie in"),
+    (dict(L=5, depth=2, alpha=-0.1), "alpha must lie in"),
+    (dict(L=5, depth=2, alpha=float("nan")), "alpha"),
+    (dict(L=5, depth=2, alpha="abc"), "alpha"),
+])
+@pytest.mark.parametrize("exact", [False, True])
+def test_influence_rejects_bad_input(kw, match, exact):
+    with pytest.raises(ValueError, match=match):
+        theory.influence(exact=exact, **kw)
+
+
+def test_density_rejects_x_outside_unit_interval():
+    for bad in (0.0, -0.5, 1.5, np.nan):
+        with pytest.raises(ValueError, match="x must lie in"):
+            theory.density(bad, 3)
+    with pytest.raises(ValueError, match="x must lie in"):
+        theory.density(np.array([0.5, 2.0]), 3)
+
+
+def test_recency_mass():
+    assert theory.recency_mass(3, 0.5) == 0.125
+    assert theory.recency_mass(0, 0.9) == 1.0
+    with pytest.raises(ValueError):
+        theory.recency_mass(3, 1.01)
+
+
+# ---------------------------------------------------------------- float path
+def test_float_matches_exact_residual():
+    L, H, a = 40, 7, "2/5"
+    ex = np.array([float(q) for q in theory.influence(L, H, alpha=a, exact=True)])
+    fl = theory.influence(L, H, alpha=0.4)
+    np.testing.assert_allclose(fl, ex, rtol=1e-12, atol=0)
+
+
+def test_log_influence_beyond_float_range():
+    # H = 200, alpha = 1: the last entry is L^-H = 10^-600, far below float64
+    L, H = 1000, 200
+    lv = theory.log_influence(L, H)
+    assert lv[-1] == pytest.approx(-H * math.log(L), rel=1e-12)
+    assert np.all(np.isfinite(lv))
+    assert theory.influence(L, H)[-1] == 0.0  # rounds correctly to zero in float64
+
+
+def test_stable_at_large_depth_and_length():
+    row = theory.influence(10**5, 200, alpha=0.5)
+    assert np.all(np.isfinite(row)) and np.all(row >= 0)
+    assert row.sum() == pytest.approx(1.0, abs=1e-9)
+    # the last entry is dominated by the recency spike (1-a)^H plus the k=1 term H a (1-a)^(H-1)/L
+    approx_last = 0.5**200 * (1 + 200 / 1e5)
+    assert row[-1] == pytest.approx(approx_last, rel=1e-3)
+
+
+# ---------------------------------------------------------------- continuum
+def test_density_closed_form_pure_attention():
+    x = np.array([0.01, 0.3, 0.9, 1.0])
+    for H in (1, 2, 5):
+        expect = np.log(1 / x) ** (H - 1) / math.factorial(H - 1)
+        np.testing.assert_allclose(theory.density(x, H), expect, rtol=1e-12)
+
+
+def test_density_integrates_with_dirac_to_one():
+    from scipy.integrate import quad
+    for H, a in [(1, 0.3), (4, 0.5), (12, 0.9), (30, 0.2)]:
+        smooth = quad(lambda x: theory.density(x, H, a), 0, 1, limit=200)[0]
+        assert smooth + theory.recency_mass(H, a) == pytest.approx(1.0, abs=1e-7)
+
+
+def test_density_large_depth_no_overflow():
+    v = theory.density(np.array([1e-300, 1e-5, 0.5]), 400, 0.7)
+    assert np.all(np.isfinite(v)) and np.all(v >= 0)
+
+
+def test_continuum_row_sums_to_one_and_has_spike():
+    r = theory.continuum_row(100, 5, 0.4)
+    assert r.sum() == pytest.approx(1.0, abs=1e-12)
+    assert r[-1] >= 0.6**5
+
+
+# ---------------------------------------------------------------- properties
+lengths = st.integers(min_value=1, max_value=60)
+depths = st.integers(min_value=0, max_value=12)
+alphas = st.fractions(min_value=0, max_value=1, max_denominator=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(L=lengths, H=depths, a=alphas)
+def test_exact_row_is_a_probability_vector(L, H, a):
+    row = theory.influence(L, H, alpha=a, exact=True)
+    assert len(row) == L
+    assert sum(row) == 1
+    assert all(q >= 0 for q in row)
+
+
+@settings(max_examples=60, deadline=None)
+@given(L=lengths, H=depths, a=alphas)
+def test_exact_equals_float(L, H, a):
+    ex = np.array([float(q) for q in theory.influence(L, H, alpha=a, exact=True)])
+    fl = theory.influence(L, H, alpha=float(a))
+    np.testing.assert_allclose(fl, ex, rtol=1e-12, atol=1e-300)
+    assert fl.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(H=st.integers(1, 4), a=st.floats(0.05, 1.0))
+def test_continuum_law_approached_as_L_grows(H, a):
+    tv = [0.5 * np.abs(theory.influence(L, H, a) - theory.continuum_row(L, H, a)).sum()
+          for L in (100, 1000, 10000)]
+    assert tv[2] < tv[1] < tv[0] or tv[2] < 1e-12
+    assert tv[2] < 0.01
+
+
+@settings(max_examples=40, deadline=None)
+@given(H=st.integers(1, 60), a=st.floats(0.0, 1.0), x=st.floats(1e-6, 1.0))
+def test_density_nonnegative_and_finite(H, a, x):
+    v = theory.density(x, H, a)
+    assert np.isfinite(v) and v >= 0

@@ -32,6 +32,7 @@ __all__ = [
     "cesaro",
     "influence",
     "log_influence",
+    "shape_map",
     "density",
     "recency_mass",
     "continuum_row",
@@ -76,6 +77,23 @@ def _log_alpha_terms(alpha: float) -> tuple[float, float]:
         return float(np.log1p(-alpha)), float(np.log(alpha))
 
 
+def _log_rows(L: int, max_depth: int, a: float):
+    """Yield the log last rows of N^H for H = 0, 1, ..., max_depth (one recursion pass)."""
+    log_keep, log_a = _log_alpha_terms(a)
+    log_i = np.log(np.arange(1, L + 1, dtype=np.float64))
+    v = np.full(L, -np.inf)
+    v[-1] = 0.0
+    yield v
+    for _ in range(max_depth):
+        if a == 0.0:
+            yield v
+            continue
+        # suffix sum of v_i / i, in log space: logaddexp accumulated from the right
+        s = np.logaddexp.accumulate((v - log_i)[::-1])[::-1]
+        v = s if a == 1.0 else np.logaddexp(log_keep + v, log_a + s)
+        yield v
+
+
 def log_influence(L: int, depth: int, alpha=1.0) -> np.ndarray:
     r"""Natural log of the last row of :math:`((1-\alpha)I + \alpha M)^{H}`, in :math:`O(L H)`.
 
@@ -87,24 +105,59 @@ def log_influence(L: int, depth: int, alpha=1.0) -> np.ndarray:
     ------
     ValueError
         For ``L < 1``, ``depth < 0`` (or not an integer), ``alpha`` outside [0, 1].
+
+    Examples
+    --------
+    >>> round(float(log_influence(10, 2)[-1]), 12)  # (M^2)_{LL} = L^-2, log = -2 ln 10
+    -4.605170185988
     """
     L = positive_int("L", L)
     depth = positive_int("depth", depth, minimum=0)
     a = unit_interval_float("alpha", alpha)
-    log_keep, log_a = _log_alpha_terms(a)
-    log_i = np.log(np.arange(1, L + 1, dtype=np.float64))
-    v = np.full(L, -np.inf)
-    v[-1] = 0.0
-    if a == 0.0:
-        return v
-    for _ in range(depth):
-        # suffix sum of v_i / i, in log space: logaddexp accumulated from the right
-        s = np.logaddexp.accumulate((v - log_i)[::-1])[::-1]
-        if a == 1.0:
-            v = s
-        else:
-            v = np.logaddexp(log_keep + v, log_a + s)
+    for v in _log_rows(L, depth, a):
+        pass
     return v
+
+
+def shape_map(L: int, max_depth: int, alphas) -> dict:
+    r"""Shape of the influence row over a grid of depths ``1..max_depth`` and mixings ``alphas``.
+
+    One recursion pass per ``alpha`` gives every depth.  Ratios are returned as base-10 logs,
+    computed from the log rows, so they never overflow.
+
+    Returns
+    -------
+    dict of arrays of shape ``(len(alphas), max_depth)``:
+        ``log10_peak_to_valley``  log10 of max/min over positions;
+        ``log10_u_depth``         log10 of min(first, last)/min: how far *both* arms of the U
+                                  rise above the valley (1 means no U);
+        ``argmin``                1-indexed position of the minimum;
+        plus ``depths`` (1..max_depth) and ``alphas``.
+
+    Raises
+    ------
+    ValueError
+        For ``L < 2``, ``max_depth < 1`` or any alpha outside (0, 1].
+    """
+    L = positive_int("L", L, minimum=2)
+    max_depth = positive_int("max_depth", max_depth)
+    alphas = [unit_interval_float("alpha", a) for a in np.atleast_1d(alphas)]
+    for a in alphas:
+        if a == 0.0:
+            raise ValueError("alpha must be > 0 for a shape map (alpha = 0 is the identity), got 0")
+    shape = (len(alphas), max_depth)
+    ptv, ud, amin = np.empty(shape), np.empty(shape), np.empty(shape, dtype=int)
+    ln10 = np.log(10.0)
+    for ia, a in enumerate(alphas):
+        for h, v in enumerate(_log_rows(L, max_depth, a)):
+            if h == 0:
+                continue
+            j = int(np.argmin(v))
+            ptv[ia, h - 1] = (v.max() - v[j]) / ln10
+            ud[ia, h - 1] = (min(v[0], v[-1]) - v[j]) / ln10
+            amin[ia, h - 1] = j + 1
+    return {"depths": np.arange(1, max_depth + 1), "alphas": np.array(alphas),
+            "log10_peak_to_valley": ptv, "log10_u_depth": ud, "argmin": amin}
 
 
 def influence(L: int, depth: int, alpha=1.0, exact: bool = False):

@@ -1,0 +1,777 @@
+r"""Residual-aware attention rollout: the structural theory of position bias.
+
+A transformer layer with a residual stream mixes each token with its attention output,
+:math:`x \leftarrow (1-\lambda_t)\,x + \lambda_t\,A_t x`, where :math:`A_t` is a row-stochastic
+attention kernel (row ``i`` says how much token ``i`` reads from each token ``j``) and
+:math:`\lambda_t \in [0, 1]` is the attention share of layer ``t`` (Herasimchyk et al., 2026;
+the rollout of Abnar and Zuidema, 2020, is the case :math:`\lambda_t = \tfrac12`).  Layer 1 acts
+first on the input, so the whole stack is
+
+.. math::
+    P = R_T R_{T-1} \cdots R_1, \qquad R_t = (1-\lambda_t) I + \lambda_t A_t ,
+
+and the *influence* of input position ``j`` on the last output is :math:`P_{Lj}`, the last row
+of :math:`P`.  The attention-only rollout of Wu et al. (2025) is :math:`\lambda_t = 1`.
+
+Conventions
+-----------
+* Positions are 1-indexed in formulas and 0-indexed in arrays: ``row[j-1]`` is position ``j``.
+* Layers are 1-indexed in formulas: ``lambdas[t-1]`` and ``kernels[t-1]`` belong to layer ``t``,
+  and layer 1 is the one next to the input.
+* :func:`rollout` never multiplies two matrices: it pulls the unit vector :math:`e_L^\top`
+  through the stack from the output side, :math:`v \leftarrow v R_t` for
+  :math:`t = T, T-1, \dots, 1`, which costs :math:`O(T L^2)` (and :math:`O(L^2)` memory for
+  one shared kernel).  Only ``full=True`` and :func:`rollout_path`, which return whole matrices,
+  pay :math:`O(T L^3)`.
+* A kernel is accepted when it is a finite, square, nonnegative matrix (entries above
+  ``-1e-12``) whose rows sum to 1 within ``1e-9``.
+
+Everything here is pure numerics; nothing imports torch.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validate import positive_int, unit_interval_float
+
+__all__ = [
+    "uniform_causal",
+    "bidirectional",
+    "sliding_window",
+    "alibi_slopes",
+    "alibi",
+    "content",
+    "constant",
+    "power_law",
+    "check_lambdas",
+    "rollout",
+    "rollout_path",
+    "deltas",
+    "control",
+    "Control",
+    "published_schedules",
+]
+
+_NEG_TOL = 1e-12  # entries in (-_NEG_TOL, 0) count as rounding noise
+_ROW_TOL = 1e-9  # |row sum - 1| allowed
+
+
+# ---------------------------------------------------------------------------------- kernels
+def uniform_causal(L: int) -> np.ndarray:
+    r"""Uniform causal attention: the Cesàro matrix :math:`A_{ij} = 1/i` for :math:`j \le i`.
+
+    This is the attention of a causal layer whose logits are all equal (as at initialization);
+    it is :func:`posbias_nb.theory.cesaro`.
+
+    Parameters
+    ----------
+    L : int
+        Sequence length, ``L >= 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(L, L)`` float64, lower triangular, row-stochastic.
+
+    Raises
+    ------
+    ValueError
+        If ``L`` is not an integer >= 1.
+
+    Examples
+    --------
+    >>> uniform_causal(3)
+    array([[1.        , 0.        , 0.        ],
+           [0.5       , 0.5       , 0.        ],
+           [0.33333333, 0.33333333, 0.33333333]])
+    """
+    L = positive_int("L", L)
+    i = np.arange(1, L + 1, dtype=np.float64)
+    return np.tril(np.ones((L, L))) / i[:, None]
+
+
+def bidirectional(L: int) -> np.ndarray:
+    r"""Uniform bidirectional attention: every token reads every token, :math:`A_{ij} = 1/L`.
+
+    Parameters
+    ----------
+    L : int
+        Sequence length, ``L >= 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(L, L)`` float64, every entry ``1/L``.
+
+    Raises
+    ------
+    ValueError
+        If ``L`` is not an integer >= 1.
+
+    Examples
+    --------
+    >>> bidirectional(2)
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+    L = positive_int("L", L)
+    return np.full((L, L), 1.0 / L)
+
+
+def sliding_window(L: int, w: int) -> np.ndarray:
+    r"""Uniform causal attention over a window of the last ``w`` tokens (the token included).
+
+    Row ``i`` is uniform on positions :math:`\max(1, i-w+1), \dots, i`.  ``w = 1`` is the
+    identity, ``w >= L`` is :func:`uniform_causal`.
+
+    Parameters
+    ----------
+    L : int
+        Sequence length, ``L >= 1``.
+    w : int
+        Window width, ``w >= 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(L, L)`` float64, lower triangular and banded, row-stochastic.
+
+    Raises
+    ------
+    ValueError
+        If ``L`` or ``w`` is not an integer >= 1.
+
+    Examples
+    --------
+    >>> sliding_window(4, 2)
+    array([[1. , 0. , 0. , 0. ],
+           [0.5, 0.5, 0. , 0. ],
+           [0. , 0.5, 0.5, 0. ],
+           [0. , 0. , 0.5, 0.5]])
+    """
+    L = positive_int("L", L)
+    w = positive_int("w", w)
+    i = np.arange(L)[:, None]
+    j = np.arange(L)[None, :]
+    mask = (j <= i) & (j > i - w)
+    return mask / mask.sum(axis=1, keepdims=True)
+
+
+def alibi_slopes(n_heads: int) -> np.ndarray:
+    r"""The geometric ALiBi head slopes of Press et al. (2022).
+
+    For ``n`` a power of two the slopes are :math:`m_h = 2^{-8h/n}`, :math:`h = 1, \dots, n`.
+    Otherwise, as in the ALiBi paper's reference code, the ``k`` slopes of the largest power of
+    two ``k < n`` are followed by every other slope of the ``2k``-head sequence (the odd ``h``),
+    ``n - k`` of them.
+
+    Parameters
+    ----------
+    n_heads : int
+        Number of heads, ``>= 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_heads,)`` float64 slopes in (0, 1).
+
+    Raises
+    ------
+    ValueError
+        If ``n_heads`` is not an integer >= 1.
+
+    Examples
+    --------
+    >>> alibi_slopes(4).tolist()
+    [0.25, 0.0625, 0.015625, 0.00390625]
+    >>> alibi_slopes(3).tolist()  # 2 slopes of the 2-head set, then 2^-2 from the 4-head set
+    [0.0625, 0.00390625, 0.25]
+    """
+    n = positive_int("n_heads", n_heads)
+
+    def power_of_two(k: int) -> list[float]:
+        return [2.0 ** (-8.0 * h / k) for h in range(1, k + 1)]
+
+    if n & (n - 1) == 0:
+        return np.array(power_of_two(n))
+    k = 1 << (n.bit_length() - 1)
+    extra = power_of_two(2 * k)[0::2][: n - k]
+    return np.array(power_of_two(k) + extra)
+
+
+def alibi(L: int, n_heads: int = 8, scale: float = 1.0) -> np.ndarray:
+    r"""Causal attention with ALiBi biases and no content: heads averaged.
+
+    Head ``h`` has logits :math:`-s\,m_h (i - j)` for :math:`j \le i` (and :math:`-\infty`
+    above the diagonal), with the slopes :math:`m_h` of :func:`alibi_slopes` and a common factor
+    :math:`s` = ``scale``; each head is a row-wise softmax and the kernel is their mean.
+    ``scale = 0`` gives :func:`uniform_causal`.
+
+    Parameters
+    ----------
+    L : int
+        Sequence length, ``L >= 1``.
+    n_heads : int
+        Number of heads, ``>= 1`` (any number: see :func:`alibi_slopes`).
+    scale : float
+        Nonnegative factor on every slope (1 is the published ALiBi).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(L, L)`` float64, lower triangular, row-stochastic, decaying away from the diagonal.
+
+    Raises
+    ------
+    ValueError
+        For ``L`` or ``n_heads`` not an integer >= 1, or ``scale`` negative or not finite.
+
+    Examples
+    --------
+    >>> A = alibi(3, n_heads=1)  # one head, slope 2^-8
+    >>> bool(np.allclose(A.sum(axis=1), 1)), bool(A[2, 2] > A[2, 1] > A[2, 0])
+    (True, True)
+    """
+    L = positive_int("L", L)
+    slopes = alibi_slopes(n_heads)
+    s = _finite_float("scale", scale)
+    if s < 0:
+        raise ValueError(f"scale must be >= 0, got {scale!r}")
+    i = np.arange(L)[:, None]
+    j = np.arange(L)[None, :]
+    dist = (i - j).astype(np.float64)
+    causal = j <= i
+    A = np.zeros((L, L))
+    for m in slopes:
+        # logits -s m (i-j) <= 0 with the maximum 0 on the diagonal: exp cannot overflow
+        w = np.where(causal, np.exp(-s * m * np.where(causal, dist, 0.0)), 0.0)
+        A += w / w.sum(axis=1, keepdims=True)
+    return A / slopes.size
+
+
+def content(L: int, diag: float, base="causal", logit: bool = False) -> np.ndarray:
+    r"""The content abstraction: a base kernel plus a self-attention (diagonal) term.
+
+    Content-dependent attention is abstracted, as in the structural theory, by one number per
+    layer: how much more (``diag > 0``) or less (``diag < 0``) a token attends to itself than to
+    the other tokens it may see.
+
+    * ``logit=False`` (probability space): :math:`A = (1-d)\,B + d\,I`.  For the causal base,
+      row ``i`` is the constant :math:`(1-d)/i` over the prefix plus :math:`d` on the diagonal.
+      ``d`` must keep every entry nonnegative: :math:`d \le 1` (unless ``B`` is the identity) and
+      :math:`(1-d) B_{ii} + d \ge 0`; for the causal base that is
+      :math:`-1/(L-1) \le d \le 1`.
+    * ``logit=True`` (the authors' parametrization): a bonus ``d`` on the diagonal *logit*,
+      :math:`A_{ij} \propto B_{ij}\, e^{d\,[i=j]}`.  Any real ``d`` is allowed; ``d \to -\infty``
+      removes self-attention wherever a row has another token to read.
+
+    Parameters
+    ----------
+    L : int
+        Sequence length, ``L >= 1``.
+    diag : float
+        The diagonal term ``d``.
+    base : {"causal", "bidirectional"} or array_like
+        The kernel ``B`` the content term is added to: :func:`uniform_causal`,
+        :func:`bidirectional`, or any ``(L, L)`` row-stochastic array.
+    logit : bool
+        Where ``d`` acts: on probabilities (False) or on logits (True).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(L, L)`` float64 row-stochastic kernel.
+
+    Raises
+    ------
+    ValueError
+        For ``L`` not an integer >= 1, a non-finite ``diag``, an unknown or invalid ``base``, or
+        (probability space) a ``diag`` that makes an entry negative.
+
+    Examples
+    --------
+    >>> content(3, 0.4)
+    array([[1. , 0. , 0. ],
+           [0.3, 0.7, 0. ],
+           [0.2, 0.2, 0.6]])
+    >>> content(3, -0.5)  # the smallest allowed for L = 3: no self-attention in the last row
+    array([[1.  , 0.  , 0.  ],
+           [0.75, 0.25, 0.  ],
+           [0.5 , 0.5 , 0.  ]])
+    """
+    L = positive_int("L", L)
+    d = _finite_float("diag", diag)
+    if isinstance(base, str):
+        if base == "causal":
+            B = uniform_causal(L)
+        elif base == "bidirectional":
+            B = bidirectional(L)
+        else:
+            raise ValueError(f"base must be 'causal', 'bidirectional' or an (L, L) kernel, got {base!r}")
+    else:
+        B = _kernel(np.asarray(base, dtype=np.float64), "base")
+        if B.shape != (L, L):
+            raise ValueError(f"base must have shape ({L}, {L}), got {B.shape}")
+    eye = np.eye(L)
+    if logit:
+        W = B * np.exp(d * eye) if d <= 0 else B * np.exp(d * eye - d)  # no overflow
+        s = W.sum(axis=1)
+        empty = s == 0  # a row that could only read itself, with e^d underflowed: keep it
+        W[empty], s[empty] = B[empty], 1.0
+        return W / s[:, None]
+    A = (1.0 - d) * B + d * eye
+    bad = A < -_NEG_TOL * max(1.0, abs(d))
+    if np.any(bad):
+        i, j = map(int, np.argwhere(bad)[0])
+        raise ValueError(
+            f"diag={diag!r} makes entry ({i + 1}, {j + 1}) negative ({A[i, j]:.3g}); "
+            f"in probability space the content term must keep every entry >= 0"
+        )
+    return np.maximum(A, 0.0)
+
+
+# ---------------------------------------------------------------------------------- schedules
+def constant(T: int, lam) -> np.ndarray:
+    r"""The constant schedule :math:`\lambda_t = \lambda`, ``t = 1..T``.
+
+    Parameters
+    ----------
+    T : int
+        Number of layers, ``T >= 0``.
+    lam : float
+        Attention share in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(T,)`` float64.
+
+    Raises
+    ------
+    ValueError
+        For ``T < 0`` or ``lam`` outside [0, 1].
+
+    Examples
+    --------
+    >>> constant(3, 0.25).tolist()
+    [0.25, 0.25, 0.25]
+    """
+    T = positive_int("T", T, minimum=0)
+    return np.full(T, unit_interval_float("lam", lam))
+
+
+def power_law(T: int, lam0, beta) -> np.ndarray:
+    r"""The decaying schedule :math:`\lambda_t = \lambda_0 / (t+1)^{\beta}` for ``t = 1..T``.
+
+    Layers are counted from 1, so the first layer has :math:`\lambda_1 = \lambda_0 / 2^\beta`
+    (with ``lam0 <= 1`` every :math:`\lambda_t < 1` when ``beta > 0``).  The series
+    :math:`\sum_t \lambda_t` converges for ``beta > 1`` and diverges for ``beta <= 1``.
+
+    Parameters
+    ----------
+    T : int
+        Number of layers, ``T >= 0``.
+    lam0 : float
+        Scale in [0, 1].
+    beta : float
+        Decay exponent, ``>= 0`` (``0`` is the constant schedule ``lam0``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(T,)`` float64, nonincreasing.
+
+    Raises
+    ------
+    ValueError
+        For ``T < 0``, ``lam0`` outside [0, 1], or ``beta`` negative or not finite.
+
+    Examples
+    --------
+    >>> power_law(3, 1.0, 1.0).tolist()
+    [0.5, 0.3333333333333333, 0.25]
+    """
+    T = positive_int("T", T, minimum=0)
+    lam0 = unit_interval_float("lam0", lam0)
+    b = _finite_float("beta", beta)
+    if b < 0:
+        raise ValueError(f"beta must be >= 0, got {beta!r}")
+    t = np.arange(1, T + 1, dtype=np.float64)
+    return lam0 / (t + 1.0) ** b
+
+
+def check_lambdas(lambdas, T: int | None = None) -> np.ndarray:
+    r"""Validate a given schedule: a 1-D array of finite values in [0, 1] (of length ``T``).
+
+    Parameters
+    ----------
+    lambdas : array_like
+        One attention share per layer, layer 1 first.
+    T : int, optional
+        Required length.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(T,)`` float64 copy.
+
+    Raises
+    ------
+    ValueError
+        If ``lambdas`` is not 1-D, has a value outside [0, 1] (or NaN), or has the wrong length.
+
+    Examples
+    --------
+    >>> check_lambdas([0.5, 0.1]).tolist()
+    [0.5, 0.1]
+    """
+    try:
+        lam = np.array(lambdas, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"lambdas must be numbers in [0, 1], got {lambdas!r}") from None
+    if lam.ndim != 1:
+        raise ValueError(f"lambdas must be a 1-D sequence, got shape {lam.shape}")
+    bad = ~((lam >= 0.0) & (lam <= 1.0))
+    if np.any(bad):
+        t = int(np.argmax(bad))
+        raise ValueError(f"lambdas must lie in [0, 1], got lambda_{t + 1} = {lam[t]!r}")
+    if T is not None and lam.size != T:
+        raise ValueError(f"lambdas has length {lam.size} but there are {T} kernels")
+    return lam
+
+
+# ---------------------------------------------------------------------------------- rollout
+def _finite_float(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return x
+
+
+def _kernel(A: np.ndarray, name: str) -> np.ndarray:
+    """Check one kernel; return it as float64."""
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 1:
+        raise ValueError(f"{name} must be a square (L, L) matrix, got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        i, j = map(int, np.argwhere(~np.isfinite(A))[0])
+        raise ValueError(f"{name} has a non-finite entry at ({i + 1}, {j + 1}): {A[i, j]!r}")
+    if np.any(A < -_NEG_TOL):
+        i, j = map(int, np.argwhere(A < -_NEG_TOL)[0])
+        raise ValueError(f"{name} has a negative entry at ({i + 1}, {j + 1}): {A[i, j]!r}")
+    s = A.sum(axis=1)
+    off = np.abs(s - 1.0) > _ROW_TOL
+    if np.any(off):
+        i = int(np.argmax(off))
+        raise ValueError(f"{name} is not row-stochastic: row {i + 1} sums to {s[i]!r}")
+    return A
+
+
+def _prepare(kernels, lambdas):
+    """Return (shared kernel or None, stack or None, lambdas) after validation."""
+    if isinstance(kernels, np.ndarray) and kernels.ndim == 2:
+        A = _kernel(kernels.astype(np.float64, copy=False), "kernel")
+        if np.ndim(lambdas) == 0:
+            raise ValueError(
+                "with a single kernel, lambdas must be a sequence (one per layer), "
+                f"got the scalar {lambdas!r}"
+            )
+        lam = check_lambdas(lambdas)
+        return A, None, lam
+    try:
+        stack = np.asarray(kernels, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("kernels must be an (L, L) array or a sequence of (L, L) arrays "
+                         "of one common size") from None
+    if stack.ndim == 2:
+        return _prepare(stack, lambdas)
+    if stack.ndim != 3:
+        raise ValueError(f"kernels must be (L, L) or (T, L, L), got shape {stack.shape}")
+    T = stack.shape[0]
+    for t in range(T):
+        _kernel(stack[t], f"kernel of layer {t + 1}")
+    if np.ndim(lambdas) == 0:
+        lam = np.full(T, unit_interval_float("lambda", lambdas))
+    else:
+        lam = check_lambdas(lambdas, T)
+    return None, stack, lam
+
+
+def rollout(kernels, lambdas, full: bool = False) -> np.ndarray:
+    r"""Residual-aware rollout: the last row of :math:`P = R_T \cdots R_1`,
+    :math:`R_t = (1-\lambda_t) I + \lambda_t A_t`.
+
+    Entry ``j-1`` is the influence of input position ``j`` on the last output.  Layer 1 acts
+    first on the input, so the row is :math:`e_L^\top R_T \cdots R_1`, computed by vector–matrix
+    products :math:`v \leftarrow (1-\lambda_t)\,v + \lambda_t\,v A_t` for
+    :math:`t = T, \dots, 1`: :math:`O(T L^2)` time.  ``lambdas = 1`` everywhere is the
+    attention-only rollout :math:`e_L^\top A_T \cdots A_1`; ``lambdas = 0`` gives
+    :math:`e_L`.
+
+    Parameters
+    ----------
+    kernels : array_like
+        Either one ``(L, L)`` row-stochastic kernel used by every layer (then
+        ``T = len(lambdas)``), or ``T`` kernels as a sequence or a ``(T, L, L)`` array, layer 1
+        first.
+    lambdas : array_like or float
+        The schedule :math:`\lambda_1, \dots, \lambda_T` in [0, 1] (see :func:`constant`,
+        :func:`power_law`).  A single number is accepted with a stack of kernels.
+    full : bool
+        If True return the whole ``(L, L)`` matrix :math:`P` instead (built as
+        :math:`P \leftarrow R_t P`, ``t = 1..T``: :math:`O(T L^3)`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(L,)`` float64 probability vector (or ``(L, L)`` row-stochastic ``P`` if ``full``).
+
+    Raises
+    ------
+    ValueError
+        For a kernel that is not square, not finite, has a negative entry or a row that does not
+        sum to 1; for a :math:`\lambda_t` outside [0, 1]; for a schedule whose length differs from
+        the number of kernels.
+
+    Examples
+    --------
+    >>> rollout(uniform_causal(3), [1.0])  # one uniform layer: the average
+    array([0.33333333, 0.33333333, 0.33333333])
+    >>> rollout(uniform_causal(3), [0.5, 0.5])
+    array([0.31944444, 0.23611111, 0.44444444])
+    """
+    A, stack, lam = _prepare(kernels, lambdas)
+    L = (A if A is not None else stack[0]).shape[0]
+    T = lam.size
+    if full:
+        P = np.eye(L)
+        for t in range(T):
+            K = A if A is not None else stack[t]
+            P = (1.0 - lam[t]) * P + lam[t] * (K @ P)
+        return P
+    v = np.zeros(L)
+    v[-1] = 1.0
+    for t in range(T - 1, -1, -1):
+        K = A if A is not None else stack[t]
+        v = (1.0 - lam[t]) * v + lam[t] * (v @ K)
+    return v
+
+
+def rollout_path(kernels, lambdas, depths=None) -> np.ndarray:
+    r"""The whole rollout matrix :math:`P^{(s)} = R_s \cdots R_1` after each depth ``s`` in
+    ``depths``, from one forward pass over the layers.
+
+    This is the tool for watching a deep stack evolve (the diagonal of :math:`P`, the first
+    column): the schedule's first ``s`` values are the first ``s`` layers, so all depths share the
+    same pass, :math:`P^{(s)} = R_s P^{(s-1)}`.  Cost :math:`O(T L^3)` for ``T = max(depths)``.
+    For one last row, :func:`rollout` is ``L`` times cheaper.
+
+    Parameters
+    ----------
+    kernels, lambdas :
+        As in :func:`rollout`.
+    depths : sequence of int, optional
+        Depths ``0 <= s <= T`` to record (default: ``1..T``), in any order; ``0`` is the identity.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(depths), L, L)`` float64, in the order of ``depths``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`rollout`, and for a depth outside ``0..T``.
+
+    Examples
+    --------
+    >>> Ps = rollout_path(uniform_causal(3), [0.5, 0.5], depths=[1, 2])
+    >>> bool(np.allclose(Ps[1], rollout(uniform_causal(3), [0.5, 0.5], full=True)))
+    True
+    """
+    A, stack, lam = _prepare(kernels, lambdas)
+    L = (A if A is not None else stack[0]).shape[0]
+    T = lam.size
+    if depths is None:
+        depths = range(1, T + 1)
+    ds = [positive_int("depth", s, minimum=0) for s in depths]
+    for s in ds:
+        if s > T:
+            raise ValueError(f"depth must lie in 0..{T} (the schedule's length), got {s!r}")
+    want: dict[int, list[int]] = {}
+    for k, s in enumerate(ds):
+        want.setdefault(s, []).append(k)
+    out = np.empty((len(ds), L, L))
+    P = np.eye(L)
+    for k in want.get(0, []):
+        out[k] = P
+    top = max(ds, default=0)
+    for t in range(top):
+        K = A if A is not None else stack[t]
+        P = (1.0 - lam[t]) * P + lam[t] * (K @ P)
+        for k in want.get(t + 1, []):
+            out[k] = P
+    return out
+
+
+# ---------------------------------------------------------------------------------- control
+@dataclass(frozen=True)
+class Control:
+    r"""The quantities that decide what an infinitely deep stack does.
+
+    Attributes
+    ----------
+    sum_lambda : float
+        :math:`\sum_t \lambda_t`; collapse onto the first token needs it to diverge.
+    prod_keep : float
+        :math:`\prod_t (1-\lambda_t)`, the residual-only path; positive iff
+        :math:`\sum_t \lambda_t < \infty` (when every :math:`\lambda_t < 1`).
+    sum_lambda_delta : float
+        :math:`\sum_t \lambda_t \delta_t` with :math:`\delta_t = 1 - \min_i (A_t)_{ii}`.
+    prod_keep_delta : float
+        :math:`\prod_t (1-\lambda_t\delta_t)`, a lower bound on every diagonal entry
+        :math:`P_{ii}` (for any nonnegative kernels).
+    """
+
+    sum_lambda: float
+    prod_keep: float
+    sum_lambda_delta: float
+    prod_keep_delta: float
+
+
+def deltas(kernels) -> np.ndarray:
+    r""":math:`\delta_t = 1 - \min_i (A_t)_{ii}`, the largest share a token gives to others.
+
+    Parameters
+    ----------
+    kernels : array_like
+        One ``(L, L)`` kernel or a stack ``(T, L, L)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(T,)`` float64 in [0, 1] (``(1,)`` for one kernel).
+
+    Raises
+    ------
+    ValueError
+        For kernels that are not row-stochastic (as in :func:`rollout`).
+
+    Examples
+    --------
+    >>> deltas(uniform_causal(4)).tolist()
+    [0.75]
+    """
+    k = np.asarray(kernels, dtype=np.float64)
+    if k.ndim == 2:
+        k = k[None]
+    if k.ndim != 3:
+        raise ValueError(f"kernels must be (L, L) or (T, L, L), got shape {k.shape}")
+    for t in range(k.shape[0]):
+        _kernel(k[t], f"kernel of layer {t + 1}")
+    d = 1.0 - np.min(np.diagonal(k, axis1=1, axis2=2), axis=1)
+    return np.clip(d, 0.0, 1.0)
+
+
+def control(kernels, lambdas) -> Control:
+    r"""The control quantities :math:`\sum\lambda_t`, :math:`\prod(1-\lambda_t)`,
+    :math:`\sum \lambda_t\delta_t` and :math:`\prod(1-\lambda_t\delta_t)` of a stack.
+
+    Products are accumulated as sums of ``log1p``, so they round to 0 only when the true value
+    is below the float64 range.
+
+    Parameters
+    ----------
+    kernels, lambdas :
+        As in :func:`rollout`.
+
+    Returns
+    -------
+    Control
+
+    Raises
+    ------
+    ValueError
+        As :func:`rollout`.
+
+    Examples
+    --------
+    >>> c = control(uniform_causal(4), [0.5, 0.5])
+    >>> c.sum_lambda, c.prod_keep, c.sum_lambda_delta
+    (1.0, 0.25, 0.75)
+    """
+    A, stack, lam = _prepare(kernels, lambdas)
+    if A is not None:
+        dl = np.full(lam.size, deltas(A)[0])
+    else:
+        dl = 1.0 - np.min(np.diagonal(stack, axis1=1, axis2=2), axis=1)
+        dl = np.clip(dl, 0.0, 1.0)
+    with np.errstate(divide="ignore"):
+        log_keep = float(np.sum(np.log1p(-lam)))
+        log_keep_d = float(np.sum(np.log1p(-lam * dl)))
+    return Control(
+        sum_lambda=float(np.sum(lam)),
+        prod_keep=float(np.exp(log_keep)),
+        sum_lambda_delta=float(np.sum(lam * dl)),
+        prod_keep_delta=float(np.exp(log_keep_d)),
+    )
+
+
+# ---------------------------------------------------------------------------------- data
+# Per-layer attention shares lambda_t = E[|Attn(Norm x)| / (|x| + |Attn(Norm x)|)] measured by
+# Herasimchyk et al. (2026) on FineWeb-Edu text at L = 256, as published in the configuration
+# files of their code (ml-uhh/position-bias, config/rollout/alibi/no_content/<model>.yaml),
+# rounded here to 4 decimals.  Layer 1 first.  Heads: the model's number of attention heads.
+_PUBLISHED = {
+    "bloom": (112, [
+        0.6445, 0.0926, 0.0730, 0.0360, 0.0182, 0.0158, 0.0235, 0.0158, 0.0172, 0.0237,
+        0.0258, 0.0231, 0.0244, 0.0254, 0.0246, 0.0247, 0.0222, 0.0218, 0.0240, 0.0291,
+        0.0364, 0.0545, 0.0574, 0.0541, 0.0500, 0.0477, 0.0485, 0.0457, 0.0494, 0.0478,
+        0.0483, 0.0485, 0.0485, 0.0579, 0.0564, 0.0577, 0.0608, 0.0613, 0.0650, 0.0632,
+        0.0656, 0.0641, 0.0671, 0.0698, 0.0654, 0.0635, 0.0645, 0.0665, 0.0621, 0.0596,
+        0.0580, 0.0545, 0.0532, 0.0520, 0.0483, 0.0496, 0.0447, 0.0432, 0.0376, 0.0397,
+        0.0323, 0.0303, 0.0327, 0.0379, 0.0453, 0.0510, 0.0674, 0.0829, 0.0797, 0.0550]),
+    "bloom-7b1": (32, [
+        0.2384, 0.1916, 0.2424, 0.1608, 0.1202, 0.1134, 0.1187, 0.1012, 0.0948, 0.0907,
+        0.0921, 0.0930, 0.0882, 0.0976, 0.0941, 0.0925, 0.1002, 0.1023, 0.1059, 0.0983,
+        0.1023, 0.1020, 0.0980, 0.1066, 0.1152, 0.1202, 0.1324, 0.1759, 0.1320, 0.1004]),
+    "falcon-rw-7b": (64, [
+        0.9719, 0.0995, 0.0861, 0.0946, 0.1077, 0.1135, 0.1235, 0.1296, 0.1370, 0.1309,
+        0.1377, 0.1443, 0.1534, 0.1592, 0.1581, 0.1457, 0.1534, 0.1504, 0.1445, 0.1311,
+        0.1319, 0.1326, 0.1186, 0.1140, 0.1115, 0.0879, 0.1145, 0.0699, 0.0770, 0.0858,
+        0.0671, 0.0638, 0.0601, 0.0631, 0.1082, 0.1853]),
+    "mpt-7b": (32, [
+        0.5442, 0.3421, 0.3537, 0.2288, 0.2540, 0.2587, 0.2717, 0.2116, 0.2188, 0.1821,
+        0.1649, 0.1470, 0.1204, 0.1043, 0.0935, 0.0851, 0.0775, 0.0586, 0.0564, 0.0466,
+        0.0400, 0.0361, 0.0316, 0.0319, 0.0285, 0.0259, 0.0229, 0.0243, 0.0296, 0.0372,
+        0.0443, 0.0556]),
+    "mpt-30b": (64, [
+        0.7147, 0.1220, 0.1836, 0.2123, 0.1078, 0.1275, 0.1460, 0.1122, 0.2384, 0.1545,
+        0.0959, 0.1490, 0.2044, 0.2512, 0.2392, 0.2530, 0.2274, 0.1725, 0.1326, 0.0948,
+        0.0599, 0.0464, 0.0341, 0.0273, 0.0246, 0.0194, 0.0168, 0.0166, 0.0138, 0.0125,
+        0.0123, 0.0118, 0.0103, 0.0089, 0.0081, 0.0082, 0.0074, 0.0067, 0.0072, 0.0069,
+        0.0066, 0.0073, 0.0085, 0.0456, 0.4043, 0.3316, 0.2002, 0.0114]),
+}
+
+
+def published_schedules() -> dict[str, tuple[int, np.ndarray]]:
+    r"""Measured :math:`\lambda_t` schedules of five ALiBi models (Herasimchyk et al., 2026).
+
+    Returns
+    -------
+    dict
+        ``{model: (n_heads, lambdas)}`` for ``bloom``, ``bloom-7b1``, ``falcon-rw-7b``,
+        ``mpt-7b`` and ``mpt-30b``; ``lambdas`` is a float64 array, layer 1 first.
+
+    Examples
+    --------
+    >>> s = published_schedules()
+    >>> sorted(s), s["mpt-7b"][0], s["mpt-7b"][1].size
+    (['bloom', 'bloom-7b1', 'falcon-rw-7b', 'mpt-30b', 'mpt-7b'], 32, 32)
+    """
+    return {k: (h, np.array(v, dtype=np.float64)) for k, (h, v) in _PUBLISHED.items()}

@@ -19,7 +19,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test unit notebooks build-book bench clean
+.PHONY: setup book test unit notebooks build-book bench clean readme-figure
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,3 +58,6 @@ bench: setup
 
 clean:
 	rm -rf _build .cache
+
+readme-figure: setup
+	$(PY) -c "from posbias_nb import plots; plots.u_shape_figure().savefig('docs/u-shape.png')"

@@ -56,3 +56,20 @@ def profile_axes(ax, L: int | None = None, logy: bool = True, relative: bool = F
 def positions(L: int) -> np.ndarray:
     """1-indexed positions 1..L."""
     return np.arange(1, L + 1)
+
+
+def u_shape_figure(L: int = 512, depth: int = 8, alphas=(1.0, 0.7, 0.5)):
+    """The book's opening figure: the last row of ((1-a) I + a M)^depth for a few mixings a.
+
+    Used by the introduction chapter and, through ``make readme-figure``, by the README.
+    """
+    from . import theory
+
+    fig, ax = figure(height=3.0)
+    for a in alphas:
+        ax.plot(positions(L), theory.influence(L, depth, alpha=a), label=rf"$\alpha$ = {a}")
+    profile_axes(ax, L)
+    ax.set_title(f"Influence of each input on the last output: {depth} uniform-attention "
+                 f"layers, L = {L}")
+    ax.legend()
+    return fig

@@ -7,6 +7,7 @@ VENV       := .venv
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
 NBDIR      := _build/nbtest
+MATHJAX    := _assets/mathjax/tex-chtml.js
 
 export HF_HUB_OFFLINE         := 1
 export TRANSFORMERS_OFFLINE   := 1
@@ -19,7 +20,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test unit notebooks build-book bench clean readme-figure
+.PHONY: setup book test unit notebooks build-book browser-deps browser-test bench clean readme-figure
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,7 +31,12 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
-book: setup
+# MathJax is served by the site itself (files from the django-static-mathjax wheel), never a CDN
+$(MATHJAX): $(STAMP)
+	rm -rf _assets/mathjax && mkdir -p _assets
+	cp -r "$$($(PY) -c 'import mathjax, os; print(os.path.dirname(mathjax.__file__))')/static/mathjax/es5" _assets/mathjax
+
+book: setup $(MATHJAX)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
 
@@ -44,20 +50,30 @@ notebooks: setup
 	done
 	cd $(NBDIR) && ../../$(PY) -m pytest --nbval-lax -p no:cacheprovider --nbval-cell-timeout=1800 -q .
 
-build-book: setup
+build-book: setup $(MATHJAX)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+
+# headless Chromium from Debian's packages (root on CI, sudo elsewhere)
+browser-deps:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q --no-install-recommends chromium; }
+
+browser-test: setup browser-deps
+	POSBIAS_SITE_TEST=1 $(PY) -m pytest tests/browser -q
 
 test: setup
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory notebooks
 	$(MAKE) --no-print-directory build-book
-	@echo "make test: unit tests, notebooks and the book build all passed"
+	$(MAKE) --no-print-directory browser-test
+	@echo "make test: unit tests, notebooks, book build and browser test all passed"
 
 bench: setup
 	$(PY) bench/bench_theory.py
 
-clean:
-	rm -rf _build .cache
-
 readme-figure: setup
 	$(PY) -c "from posbias_nb import plots; plots.u_shape_figure().savefig('docs/u-shape.png')"
+
+clean:
+	rm -rf _build .cache _assets/mathjax

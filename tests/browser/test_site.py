@@ -1,0 +1,167 @@
+"""The built website as a reader sees it, in headless Chromium.
+
+For every page reachable from the home page: the math was typeset by MathJax (no raw ``$$`` or
+``\\(`` left, no MathJax error), every figure loaded, no error text, traceback or unresolved
+reference is shown, and every internal link (and its #anchor) resolves.  A screenshot of the home
+page is kept in ``_build/test-artifacts/home.png``.
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import urldefrag, urljoin, urlparse
+
+import pytest
+
+from .conftest import ARTIFACTS, SITE
+
+ERROR_PATTERNS = [
+    r"Traceback \(most recent call last\)",
+    r"\b\w+Error: ",
+    r"Exception: ",
+    r"undefined label",
+    r"\?\?\?",  # an unresolved numref renders as ???
+]
+
+# pages outside the book's own chapters that need not carry math or figures
+NON_CHAPTERS = {"genindex.html", "search.html", "py-modindex.html"}
+
+
+def _wait_for_math(page):
+    """Wait until MathJax has typeset the page (pages without math do not load MathJax)."""
+    if not page.eval_on_selector_all('script[src*="mathjax"]', "e => e.length"):
+        return
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                           timeout=30000)
+    page.evaluate("() => MathJax.startup.promise")
+
+
+def _crawl(browser, base):
+    """Breadth-first walk over the internal HTML pages reachable from the home page."""
+    page = browser.new_page()
+    # index.html is a redirect to the first chapter: follow it
+    page.goto(base + "/index.html")
+    page.wait_for_url(lambda u: not u.endswith("/index.html"), timeout=15000)
+    seen, order, queue = set(), [], [page.url.split("#")[0]]
+    while queue:
+        url = queue.pop(0)
+        if url in seen:
+            continue
+        seen.add(url)
+        resp = page.goto(url)
+        assert resp is not None and resp.ok, f"{url}: HTTP {resp.status if resp else 'none'}"
+        order.append(page.url.split("#")[0])
+        for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"):
+            target, _ = urldefrag(href)
+            if (urlparse(target).netloc == urlparse(base).netloc and target.endswith(".html")
+                    and not target.endswith("/index.html")):
+                name = target.rsplit("/", 1)[-1]
+                if name not in NON_CHAPTERS and "_sources" not in target:
+                    queue.append(target)
+    page.close()
+    return sorted(set(order))
+
+
+@pytest.fixture(scope="module")
+def pages(browser, site_url):
+    found = _crawl(browser, site_url)
+    assert len(found) >= 4, found
+    return found
+
+
+def test_home_page_screenshot(browser, site_url):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(site_url + "/index.html")
+    page.wait_for_url(lambda u: not u.endswith("/index.html"), timeout=15000)
+    _wait_for_math(page)
+    page.wait_for_load_state("networkidle")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "home.png"
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.stat().st_size > 10_000
+    # the home page says what the book is and shows the U
+    text = page.inner_text("main")
+    assert "Position bias in transformers" in text
+    assert page.eval_on_selector_all("main img", "els => els.length") >= 1
+    page.close()
+
+
+def test_every_page_renders(browser, pages):
+    problems = []
+    for url in pages:
+        page = browser.new_page()
+        failed = []
+        page.on("requestfailed", lambda r: failed.append(r.url))
+        page.goto(url)
+        _wait_for_math(page)
+        page.wait_for_load_state("networkidle")
+        name = url.rsplit("/", 1)[-1]
+        text = page.inner_text("main")
+        # math typeset: no raw delimiters in the visible text, no MathJax errors
+        for raw in ("$$", "\\(", "\\[", "\\begin{"):
+            if raw in text:
+                problems.append(f"{name}: raw math delimiter {raw!r} in the page text")
+        if page.eval_on_selector_all("mjx-merror, .MathJax_Error", "e => e.length"):
+            problems.append(f"{name}: MathJax error")
+        # figures loaded
+        broken = page.eval_on_selector_all(
+            "main img", "els => els.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+        problems += [f"{name}: image did not load: {src}" for src in broken]
+        # no error output, traceback or unresolved reference shown
+        for pat in ERROR_PATTERNS:
+            m = re.search(pat, text)
+            if m:
+                problems.append(f"{name}: error text shown: {text[max(0, m.start()-60):m.end()+60]!r}")
+        n_err = page.eval_on_selector_all(
+            ".system-message, .problematic, .output.traceback, .output.error, .cell_output .stderr",
+            "e => e.length")
+        if n_err:
+            problems.append(f"{name}: {n_err} error/system-message element(s)")
+        problems += [f"{name}: request failed: {u}" for u in failed
+                     if urlparse(u).hostname in ("127.0.0.1", "localhost")]
+        page.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_chapters_have_math_and_figures(browser, pages):
+    """Every chapter page typesets some math; every chapter shows at least one figure."""
+    for url in pages:
+        name = url.rsplit("/", 1)[-1]
+        if not url.split("/")[-2] == "book" or name in ("references.html", "api.html",
+                                                        "reproduce.html"):
+            continue
+        page = browser.new_page()
+        page.goto(url)
+        _wait_for_math(page)
+        assert page.eval_on_selector_all("mjx-container", "e => e.length") > 0, name
+        assert page.eval_on_selector_all("main figure img, main img", "e => e.length") > 0, name
+        page.close()
+
+
+def test_internal_links_resolve(browser, pages, site_url):
+    """Every same-site link points to an existing page, and its #anchor exists there."""
+    page = browser.new_page()
+    ids_cache: dict[str, set] = {}
+    bad = []
+    for url in pages:
+        page.goto(url)
+        links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+        for raw in links:
+            full = urljoin(url, raw)
+            if urlparse(full).netloc != urlparse(site_url).netloc:
+                continue
+            target, frag = urldefrag(full)
+            path = urlparse(target).path.lstrip("/")
+            f = SITE / path
+            if f.is_dir():
+                f = f / "index.html"
+            if not f.exists():
+                bad.append(f"{url.rsplit('/', 1)[-1]}: {raw} -> missing {path}")
+                continue
+            if frag and f.suffix == ".html":
+                if target not in ids_cache:
+                    html = f.read_text(errors="replace")
+                    ids_cache[target] = set(re.findall(r'\bid="([^"]+)"', html))
+                if frag not in ids_cache[target]:
+                    bad.append(f"{url.rsplit('/', 1)[-1]}: {raw} -> no #{frag} in {path}")
+    page.close()
+    assert not bad, "\n".join(sorted(set(bad)))

@@ -127,12 +127,11 @@ def shape_map(L: int, max_depth: int, alphas) -> dict:
 
     Returns
     -------
-    dict of arrays of shape ``(len(alphas), max_depth)``:
-        ``log10_peak_to_valley``  log10 of max/min over positions;
-        ``log10_u_depth``         log10 of min(first, last)/min: how far *both* arms of the U
-                                  rise above the valley (1 means no U);
-        ``argmin``                1-indexed position of the minimum;
-        plus ``depths`` (1..max_depth) and ``alphas``.
+    dict
+        Arrays of shape ``(len(alphas), max_depth)``: ``log10_peak_to_valley`` (log10 of
+        max/min over positions), ``log10_u_depth`` (log10 of min(first, last)/min: how far
+        *both* arms of the U rise above the valley; 0 means no U) and ``argmin`` (1-indexed
+        position of the minimum); plus ``depths`` (1..max_depth) and ``alphas``.
 
     Raises
     ------

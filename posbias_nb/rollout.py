@@ -13,8 +13,8 @@ first on the input, so the whole stack is
 and the *influence* of input position ``j`` on the last output is :math:`P_{Lj}`, the last row
 of :math:`P`.  The attention-only rollout of Wu et al. (2025) is :math:`\lambda_t = 1`.
 
-Conventions
------------
+Conventions of ``rollout``
+--------------------------
 * Positions are 1-indexed in formulas and 0-indexed in arrays: ``row[j-1]`` is position ``j``.
 * Layers are 1-indexed in formulas: ``lambdas[t-1]`` and ``kernels[t-1]`` belong to layer ``t``,
   and layer 1 is the one next to the input.
@@ -224,6 +224,7 @@ def alibi(L: int, n_heads: int = 8, scale: float = 1.0) -> np.ndarray:
     -------
     numpy.ndarray
         ``(L, L)`` float64, lower triangular, row-stochastic, decaying away from the diagonal.
+        Weights below the smallest normal float64 (about ``2.2e-308``) are set to 0.
 
     Raises
     ------
@@ -250,7 +251,11 @@ def alibi(L: int, n_heads: int = 8, scale: float = 1.0) -> np.ndarray:
         # logits -s m (i-j) <= 0 with the maximum 0 on the diagonal: exp cannot overflow
         w = np.where(causal, np.exp(-s * m * np.where(causal, dist, 0.0)), 0.0)
         A += w / w.sum(axis=1, keepdims=True)
-    return A / slopes.size
+    A /= slopes.size
+    # flush subnormal weights (far tokens under steep heads) to zero: they carry no influence
+    # above float64's normal range, and subnormal arithmetic is slow on common CPUs
+    A[A < np.finfo(np.float64).tiny] = 0.0
+    return A
 
 
 def content(L: int, diag: float, base="causal", logit: bool = False) -> np.ndarray:
@@ -266,7 +271,7 @@ def content(L: int, diag: float, base="causal", logit: bool = False) -> np.ndarr
       :math:`(1-d) B_{ii} + d \ge 0`; for the causal base that is
       :math:`-1/(L-1) \le d \le 1`.
     * ``logit=True`` (the authors' parametrization): a bonus ``d`` on the diagonal *logit*,
-      :math:`A_{ij} \propto B_{ij}\, e^{d\,[i=j]}`.  Any real ``d`` is allowed; ``d \to -\infty``
+      :math:`A_{ij} \propto B_{ij}\, e^{d\,[i=j]}`.  Any real ``d`` is allowed; :math:`d \to -\infty`
       removes self-attention wherever a row has another token to read.
 
     Parameters
@@ -275,9 +280,9 @@ def content(L: int, diag: float, base="causal", logit: bool = False) -> np.ndarr
         Sequence length, ``L >= 1``.
     diag : float
         The diagonal term ``d``.
-    base : {"causal", "bidirectional"} or array_like
-        The kernel ``B`` the content term is added to: :func:`uniform_causal`,
-        :func:`bidirectional`, or any ``(L, L)`` row-stochastic array.
+    base : str or array_like
+        The kernel ``B`` the content term is added to: ``"causal"`` (:func:`uniform_causal`),
+        ``"bidirectional"`` (:func:`bidirectional`), or any ``(L, L)`` row-stochastic array.
     logit : bool
         Where ``d`` acts: on probabilities (False) or on logits (True).
 
@@ -438,7 +443,7 @@ def check_lambdas(lambdas, T: int | None = None) -> np.ndarray:
     bad = ~((lam >= 0.0) & (lam <= 1.0))
     if np.any(bad):
         t = int(np.argmax(bad))
-        raise ValueError(f"lambdas must lie in [0, 1], got lambda_{t + 1} = {lam[t]!r}")
+        raise ValueError(f"lambdas must lie in [0, 1], got lambda_{t + 1} = {float(lam[t])!r}")
     if T is not None and lam.size != T:
         raise ValueError(f"lambdas has length {lam.size} but there are {T} kernels")
     return lam
@@ -458,18 +463,30 @@ def _kernel(A: np.ndarray, name: str) -> np.ndarray:
     """Check one kernel; return it as float64."""
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 1:
         raise ValueError(f"{name} must be a square (L, L) matrix, got shape {A.shape}")
+    _check_stack(A[None], lambda t: name)
+    return A
+
+
+def _check_stack(stack: np.ndarray, name_of) -> None:
+    """Validate a (T, L, L) stack in two vectorized passes; explain the first bad layer."""
+    if stack.shape[0] == 0:
+        return
+    mins = stack.min(axis=(1, 2))  # NaN propagates
+    sums = stack.sum(axis=2)  # an inf or NaN entry makes its row sum non-finite
+    ok = (mins >= -_NEG_TOL) & np.all(np.abs(sums - 1.0) <= _ROW_TOL, axis=1)
+    if np.all(ok):
+        return
+    t = int(np.argmin(ok))
+    A, name = stack[t], name_of(t)
     if not np.all(np.isfinite(A)):
         i, j = map(int, np.argwhere(~np.isfinite(A))[0])
-        raise ValueError(f"{name} has a non-finite entry at ({i + 1}, {j + 1}): {A[i, j]!r}")
+        raise ValueError(f"{name} has a non-finite entry at ({i + 1}, {j + 1}): {float(A[i, j])!r}")
     if np.any(A < -_NEG_TOL):
         i, j = map(int, np.argwhere(A < -_NEG_TOL)[0])
-        raise ValueError(f"{name} has a negative entry at ({i + 1}, {j + 1}): {A[i, j]!r}")
-    s = A.sum(axis=1)
-    off = np.abs(s - 1.0) > _ROW_TOL
-    if np.any(off):
-        i = int(np.argmax(off))
-        raise ValueError(f"{name} is not row-stochastic: row {i + 1} sums to {s[i]!r}")
-    return A
+        raise ValueError(f"{name} has a negative entry at ({i + 1}, {j + 1}): {float(A[i, j])!r}")
+    off = np.abs(sums[t] - 1.0) > _ROW_TOL
+    i = int(np.argmax(off))
+    raise ValueError(f"{name} is not row-stochastic: row {i + 1} sums to {float(sums[t, i])!r}")
 
 
 def _prepare(kernels, lambdas):
@@ -493,8 +510,9 @@ def _prepare(kernels, lambdas):
     if stack.ndim != 3:
         raise ValueError(f"kernels must be (L, L) or (T, L, L), got shape {stack.shape}")
     T = stack.shape[0]
-    for t in range(T):
-        _kernel(stack[t], f"kernel of layer {t + 1}")
+    if stack.shape[1] != stack.shape[2] or stack.shape[1] < 1:
+        raise ValueError(f"kernel of layer 1 must be a square (L, L) matrix, got shape {stack.shape[1:]}")
+    _check_stack(stack, lambda t: f"kernel of layer {t + 1}")
     if np.ndim(lambdas) == 0:
         lam = np.full(T, unit_interval_float("lambda", lambdas))
     else:
@@ -546,7 +564,7 @@ def rollout(kernels, lambdas, full: bool = False) -> np.ndarray:
     array([0.31944444, 0.23611111, 0.44444444])
     """
     A, stack, lam = _prepare(kernels, lambdas)
-    L = (A if A is not None else stack[0]).shape[0]
+    L = A.shape[0] if A is not None else stack.shape[1]
     T = lam.size
     if full:
         P = np.eye(L)
@@ -595,7 +613,7 @@ def rollout_path(kernels, lambdas, depths=None) -> np.ndarray:
     True
     """
     A, stack, lam = _prepare(kernels, lambdas)
-    L = (A if A is not None else stack[0]).shape[0]
+    L = A.shape[0] if A is not None else stack.shape[1]
     T = lam.size
     if depths is None:
         depths = range(1, T + 1)
@@ -672,8 +690,9 @@ def deltas(kernels) -> np.ndarray:
         k = k[None]
     if k.ndim != 3:
         raise ValueError(f"kernels must be (L, L) or (T, L, L), got shape {k.shape}")
-    for t in range(k.shape[0]):
-        _kernel(k[t], f"kernel of layer {t + 1}")
+    if k.shape[1] != k.shape[2] or k.shape[1] < 1:
+        raise ValueError(f"kernels must be square (L, L) matrices, got shape {k.shape[1:]}")
+    _check_stack(k, lambda t: f"kernel of layer {t + 1}")
     d = 1.0 - np.min(np.diagonal(k, axis1=1, axis2=2), axis=1)
     return np.clip(d, 0.0, 1.0)
 

@@ -8,8 +8,8 @@ of :math:`N^H` is the influence of each input position on the last output.
 
 Everything here is pure numerics; nothing imports torch.
 
-Conventions
------------
+Conventions of ``theory``
+-------------------------
 * Positions are 1-indexed in formulas and 0-indexed in arrays: ``row[j-1]`` is position ``j``.
 * ``influence`` never forms a matrix power: one step of the row recursion
   :math:`v \leftarrow (1-\alpha) v + \alpha\, v M` is a suffix sum,

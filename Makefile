@@ -78,6 +78,7 @@ test: setup
 bench: setup
 	$(PY) bench/bench_theory.py
 	$(PY) bench/bench_rollout.py
+	$(PY) bench/bench_measure.py
 
 readme-figure: setup
 	$(PY) -c "from posbias_nb import plots; plots.u_shape_figure().savefig('docs/u-shape.png')"

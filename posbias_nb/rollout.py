@@ -89,9 +89,9 @@ def uniform_causal(L: int) -> np.ndarray:
            [0.5       , 0.5       , 0.        ],
            [0.33333333, 0.33333333, 0.33333333]])
     """
-    L = positive_int("L", L)
-    i = np.arange(1, L + 1, dtype=np.float64)
-    return np.tril(np.ones((L, L))) / i[:, None]
+    from .theory import cesaro
+
+    return cesaro(L)
 
 
 def bidirectional(L: int) -> np.ndarray:

@@ -68,9 +68,11 @@ browser-deps:
 browser-test: setup browser-deps
 	POSBIAS_SITE_TEST=1 $(PY) -m pytest tests/browser -q
 
+# the chapters run first: they fill the cache (de-quantized pretrained weights included), so the
+# unit tests that need packaged weights run against it instead of skipping
 test: setup
-	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory notebooks
+	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory build-book
 	$(MAKE) --no-print-directory browser-test
 	@echo "make test: unit tests, notebooks, book build and browser test all passed"

@@ -71,7 +71,6 @@ __all__ = [
     "influence_profile",
     "hutchinson",
     "attention_logits",
-    "fit_alpha",
     "profile",
     "TARGETS",
     "METHODS",
@@ -595,54 +594,3 @@ def attention_logits(model, input_ids) -> np.ndarray:
         model.set_attn_implementation(old)
         _captured.clear()
     return out.numpy()
-
-
-# --------------------------------------------------------------------------------------------
-# Holding a measured profile against the theory's row
-
-
-def fit_alpha(profile, depth: int, criterion: str = "log") -> float:
-    r"""The attention share :math:`\alpha` of ``theory.influence(L, depth, alpha)`` that best
-    matches a measured profile (both normalized to sum 1).
-
-    ``criterion="log"``: least squares between the logs,
-    :math:`\min_\alpha \sum_j (\ln \hat p_j - \ln t_j(\alpha))^2` (bounded scalar search on
-    (1e-4, 1 - 1e-4)); every position weighs the same, whatever its magnitude.
-    ``criterion="last"``: match the last token's share, :math:`t_L(\alpha) = \hat p_L` (a root in
-    :math:`\alpha`; the theory's last share falls monotonically from 1 at :math:`\alpha = 0`).
-
-    Raises
-    ------
-    ValueError
-        For a bad profile or criterion, or a last share the theory cannot reach.
-    """
-    from scipy.optimize import brentq, minimize_scalar
-
-    from . import metrics, theory
-
-    p = metrics.normalize(profile)
-    depth = positive_int("depth", depth)
-    L = p.size
-    if L < 2:
-        raise ValueError("fit_alpha needs at least 2 positions")
-    lo, hi = 1e-4, 1 - 1e-4
-    if criterion == "log":
-        if np.any(p <= 0):
-            raise ValueError("criterion='log' needs a strictly positive profile")
-        lp = np.log(p)
-
-        def loss(a):
-            t = theory.log_influence(L, depth, a)
-            t = t - np.logaddexp.reduce(t)
-            return float(np.sum((lp - t) ** 2))
-
-        return float(minimize_scalar(loss, bounds=(lo, hi), method="bounded",
-                                     options={"xatol": 1e-7}).x)
-    if criterion == "last":
-        def gap(a):
-            return float(theory.influence(L, depth, a)[-1] - p[-1])
-
-        if gap(lo) * gap(hi) > 0:
-            raise ValueError(f"the theory's last share cannot equal {p[-1]:.3g} at depth {depth}")
-        return float(brentq(gap, lo, hi, xtol=1e-10))
-    raise ValueError(f"criterion must be 'log' or 'last', got {criterion!r}")

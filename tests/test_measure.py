@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from posbias_nb import measure, models  # noqa: E402
+from posbias_nb import measure, metrics, models  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=["gpt2-tiny", "qwen2-tiny"])
@@ -213,12 +213,12 @@ def test_fit_alpha_recovers_the_theory():
 
     for a in (0.1, 0.4, 0.8):
         row = theory.influence(200, 6, a)
-        assert measure.fit_alpha(row * 3.0, 6) == pytest.approx(a, abs=1e-4)
-        assert measure.fit_alpha(row, 6, criterion="last") == pytest.approx(a, abs=1e-6)
+        assert metrics.fit_alpha(row * 3.0, 6) == pytest.approx(a, abs=1e-4)
+        assert metrics.fit_alpha(row, 6, criterion="last") == pytest.approx(a, abs=1e-6)
     with pytest.raises(ValueError, match="criterion"):
-        measure.fit_alpha(row, 6, criterion="l2")
+        metrics.fit_alpha(row, 6, criterion="l2")
     with pytest.raises(ValueError, match="positive"):
-        measure.fit_alpha([0.0, 1.0], 2)
+        metrics.fit_alpha([0.0, 1.0], 2)
 
 
 def test_corpus_independent_of_imports_and_frozen_modules():

@@ -38,6 +38,13 @@ __all__ = [
     "continuum_row",
     "chain_sum",
     "binomial_weights",
+    "log_density",
+    "dead_zone_asymptotic",
+    "influence_ratios",
+    "log_column_sums",
+    "arm_ratio",
+    "arm_ratio_approx",
+    "converges_to",
 ]
 
 
@@ -369,3 +376,314 @@ def chain_sum(L: int, j: int, depth: int) -> Fraction:
             prod *= i
         total += Fraction(1, prod)
     return total
+
+
+# ------------------------------------------------------- the dead zone with residuals (alpha < 1)
+def log_density(x, depth: int, alpha=1.0):
+    r"""Natural log of :func:`density`, :math:`\ln \rho_{H,\alpha}(x)`, without underflow.
+
+    Chapter :ref:`ch-residual`, :eq:`eq-residual-density`.  Needed at depths where the
+    density itself is below the float64 range (pure attention at ``H`` in the hundreds:
+    :math:`(\ln 2)^{199}/199! \approx 10^{-407}`).  ``-inf`` where the density is exactly 0
+    (``depth = 0``, ``alpha = 0``, or ``x = 1`` with ``alpha = 1`` and ``depth >= 2``).
+
+    Raises
+    ------
+    ValueError
+        As :func:`density`.
+
+    Examples
+    --------
+    >>> import math
+    >>> bool(abs(log_density(0.5, 200, 1.0) - (199 * math.log(math.log(2)) - math.lgamma(200))) < 1e-9)
+    True
+    """
+    depth = positive_int("depth", depth, minimum=0)
+    a = unit_interval_float("alpha", alpha)
+    xa = np.asarray(x, dtype=np.float64)
+    bad = ~((xa > 0) & (xa <= 1))
+    if np.any(bad):
+        raise ValueError(f"x must lie in (0, 1], got {xa[bad].ravel()[0]!r}")
+    scalar = xa.ndim == 0
+    xa = np.atleast_1d(xa)
+    out = np.full(xa.shape, -np.inf)
+    if depth > 0 and a > 0.0:
+        t = -np.log(xa)
+        k = np.arange(1, depth + 1)
+        if a == 1.0:
+            logw = np.where(k == depth, 0.0, -np.inf)
+        else:
+            logw = (gammaln(depth + 1) - gammaln(k + 1) - gammaln(depth - k + 1)
+                    + k * np.log(a) + (depth - k) * np.log1p(-a))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            km1 = (k - 1)[:, None]
+            pow_term = np.where(km1 == 0, 0.0, km1 * np.log(t)[None, :])
+        terms = logw[:, None] + pow_term - gammaln(k)[:, None]
+        m = np.max(terms, axis=0)
+        fin = np.isfinite(m)
+        out[fin] = m[fin] + np.log(np.sum(np.exp(terms[:, fin] - m[fin]), axis=0))
+    return float(out[0]) if scalar else out
+
+
+def dead_zone_asymptotic(x, depth, alpha, log: bool = False):
+    r"""Leading-order behaviour of the continuum density at a fixed interior ``x`` as ``H`` grows.
+
+    Chapter :ref:`ch-residual`, :eq:`eq-deadzone-asymptotic`.  With
+    :math:`t = \ln(1/x)`, :math:`b = \alpha/(1-\alpha)` and :math:`n = H - 1`:
+
+    .. math::
+        \rho_{H,\alpha}(x) \sim \alpha (1-\alpha)^{n}\,
+        \frac{e^{-bt/2}}{2\sqrt{\pi}}\, (bt)^{-3/4}\, n^{1/4}\, e^{2\sqrt{n b t}}
+        \qquad (0 < \alpha < 1),
+
+    Perron's asymptotic of the Laguerre form
+    :math:`\rho = \alpha(1-\alpha)^{H-1} L^{(1)}_{H-1}(-bt)`: geometric decay
+    :math:`(1-\alpha)^H` times the sub-exponential factor :math:`e^{2\sqrt{Hbt}}`.  For
+    :math:`\alpha = 1` it returns the exact :math:`t^{H-1}/(H-1)!`.
+
+    Parameters
+    ----------
+    x : float or array_like
+        Relative positions in (0, 1).
+    depth : int or array_like of int
+        Depths ``H >= 2`` (``H >= 1`` for ``alpha = 1``).
+    alpha : float
+        In (0, 1].
+    log : bool
+        Return the natural log (no underflow) instead of the value.
+
+    Raises
+    ------
+    ValueError
+        For ``x`` outside (0, 1), a depth below the minimum, or ``alpha`` outside (0, 1].
+
+    Examples
+    --------
+    >>> r = float(dead_zone_asymptotic(0.5, 400, 0.5) / density(0.5, 400, 0.5))
+    >>> abs(r - 1) < 0.05  # leading order: the relative error falls like 1/sqrt(H)
+    True
+    """
+    a = unit_interval_float("alpha", alpha)
+    if a == 0.0:
+        raise ValueError("alpha must be > 0 (alpha = 0 has no smooth part), got 0")
+    xa = np.asarray(x, dtype=np.float64)
+    bad = ~((xa > 0) & (xa < 1))
+    if np.any(bad):
+        raise ValueError(f"x must lie in (0, 1), got {xa[bad].ravel()[0]!r}")
+    H = np.asarray(depth)
+    if not np.issubdtype(H.dtype, np.integer) or np.any(H < (1 if a == 1.0 else 2)):
+        raise ValueError(f"depth must be integers >= {1 if a == 1.0 else 2}, got {depth!r}")
+    t = -np.log(xa)
+    n = (H - 1).astype(np.float64)
+    if a == 1.0:
+        out = n * np.log(t) - gammaln(n + 1)
+    else:
+        b = a / (1 - a)
+        out = (np.log(a) + n * np.log1p(-a) - b * t / 2 - np.log(2 * np.sqrt(np.pi))
+               - 0.75 * np.log(b * t) + 0.25 * np.log(n) + 2 * np.sqrt(n * b * t))
+    return out if log else np.exp(out)
+
+
+def _log_recursion(log_v: np.ndarray, max_depth: int, a: float):
+    """Yield log(v N^h) for h = 0..max_depth, N = (1-a) I + a M, from a log start vector."""
+    log_keep, log_a = _log_alpha_terms(a)
+    log_i = np.log(np.arange(1, log_v.size + 1, dtype=np.float64))
+    v = log_v.copy()
+    yield v
+    for _ in range(max_depth):
+        if a == 0.0:
+            yield v
+            continue
+        s = np.logaddexp.accumulate((v - log_i)[::-1])[::-1]
+        v = s if a == 1.0 else np.logaddexp(log_keep + v, log_a + s)
+        yield v
+
+
+def influence_ratios(L: int, position: int, max_depth: int, alpha) -> np.ndarray:
+    r"""Successive ratios :math:`(N^{H+1})_{L j} / (N^H)_{L j}` at one position, ``H = 1..max_depth-1``.
+
+    Chapter :ref:`ch-residual`, :eq:`eq-deadzone-ratio`: the finite-``L`` counterpart of
+    :math:`\rho_{H+1}(x)/\rho_H(x)`, computed from the log rows (one recursion pass), so depths
+    in the hundreds do not underflow.
+
+    Parameters
+    ----------
+    L : int
+        Sequence length ``>= 2``.
+    position : int
+        1-indexed position ``j`` in ``1..L``.
+    max_depth : int
+        Largest depth, ``>= 2``.
+    alpha : float
+        In (0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(max_depth - 1,)``: entry ``H-1`` is the ratio from depth ``H`` to ``H+1``.
+
+    Raises
+    ------
+    ValueError
+        For bad ``L``, ``position``, ``max_depth`` or ``alpha`` (0 excluded).
+    """
+    L = positive_int("L", L, minimum=2)
+    j = positive_int("position", position)
+    if j > L:
+        raise ValueError(f"position must lie in 1..L={L}, got {position!r}")
+    max_depth = positive_int("max_depth", max_depth, minimum=2)
+    a = unit_interval_float("alpha", alpha)
+    if a == 0.0:
+        raise ValueError("alpha must be > 0 (alpha = 0 is the identity), got 0")
+    start = np.full(L, -np.inf)
+    start[-1] = 0.0
+    logs = np.array([v[j - 1] for v in _log_recursion(start, max_depth, a)])
+    return np.exp(np.diff(logs[1:]))
+
+
+def log_column_sums(L: int, depth: int, alpha=1.0) -> np.ndarray:
+    r"""Natural log of the column sums :math:`\mathbf 1^\top N^H` (the next-token-loss gradient).
+
+    Chapter :ref:`ch-residual`, :eq:`eq-column-sums`.  With a loss on *every* output
+    (next-token prediction), input ``j`` receives :math:`\sum_i (N^H)_{ij}` times a gradient of
+    unit size per output.  One step is :math:`c \leftarrow (1-\alpha)c + \alpha\, cM`, the
+    same suffix-sum recursion as :func:`log_influence` started from the all-ones vector.
+
+    Raises
+    ------
+    ValueError
+        For ``L < 1``, ``depth < 0`` or ``alpha`` outside [0, 1].
+
+    Examples
+    --------
+    >>> np.exp(log_column_sums(3, 1)).round(4).tolist()  # 1 + 1/2 + 1/3, 1/2 + 1/3, 1/3
+    [1.8333, 0.8333, 0.3333]
+    """
+    L = positive_int("L", L)
+    depth = positive_int("depth", depth, minimum=0)
+    a = unit_interval_float("alpha", alpha)
+    for v in _log_recursion(np.zeros(L), depth, a):
+        pass
+    return v
+
+
+def _arm_args(L, depth, alpha):
+    L = positive_int("L", L, minimum=2)
+    depth = positive_int("depth", depth)
+    a = unit_interval_float("alpha", alpha)
+    if a == 0.0:
+        raise ValueError("alpha must be > 0 (alpha = 0 leaves the position before last at 0), got 0")
+    return L, depth, a
+
+
+def arm_ratio(L: int, depth: int, alpha) -> float:
+    r"""Exact ratio of the last entry of the row of :math:`N^H` to the one before it.
+
+    Chapter :ref:`ch-residual`, :eq:`eq-arm-ratio`.  ``N`` is lower triangular, so the
+    bottom-right :math:`2 \times 2` block of :math:`N^H` is the power of that block of ``N``;
+    with :math:`\mu_i = 1-\alpha+\alpha/i`:
+
+    .. math::
+        \frac{(N^H)_{LL}}{(N^H)_{L,L-1}}
+          = \frac{1}{(L-1)\,\big((\mu_{L-1}/\mu_L)^H - 1\big)} .
+
+    Raises
+    ------
+    ValueError
+        For ``L < 2``, ``depth < 1`` or ``alpha`` outside (0, 1].
+
+    Examples
+    --------
+    >>> round(arm_ratio(4, 2, 0.5), 10)  # influence(4, 2, "1/2", exact=True): (25/64)/(31/192)
+    2.4193548387
+    """
+    L, H, a = _arm_args(L, depth, alpha)
+    mu_L = 1 - a + a / L
+    eps = a / (L * (L - 1) * mu_L)  # mu_{L-1}/mu_L - 1
+    return float(1.0 / ((L - 1) * np.expm1(H * np.log1p(eps))))
+
+
+def arm_ratio_approx(L: int, depth: int, alpha) -> float:
+    r"""Leading terms of :func:`arm_ratio`: :math:`(1-\alpha)L/(\alpha H) + 1/H`.
+
+    Chapter :ref:`ch-residual`, :eq:`eq-arm-ratio`.  It never undershoots the exact
+    ratio and overshoots it by at most :math:`(H-1)/(H(L-1)) < 1/(L-1)`, for every
+    ``L >= 2``, ``H >= 1`` and ``alpha`` in (0, 1].
+
+    Raises
+    ------
+    ValueError
+        As :func:`arm_ratio`.
+
+    Examples
+    --------
+    >>> arm_ratio_approx(1024, 32, 0.5)
+    32.03125
+    """
+    L, H, a = _arm_args(L, depth, alpha)
+    return (1 - a) * L / (a * H) + 1 / H
+
+
+def converges_to(seq, limit: float, rtol: float) -> bool:
+    r"""Whether a sequence settles at ``limit``: its last value is within ``rtol * |limit|``
+    of it, and over the second half its distance to ``limit`` never grows.
+
+    Chapter :ref:`ch-residual`, :eq:`eq-deadzone-ratio`: the check that the successive
+    ratios of the dead zone tend to :math:`1-\alpha` (geometric decay) and not to 0 (factorial
+    decay).  ``limit`` must be nonzero: "tends to 0" is the alternative it must reject.
+
+    Raises
+    ------
+    ValueError
+        For fewer than 2 values, a non-finite value, ``limit == 0`` or ``rtol <= 0``.
+
+    Examples
+    --------
+    >>> converges_to([0.7, 0.6, 0.55, 0.52], 0.5, 0.05)
+    True
+    >>> converges_to([0.7, 0.5, 0.3, 0.1], 0.5, 0.05)   # passes through, does not settle
+    False
+    """
+    s = np.asarray(seq, dtype=np.float64).ravel()
+    if s.size < 2 or not np.all(np.isfinite(s)):
+        raise ValueError(f"seq must hold at least 2 finite values, got {s.tolist()!r}")
+    if not np.isfinite(limit) or limit == 0:
+        raise ValueError(f"limit must be finite and nonzero, got {limit!r}")
+    if not rtol > 0:
+        raise ValueError(f"rtol must be > 0, got {rtol!r}")
+    dist = np.abs(s - limit)
+    tail = dist[s.size // 2:]
+    return bool(dist[-1] <= rtol * abs(limit) and np.all(np.diff(tail) <= 1e-15))
+
+
+def bidirectional_influence(L: int, depth: int, alpha, output: int = -1) -> np.ndarray:
+    r"""Row ``output`` of :math:`N^H` for uniform attention **without** a causal mask,
+    :math:`N = (1-\alpha) I + \alpha U`, :math:`U = \tfrac1L \mathbf 1 \mathbf 1^\top`.
+
+    Chapter *After training*, :eq:`eq-bidir`: since :math:`U^2 = U`,
+    :math:`N^H = (1-\alpha)^H I + (1 - (1-\alpha)^H) U`, so every position gets
+    :math:`(1 - (1-\alpha)^H)/L` and the output position :math:`(1-\alpha)^H` on top.
+
+    Raises
+    ------
+    ValueError
+        For ``L < 1``, ``depth < 0``, ``alpha`` outside [0, 1] or ``output`` outside the row.
+
+    Examples
+    --------
+    >>> bidirectional_influence(4, 1, 0.5).tolist()
+    [0.125, 0.125, 0.125, 0.625]
+    """
+    from ._validate import positive_int
+
+    L = positive_int("L", L)
+    depth = positive_int("depth", depth, minimum=0)
+    a = float(alpha)
+    if not 0.0 <= a <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
+    if not -L <= int(output) < L:
+        raise ValueError(f"output {output} outside a row of {L} positions")
+    keep = (1.0 - a) ** depth
+    row = np.full(L, (1.0 - keep) / L)
+    row[int(output)] += keep
+    return row

@@ -42,3 +42,139 @@ def test_wasserstein_properties(p):
     w = metrics.wasserstein(p, q)
     assert 0 <= w <= 1 + 1e-12
     assert w == pytest.approx(metrics.wasserstein(q, p), abs=1e-12)
+
+
+# ---- bootstrap (issue 11, part 2) ------------------------------------------------------------
+
+def test_bootstrap_covers_the_true_mean_about_95_percent():
+    rng = np.random.default_rng(123)
+    hits = 0
+    for i in range(200):
+        x = rng.normal(1.0, 2.0, size=40)
+        _, lo, hi = metrics.bootstrap(np.mean, x, n_boot=400, seed=i)
+        hits += lo <= 1.0 <= hi
+    # percentile bootstrap at n=40: close to nominal (binomial sd at 200 draws is ~1.5%)
+    assert 0.88 <= hits / 200 <= 0.99, hits
+
+
+def test_bootstrap_interval_width_shrinks_like_root_n():
+    rng = np.random.default_rng(0)
+    w = [np.subtract(*metrics.bootstrap(np.mean, rng.normal(size=n), seed=1)[2:0:-1])
+         for n in (50, 800)]
+    assert 3 < w[0] / w[1] < 5.5  # sqrt(16) = 4
+
+
+def test_bootstrap_resamples_jointly():
+    # paired samples: y = 2 x exactly, so every joint resample keeps the ratio 2
+    x = np.arange(1.0, 21.0)
+    est, lo, hi = metrics.bootstrap(lambda a, b: np.sum(b) / np.sum(a), x, 2 * x, n_boot=200)
+    assert est == lo == hi == 2.0
+    # rows (windows) stay whole along axis 0
+    P = np.stack([np.arange(5.0) + k for k in range(6)])
+    est, lo, hi = metrics.bootstrap(lambda X: float(np.ptp(X[:, 1] - X[:, 0])), P, n_boot=200)
+    assert est == lo == hi == 0.0
+
+
+def test_bootstrap_is_deterministic_and_seed_dependent():
+    x = np.random.default_rng(5).normal(size=30)
+    a = metrics.bootstrap(np.median, x, seed=3)
+    assert a == metrics.bootstrap(np.median, x, seed=3)
+    assert a[1:] != metrics.bootstrap(np.median, x, seed=4)[1:]
+    assert a[0] == float(np.median(x))
+
+
+def test_bootstrap_drops_nonfinite_replicates_and_refuses_mostly_nonfinite():
+    x = np.array([0.0, 0.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="finite"):
+        metrics.bootstrap(lambda a: 1.0 / a.sum() if a.sum() > 2 else np.nan, x, n_boot=200)
+
+
+@pytest.mark.parametrize("args, kw, match", [
+    ((), {}, "at least one sample"),
+    ((np.arange(3.0), np.arange(4.0)), {}, "share their length"),
+    ((np.arange(1.0),), {}, "at least 2 units"),
+    ((np.arange(5.0),), {"n_boot": 10}, "n_boot"),
+    ((np.arange(5.0),), {"level": 1.5}, "level"),
+    ((np.arange(5.0),), {"level": "x"}, "level"),
+    ((np.arange(5.0),), {"seed": -1}, "seed"),
+])
+def test_bootstrap_errors(args, kw, match):
+    with pytest.raises(ValueError, match=match):
+        metrics.bootstrap(np.mean, *args, **kw)
+
+
+# ---- checks that can fail (issue 11, part 3) -------------------------------------------------
+
+def test_log_pearson():
+    p = np.exp(np.linspace(0, 5, 50))
+    assert metrics.log_pearson(p, p**2) == pytest.approx(1.0)
+    assert metrics.log_pearson(p, 1 / p) == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="positive"):
+        metrics.log_pearson([1.0, 0.0], [1.0, 2.0])
+
+
+def test_robust_peak_to_valley_ignores_a_single_position():
+    u = np.ones(100)
+    u[:2] = u[-2:] = 10.0
+    r, j = metrics.robust_peak_to_valley(u, ends=0.02)
+    assert r == pytest.approx(10.0) and 3 <= j <= 98
+    # one huge entry moves the plain ratio by 100x but the robust one by at most (1 + 1000/2/2)
+    v = u.copy()
+    v[-1] = 1000.0
+    assert metrics.peak_to_valley(v)[0] == 1000.0
+    assert metrics.robust_peak_to_valley(v, ends=0.02)[0] < metrics.peak_to_valley(v)[0] / 3
+    # one near-zero entry does not make the valley: the running mean does
+    w = u.copy()
+    w[50] = 1e-6
+    assert metrics.peak_to_valley(w)[0] > 1e6
+    assert metrics.robust_peak_to_valley(w, ends=0.02)[0] < 25
+    # a flat profile has ratio 1
+    assert metrics.robust_peak_to_valley(np.ones(64))[0] == pytest.approx(1.0)
+    for bad in (0.0, 0.6):
+        with pytest.raises(ValueError, match="ends"):
+            metrics.robust_peak_to_valley(u, ends=bad)
+
+
+def test_spike_factors_find_a_spike_on_the_first_token():
+    # the counterexample to the old detector (median filter padded with mode="nearest", whose
+    # factor at position 0 is exactly 1): a spike on the first token must be reported
+    p = np.ones(200)
+    p[0] = 50.0
+    p[120] = 20.0
+    f = metrics.spike_factors(p, half_width=16)
+    assert f[0] == pytest.approx(50.0) and f[120] == pytest.approx(20.0)
+    assert np.argsort(f)[::-1][:2].tolist() == [0, 120]
+    # the old detector really does miss it (the counterexample rejects it)
+    from scipy.ndimage import median_filter
+    lp = np.log(p)
+    old = np.exp(lp - median_filter(lp, size=33, mode="nearest"))
+    assert old[0] == 1.0
+    # and the last position is judged like any other
+    q = np.ones(50)
+    q[-1] = 7.0
+    assert metrics.spike_factors(q, half_width=4)[-1] == pytest.approx(7.0)
+    with pytest.raises(ValueError, match="half_width"):
+        metrics.spike_factors(p, half_width=0)
+    with pytest.raises(ValueError, match="median 0"):
+        metrics.spike_factors(np.zeros(10))
+
+
+def test_window_intervals():
+    rng = np.random.default_rng(0)
+    L = 64
+    base = 1.0 / (1.0 + np.minimum(np.arange(L), L - 1 - np.arange(L)))
+    P = base * np.exp(0.1 * rng.normal(size=(10, L)))
+    out = metrics.window_intervals(P, reference=base, n_boot=300)
+    for k in ("ptv", "spearman", "log_pearson"):
+        est, lo, hi = out[k]
+        # a resample with repeated windows averages less noise away, so for a correlation near
+        # 1 the percentile interval may sit just below the full-sample estimate
+        assert lo < hi and lo - 0.01 <= est <= hi + 0.01, (k, out[k])
+    assert out["log_pearson"][1] > 0.9
+    # a reference that is the mirror image in the middle is rejected by the interval
+    anti = 1.0 / base
+    assert metrics.window_intervals(P, reference=anti, n_boot=300)["spearman"][2] < 0
+    with pytest.raises(ValueError, match="n >= 2"):
+        metrics.window_intervals(P[:1])
+    with pytest.raises(ValueError, match="positions"):
+        metrics.window_intervals(P, reference=base[:-1])

@@ -131,18 +131,21 @@ def test_local_directory(tmp_path):
     assert models.describe(str(full))["fingerprint"] == d["fingerprint"]
 
 
-def test_register_a_model_in_a_few_lines():
+def test_a_spec_loads_without_registering_and_the_table_rejects_duplicates():
+    """The zoo is an explicit table: a spec loads as it is, and a table with a repeated name
+    (here: an entry whose twin takes an existing name) is refused."""
     from transformers import GPT2Config
 
+    from posbias_nb.models import zoo
+
     spec = models.ModelSpec("test-gpt2-mini", "gpt2", "a 1-layer GPT-2 for this test",
-                            lambda: GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50),
+                            lambda **o: GPT2Config(**{**dict(n_layer=1, n_embd=16, n_head=2,
+                                                             vocab_size=50), **o}),
                             max_length=64)
-    try:
-        models.register(spec)
-        assert "test-gpt2-mini" in models.names()
-        with pytest.raises(ValueError, match="already"):
-            models.register(spec)
-        m, _, info = models.load("test-gpt2-mini")
-        assert info["n_layers"] == 1
-    finally:
-        models.ZOO.pop("test-gpt2-mini", None)
+    m, _, info = models.load(spec)
+    assert info["n_layers"] == 1 and "test-gpt2-mini" not in models.names()
+    clash = models.ModelSpec("x", "gpt2", "", spec.config, 64, tiny=dict(n_layer=1, n_embd=8),
+                             tiny_name="gpt2-tiny")
+    with pytest.raises(ValueError, match="twice"):
+        zoo._table((*zoo._ENTRIES, clash))
+    assert set(zoo._table(zoo._ENTRIES)) == set(models.ZOO)

@@ -187,3 +187,89 @@ def test_continuum_law_approached_as_L_grows(H, a):
 def test_density_nonnegative_and_finite(H, a, x):
     v = theory.density(x, H, a)
     assert np.isfinite(v) and v >= 0
+
+
+# ---------------------------------------------------------------- the dead zone with residuals
+def test_log_density_matches_density_and_survives_underflow():
+    xs = np.array([1e-3, 0.25, 0.5, 0.9])
+    for H, a in [(1, 0.3), (7, 0.5), (40, 0.9), (12, 1.0)]:
+        np.testing.assert_allclose(np.exp(theory.log_density(xs, H, a)), theory.density(xs, H, a),
+                                   rtol=1e-12)
+    lg = theory.log_density(0.5, 300, 1.0)  # far below the float64 range
+    assert np.isfinite(lg) and lg == pytest.approx(299 * math.log(math.log(2)) - math.lgamma(300))
+
+
+@pytest.mark.parametrize("alpha", [0.2, 0.5, 0.9])
+def test_dead_zone_ratio_tends_to_one_minus_alpha(alpha):
+    Hs = np.arange(2, 402)
+    lg = np.array([theory.log_density(0.5, int(H), alpha) for H in Hs])
+    r = np.exp(np.diff(lg))
+    assert theory.converges_to(r, 1 - alpha, 0.15)
+    # geometric, not factorial: the ratio stays above 1 - alpha (the e^{2 sqrt(Hbt)} factor)
+    assert np.all(r[50:] > 1 - alpha)
+    # the leading-order asymptotic gets closer as H grows
+    err = np.abs(theory.dead_zone_asymptotic(0.5, Hs, alpha, log=True) - lg)
+    assert err[-1] < err[48] < err[8]
+
+
+def test_dead_zone_is_factorial_only_without_residual():
+    Hs = np.arange(2, 202)
+    lg = np.array([theory.log_density(0.5, int(H), 1.0) for H in Hs])
+    r = np.exp(np.diff(lg))
+    np.testing.assert_allclose(r, np.log(2) / Hs[:-1], rtol=1e-10)  # t/(H-1) -> 0
+    np.testing.assert_allclose(theory.dead_zone_asymptotic(0.5, Hs, 1.0, log=True), lg, rtol=1e-12)
+
+
+def test_converges_to_rejects_counterexamples():
+    H = np.arange(2, 202)
+    assert theory.converges_to(0.5 * (1 + 1 / np.sqrt(H)), 0.5, 0.1)
+    assert not theory.converges_to(np.log(2) / (H - 1), 0.5, 0.1)  # factorial decay: ratios -> 0
+    assert not theory.converges_to(0.3 + 0 * H, 0.5, 0.1)  # geometric at the wrong rate
+    assert not theory.converges_to(0.5 + 0.01 * (-1.0) ** H * H / 200, 0.5, 0.1)  # oscillates
+    with pytest.raises(ValueError, match="limit"):
+        theory.converges_to([1.0, 0.5], 0.0, 0.1)
+    with pytest.raises(ValueError, match="seq"):
+        theory.converges_to([1.0, np.nan], 0.5, 0.1)
+
+
+def test_influence_ratios_against_log_influence():
+    r = theory.influence_ratios(64, 20, 30, 0.4)
+    l10, l11 = theory.log_influence(64, 10, 0.4), theory.log_influence(64, 11, 0.4)
+    assert r[9] == pytest.approx(np.exp(l11[19] - l10[19]), rel=1e-12)
+    # finite L: the slowest mode at position j has eigenvalue 1 - a + a/j
+    r = theory.influence_ratios(8, 4, 400, 0.5)
+    assert r[-1] == pytest.approx(1 - 0.5 + 0.5 / 4, rel=1e-6)
+    with pytest.raises(ValueError, match="position"):
+        theory.influence_ratios(8, 9, 10, 0.5)
+    with pytest.raises(ValueError, match="alpha"):
+        theory.influence_ratios(8, 4, 10, 0.0)
+
+
+def test_column_sums_exact_and_last_token_gets_least():
+    L, H = 7, 3
+    N = (1 - sp.Rational(1, 3)) * sp.eye(L) + sp.Rational(1, 3) * theory.cesaro(L, exact=True)
+    exact = [float(v) for v in (sp.ones(1, L) * N**H)]
+    np.testing.assert_allclose(np.exp(theory.log_column_sums(L, H, "1/3")), exact, rtol=1e-12)
+    for a in (0.1, 0.5, 1.0):
+        c = theory.log_column_sums(512, 24, a)
+        assert np.all(np.diff(c) <= 1e-12) and int(np.argmin(c)) == 511
+
+
+@pytest.mark.parametrize("L", [2, 3, 8, 64, 1024, 4096])
+@pytest.mark.parametrize("H", [1, 2, 5, 16, 32, 64])
+@pytest.mark.parametrize("alpha", [0.05, 0.3, 0.5, 0.9, 0.99, 1.0])
+def test_arm_ratio_exact_and_approximation_over_grid(L, H, alpha):
+    lg = theory.log_influence(L, H, alpha)
+    assert theory.arm_ratio(L, H, alpha) == pytest.approx(np.exp(lg[-1] - lg[-2]), rel=1e-9)
+    # the bound of the chapter: 0 <= approx - exact <= (H-1)/(H(L-1)) < 1/(L-1)
+    exact, approx = theory.arm_ratio(L, H, alpha), theory.arm_ratio_approx(L, H, alpha)
+    assert -1e-9 * approx <= approx - exact <= (H - 1) / (H * (L - 1)) + 1e-9 * approx
+
+
+def test_arm_ratio_old_bound_is_off_by_the_1_over_H_term():
+    old = 1 + 0.1 * 1024 / (0.9 * 32)
+    exact = theory.arm_ratio(1024, 32, 0.9)
+    assert old / exact - 1 > 0.25
+    assert abs(theory.arm_ratio_approx(1024, 32, 0.9) / exact - 1) < 1e-3
+    with pytest.raises(ValueError, match="alpha"):
+        theory.arm_ratio(8, 2, 0.0)

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from posbias_nb import weights
+from posbias_nb.models import weights
 
 
 def test_sources_have_install_hints():

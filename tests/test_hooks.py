@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from posbias_nb import capture, metrics, models, zoo_alibi  # noqa: E402,F401
+from posbias_nb import measure, metrics, models, rollout  # noqa: E402,F401
 
 TINY = ["gpt2-tiny", "qwen2-tiny", "bloom-tiny", "falcon-rw-tiny", "mpt-tiny"]
 
@@ -30,7 +30,7 @@ def _ids(m, L=12, B=3, seed=0):
 @pytest.mark.parametrize("name", TINY)
 def test_kernels_stochastic_causal_and_lambda_in_unit_interval(name):
     m, _, _ = models.load(name, "random", seed=1)
-    res = capture.capture_model(m, _ids(m))
+    res = measure.capture_model(m, _ids(m))
     A, lam = res["A"], res["lam"]
     T = models.describe(name)["n_layers"]
     assert A.shape == (T, 12, 12) and lam.shape == (T,)
@@ -44,7 +44,7 @@ def test_kernels_stochastic_causal_and_lambda_in_unit_interval(name):
 
 def test_alibi_zoo_entries_have_real_sizes():
     sizes = {n: (models.describe(n)["n_layers"], models.describe(n)["hidden_size"])
-             for n in zoo_alibi.ALIBI_MODELS}
+             for n in models.ALIBI_MODELS}
     assert sizes == {"bloom-560m": (24, 1024), "falcon-rw-1b": (24, 2048), "mpt-1b": (24, 2048)}
     assert models.build_config("bloom-560m").vocab_size == 250880
     cfg = models.build_config("falcon-rw-1b")
@@ -58,7 +58,7 @@ def test_lambda_and_kernel_by_hand_gpt2():
     """Recompute A_t and lambda_t of a tiny GPT-2 from its weights and hidden states."""
     m, _, _ = models.load("gpt2-tiny", "random", seed=3)
     ids = torch.as_tensor(_ids(m, L=10, B=2, seed=5))
-    res = capture.capture_model(m, ids.numpy())
+    res = measure.capture_model(m, ids.numpy())
     with torch.no_grad():
         out = m.transformer(input_ids=ids, output_hidden_states=True, output_attentions=True)
         for t, block in enumerate(m.transformer.h):
@@ -75,84 +75,78 @@ def test_lambda_and_kernel_by_hand_gpt2():
             assert np.allclose(res["A"][t], P.double().mean(dim=(0, 1)).numpy(), atol=1e-6)
 
 
-@pytest.mark.parametrize("mode", capture.MODES)
+@pytest.mark.parametrize("mode", measure.MODES)
 def test_predictions_are_probability_vectors(mode):
-    c = capture.capture("bloom-tiny", "random", length=16, batch=2, seed=0)
-    p = capture.predict(c, mode)
+    c = measure.capture("bloom-tiny", "random", length=16, batch=2, seed=0)
+    p = measure.predict(c, mode)
     assert p.shape == (16,) and np.all(p >= 0) and p.sum() == pytest.approx(1.0, abs=1e-12)
 
 
 def test_attention_only_and_residual_match_rollout():
-    from posbias_nb import rollout
 
-    c = capture.capture("gpt2-tiny", "random", length=12, batch=2, seed=0)
-    assert np.allclose(capture.predict(c, "attention"), rollout.rollout(c["A"], 1.0))
-    assert np.allclose(capture.predict(c, "residual"), rollout.rollout(c["A"], c["lam"]))
+    c = measure.capture("gpt2-tiny", "random", length=12, batch=2, seed=0)
+    assert np.allclose(measure.predict(c, "attention"), rollout.rollout(c["A"], 1.0))
+    assert np.allclose(measure.predict(c, "residual"), rollout.rollout(c["A"], c["lam"]))
 
 
 def test_positional_kernels():
-    from posbias_nb import rollout
 
-    assert np.allclose(capture.positional_kernel("gpt2", 5, 4), rollout.uniform_causal(5))
-    assert np.allclose(capture.positional_kernel("bloom", 5, 4), rollout.alibi(5, 4))
+    assert np.allclose(measure.positional_kernel("gpt2", 5, 4), rollout.uniform_causal(5))
+    assert np.allclose(measure.positional_kernel("bloom", 5, 4), rollout.alibi(5, 4))
     cfg = models.build_config("falcon-rw-1b")  # head size 64: logits (bias included) / 8
-    assert np.allclose(capture.positional_kernel("falcon", 5, 32, cfg),
+    assert np.allclose(measure.positional_kernel("falcon", 5, 32, cfg),
                        rollout.alibi(5, 32, scale=1 / 8))
-    assert np.allclose(capture.positional_kernel("mpt", 5, 16, models.build_config("mpt-1b")),
+    assert np.allclose(measure.positional_kernel("mpt", 5, 16, models.build_config("mpt-1b")),
                        rollout.alibi(5, 16))
 
 
 def test_content_mode_matches_mean_diagonal():
-    c = capture.capture("qwen2-tiny", "random", length=12, batch=2, seed=0)
-    K = capture.positional_kernel("qwen2", 12, 4)
+    c = measure.capture("qwen2-tiny", "random", length=12, batch=2, seed=0)
+    K = measure.positional_kernel("qwen2", 12, 4)
     for t in range(c["A"].shape[0]):
         target = float(np.diagonal(c["A"][t]).mean())
-        d = capture._content_diag(K, target)
-        from posbias_nb import rollout
+        d = rollout.matched_diag(K, target)
 
         Kt = rollout.content(12, d, base=K)
         assert np.diagonal(Kt).mean() == pytest.approx(target, abs=1e-12)
 
 
 def test_determinism_and_cache(monkeypatch):
-    a = capture.capture("mpt-tiny", "random", length=10, batch=2, seed=4)
+    a = measure.capture("mpt-tiny", "random", length=10, batch=2, seed=4)
     # a warm call must not load a model
     monkeypatch.setattr(models, "load", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
-    b = capture.capture("mpt-tiny", "random", length=10, batch=2, seed=4)
+    b = measure.capture("mpt-tiny", "random", length=10, batch=2, seed=4)
     assert np.array_equal(a["A"], b["A"]) and np.array_equal(a["lam"], b["lam"])
 
 
 def test_determinism_without_cache(monkeypatch):
     monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
-    a = capture.capture("falcon-rw-tiny", "random", length=10, batch=2, seed=2)
-    b = capture.capture("falcon-rw-tiny", "random", length=10, batch=2, seed=2)
-    c = capture.capture("falcon-rw-tiny", "random", length=10, batch=2, seed=3)
+    a = measure.capture("falcon-rw-tiny", "random", length=10, batch=2, seed=2)
+    b = measure.capture("falcon-rw-tiny", "random", length=10, batch=2, seed=2)
+    c = measure.capture("falcon-rw-tiny", "random", length=10, batch=2, seed=3)
     assert np.array_equal(a["A"], b["A"]) and np.array_equal(a["lam"], b["lam"])
     assert not np.array_equal(a["lam"], c["lam"])
 
 
 def test_measured_influence_same_sequences():
-    c = capture.capture("gpt2-tiny", "random", length=12, batch=2, seed=0)
-    i = capture.measured_influence("gpt2-tiny", "random", length=12, batch=2, seed=0)
+    c = measure.capture("gpt2-tiny", "random", length=12, batch=2, seed=0)
+    i = measure.measured_influence("gpt2-tiny", "random", length=12, batch=2, seed=0)
     assert np.array_equal(c["input_ids"], i["input_ids"])
     assert i["influence"].shape == (12,) and np.all(i["influence"] > 0)
-    assert -1 <= metrics.spearman(capture.predict(c, "residual"), i["influence"]) <= 1
+    assert -1 <= metrics.spearman(measure.predict(c, "residual"), i["influence"]) <= 1
 
 
 def test_sdpa_model_is_refused():
     m, _, _ = models.load("gpt2-tiny", "random", attn="sdpa")
     with pytest.raises(ValueError, match="eager"):
-        capture.capture_model(m, _ids(m))
+        measure.capture_model(m, _ids(m))
 
 
 # ------------------------------------------------------------------------------ command line
 def _parser():
     from posbias_nb import cli
 
-    p = cli._Parser(prog="posbias")
-    sub = p.add_subparsers(dest="command", parser_class=cli._Parser)
-    capture.register_cli(sub, cli._common)
-    return p
+    return cli.build_parser()
 
 
 def _run(argv):
@@ -211,24 +205,24 @@ def test_cli_bad_mode_is_usage_error():
 def test_positional_kernel_is_the_models_content_free_attention(name, qkv):
     """With queries and keys zeroed, the model's own attention is its positional kernel."""
     m, _, info = models.load(name, "random", seed=0)
-    for layer in capture._layers(m):
+    for layer in models.decoder_layers(m):
         mod = layer.get_submodule(qkv)
         mod.weight.zero_()
         if getattr(mod, "bias", None) is not None:
             mod.bias.zero_()
-    res = capture.capture_model(m, _ids(m, L=12, B=1))
-    K = capture.positional_kernel(info["family"], 12, info["n_heads"], m.config)
+    res = measure.capture_model(m, _ids(m, L=12, B=1))
+    K = measure.positional_kernel(info["family"], 12, info["n_heads"], m.config)
     for t in range(res["A"].shape[0]):  # Falcon rounds its ALiBi bias to bfloat16
         assert np.allclose(res["A"][t], K, atol=5e-3), (name, t)
 
 
 def test_predict_needs_architecture_for_positional_modes():
     c = {"A": np.stack([np.eye(3)]), "lam": np.array([0.5])}
-    assert np.allclose(capture.predict(c, "residual"), [0, 0, 1])
+    assert np.allclose(measure.predict(c, "residual"), [0, 0, 1])
     with pytest.raises(ValueError, match="architecture"):
-        capture.predict(c, "positional")
+        measure.predict(c, "positional")
     with pytest.raises(ValueError, match="mode"):
-        capture.predict(c, "bogus")
+        measure.predict(c, "bogus")
 
 
 def test_falcon_eager_alibi_fix_matches_sdpa():
@@ -239,9 +233,9 @@ def test_falcon_eager_alibi_fix_matches_sdpa():
         with torch.no_grad():
             out[attn] = m.base_model(input_ids=ids).last_hidden_state
     # models.load installs the fix on eager Falcon; idempotent when called again
-    assert capture.fix_falcon_eager_alibi(m)
+    assert models.fix_falcon_eager_alibi(m)
     assert torch.allclose(out["eager"], out["sdpa"], atol=1e-5)
-    for layer in capture._layers(m):  # remove the fix: the raw eager path applies ALiBi twice
+    for layer in models.decoder_layers(m):  # remove the fix: the raw eager path applies ALiBi twice
         layer.self_attention._posbias_alibi_fix.remove()
         layer.self_attention._posbias_alibi_fix = None
     with torch.no_grad():

@@ -1,0 +1,250 @@
+r"""Hooks that collect what the structural theory needs from a real model, and nothing more.
+
+The hooks only *collect* tensors (attention probabilities, the norms of the residual stream and
+of the attention block's output); the formulas live in the pure numerics
+(:func:`posbias_nb.metrics.attention_share` for :math:`\lambda`, :mod:`posbias_nb.rollout` for
+the predictions).  Every hook is removed when the run ends.
+
+What is measured, exactly
+-------------------------
+For a batch of ``B`` sequences of ``L`` tokens (:func:`posbias_nb.measure.text_batch`, the same
+windows :func:`posbias_nb.measure.profile` reads for the same ``seed``):
+
+* :math:`A_t` — the attention probabilities of layer ``t`` (``attn_implementation="eager"``,
+  ``output_attentions=True``: the post-softmax matrix each head multiplies the values with),
+  averaged over the heads and over the ``B`` sequences, in float64.  Rows are then renormalized
+  to sum to 1 (float32 softmax rounding, below ``1e-6``) and entries above the diagonal, which
+  the causal mask makes exactly 0, are checked to be below ``1e-6`` and set to 0.
+* :math:`\lambda_t` — the authors' attention share (Herasimchyk et al., 2026; their code
+  ``ml-uhh/position-bias``, ``src/util/hooks.py``):
+
+  .. math::
+      \lambda_t = \frac{1}{B L} \sum_{b=1}^{B} \sum_{i=1}^{L}
+      \frac{\lVert a_{t,b,i} \rVert_2}{\lVert x_{t,b,i} \rVert_2 + \lVert a_{t,b,i} \rVert_2},
+
+  where :math:`x_{t,b,i}` is the residual stream entering layer ``t`` at token ``i`` (the
+  layer's input hidden state, captured by a forward pre-hook on the layer) and
+  :math:`a_{t,b,i}` is what the attention block adds to it, :math:`\mathrm{Attn}(\mathrm{Norm}\,x)`
+  (a forward hook on the module whose output is added to the residual).  Norms are Euclidean
+  norms per token; the ratio is taken per token, then averaged over **all** tokens (position 1
+  included) and sequences.  The module whose output is :math:`a` depends on the family:
+
+  * ``bloom``: ``self_attention.dense`` (BLOOM's attention module adds the residual itself,
+    so its own output is :math:`x + a`);
+  * ``gemma2`` / ``gemma3`` (sandwich norm): ``post_attention_layernorm``, the norm after
+    attention, whose output is what is added to the residual;
+  * all others (gpt2, falcon, mpt, qwen2, llama, ...): the attention module (``attn``,
+    ``self_attn``, ``self_attention``), its first output.
+
+  The bias of the output projection is part of :math:`a`.  The model runs in float32.
+
+Attention logits (:func:`attention_logits`) are captured inside the attention function, through
+transformers' ``AttentionInterface``; the function is registered when first called, never on
+import, and the model's attention implementation is restored afterwards.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import positive_int
+from ..metrics import attention_share
+from ..models import decoder_layers, fix_falcon_eager_alibi
+
+__all__ = ["capture_model", "attention_logits", "n_heads"]
+
+
+def _attn_output_module(layer):
+    """(module, takes_first) whose forward output is the attention block's addition to x."""
+    sa = getattr(layer, "self_attention", None)
+    if sa is not None and hasattr(sa, "dense") and hasattr(sa, "query_key_value") \
+            and type(sa).__name__.startswith("Bloom"):
+        return sa.dense, False
+    if hasattr(layer, "pre_feedforward_layernorm") and hasattr(layer, "post_attention_layernorm"):
+        return layer.post_attention_layernorm, False  # Gemma's sandwich norm
+    for name in ("self_attn", "attn", "self_attention", "attention"):
+        m = getattr(layer, name, None)
+        if m is not None:
+            return m, True
+    raise ValueError(f"{type(layer).__name__}: cannot find the attention module to hook")
+
+
+def _parallel_block(model) -> bool:
+    cfg = model.config
+    return bool(getattr(cfg, "parallel_attn", False) or getattr(cfg, "new_decoder_architecture",
+                                                                   False)
+                or getattr(cfg, "use_parallel_residual", False))
+
+
+def capture_model(model, input_ids, chunk: int = 4) -> dict:
+    r"""Measure :math:`A_t` and :math:`\lambda_t` of ``model`` on a batch (see the module doc).
+
+    A Falcon model with ALiBi gets :func:`posbias_nb.models.fix_falcon_eager_alibi` installed
+    (in place; :func:`posbias_nb.models.load` has applied it already).
+
+    Parameters
+    ----------
+    model : transformers ``*ForCausalLM``
+        Loaded with ``attn_implementation="eager"`` (e.g. :func:`posbias_nb.models.load`).
+    input_ids : array_like of int, shape (B, L) or (L,)
+        Token ids, one row per sequence.
+    chunk : int
+        Sequences per forward pass (memory only; the numbers do not depend on it beyond
+        float rounding).
+
+    Returns
+    -------
+    dict of numpy arrays
+        ``A`` (T, L, L) float64 row-stochastic, lower triangular; ``lam`` (T,) the attention
+        shares; ``lam_pos`` (T, L) the same ratio averaged over sequences only, per position;
+        ``lam_sd`` (T,) the standard deviation of the per-token ratio; ``upper_mass`` (T,) the
+        largest row mass found above the diagonal before it was zeroed.
+
+    Raises
+    ------
+    ValueError
+        For a model whose layers cannot be hooked, one that does not return attention
+        probabilities (not eager), bad input ids, or a non-causal kernel.
+    """
+    import torch
+
+    if getattr(model.config, "_attn_implementation", "eager") != "eager":
+        raise ValueError("capture needs attn_implementation='eager' (attention probabilities "
+                         f"are not materialized by {model.config._attn_implementation!r})")
+    if _parallel_block(model):
+        raise ValueError(f"{model.config.model_type} runs attention and MLP in parallel: "
+                         "lambda as defined here (attention added to x alone) does not apply")
+    ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
+    if ids.ndim == 1:
+        ids = ids[None]
+    if ids.ndim != 2 or ids.shape[1] < 1:
+        raise ValueError(f"input_ids must have shape (batch, L), got {tuple(ids.shape)}")
+    chunk = positive_int("chunk", chunk)
+    B, L = ids.shape
+    vocab = model.get_input_embeddings().num_embeddings
+    if int(ids.min()) < 0 or int(ids.max()) >= vocab:
+        raise ValueError(f"token ids must lie in 0..{vocab - 1}")
+    fix_falcon_eager_alibi(model)  # idempotent (models.load applies it already)
+    layers = decoder_layers(model)
+    T = len(layers)
+    device = next(model.parameters()).device
+    store: dict = {}
+    handles = []
+
+    def pre_hook(t):
+        def f(module, args, kwargs):
+            x = args[0] if args else kwargs["hidden_states"]
+            store[("x", t)] = x.detach().float()
+        return f
+
+    def out_hook(t, first):  # collects the two norms per token; the formula is in metrics
+        def f(module, args, output):
+            a = output[0] if (first and isinstance(output, (tuple, list))) else output
+            x = store.pop(("x", t))
+            store[("n", t)] = (x.norm(dim=-1).double().cpu().numpy(),
+                               a.detach().float().norm(dim=-1).double().cpu().numpy())
+        return f
+
+    A = np.zeros((T, L, L))
+    ratios = np.zeros((T, B, L))
+    try:
+        for t, layer in enumerate(layers):
+            handles.append(layer.register_forward_pre_hook(pre_hook(t), with_kwargs=True))
+            mod, first = _attn_output_module(layer)
+            handles.append(mod.register_forward_hook(out_hook(t, first)))
+        for b0 in range(0, B, chunk):
+            sl = ids[b0:b0 + chunk].to(device)
+            with torch.no_grad():
+                out = model.base_model(input_ids=sl, output_attentions=True, use_cache=False)
+            att = getattr(out, "attentions", None)
+            if att is None or len(att) != T or any(a is None for a in att):
+                raise ValueError(f"{model.config.model_type} did not return attention "
+                                 "probabilities for every layer (is the attention eager?)")
+            for t in range(T):
+                A[t] += att[t].double().sum(dim=(0, 1)).cpu().numpy() / att[t].shape[1]
+                norms = store.pop(("n", t), None)
+                if norms is None:
+                    raise ValueError(f"layer {t + 1}: the attention-output hook did not fire")
+                ratios[t, b0:b0 + sl.shape[0]] = attention_share(*norms)
+            del out, att
+    finally:
+        for h in handles:
+            h.remove()
+        store.clear()
+    A /= B
+    upper = np.triu(A, 1)
+    upper_mass = upper.sum(axis=2).max(axis=1)
+    if np.any(upper_mass > 1e-6):
+        t = int(np.argmax(upper_mass))
+        raise ValueError(f"layer {t + 1}: attention above the diagonal ({upper_mass[t]:.3g}); "
+                         "the model is not causal")
+    A = np.tril(A)
+    A /= A.sum(axis=2, keepdims=True)
+    lam = ratios.mean(axis=(1, 2))
+    return {"A": A, "lam": lam, "lam_pos": ratios.mean(axis=1),
+            "lam_sd": ratios.reshape(T, -1).std(axis=1), "upper_mass": upper_mass}
+
+
+def n_heads(model) -> int:
+    """The number of attention heads of a loaded model."""
+    cfg = model.config
+    for k in ("num_attention_heads", "n_head", "n_heads"):
+        v = getattr(cfg, k, None)
+        if isinstance(v, int):
+            return v
+    raise ValueError("cannot read the number of heads")
+
+
+_CAPTURE = "posbias_capture"
+_captured: dict = {}
+
+
+def _capture_attention(module, query, key, value, attention_mask, scaling=None, **kwargs):
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    h, hk = query.shape[1], key.shape[1]
+    k = key.repeat_interleave(h // hk, dim=1) if h != hk else key
+    s = scaling if scaling is not None else query.shape[-1] ** -0.5
+    _captured[module.layer_idx] = (torch.einsum("bhd,bhld->bhl", query[:, :, -1].float(),
+                                                k.float()) * s).detach().cpu()
+    return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
+                                  **kwargs)
+
+
+def attention_logits(model, input_ids) -> np.ndarray:
+    r"""Pre-softmax attention scores of the **last query** against every key, in every layer.
+
+    The scores are taken inside the model's attention function, i.e. after the projections,
+    after RoPE (if any, and if switched on) and after the :math:`1/\sqrt{d_h}` scaling: exactly
+    the logits the softmax sees (the causal mask hides nothing from the last query).  Grouped
+    key-value heads are repeated to the query heads.  Works for the models that dispatch through
+    transformers' ``AttentionInterface`` (GPT-2, Qwen2, Llama-like); the model's attention
+    implementation is restored afterwards.
+
+    Returns
+    -------
+    numpy.ndarray, shape (B, n_layers, n_heads, L)
+    """
+    import torch
+    from transformers.modeling_utils import AttentionInterface
+
+    ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
+    if ids.ndim == 1:
+        ids = ids[None]
+    if _CAPTURE not in AttentionInterface._global_mapping:
+        AttentionInterface.register(_CAPTURE, _capture_attention)
+    old = model.config._attn_implementation
+    device = next(model.parameters()).device
+    _captured.clear()
+    try:
+        model.set_attn_implementation(_CAPTURE)
+        with torch.no_grad():
+            model.base_model(input_ids=ids.to(device), use_cache=False)
+        if not _captured:
+            raise ValueError(f"{model.config.model_type} does not dispatch through the "
+                             "AttentionInterface: attention logits cannot be captured")
+        out = torch.stack([_captured[i] for i in sorted(_captured)], dim=1)
+    finally:
+        model.set_attn_implementation(old)
+        _captured.clear()
+    return out.numpy()

@@ -1,0 +1,700 @@
+r"""Retrieval tasks and their scores: does the influence prior decide what a model loses?
+
+Chapter *From prior to behaviour* ({ref}`ch-retrieval`).  Two tasks, each built so that **only the
+position of the gold item changes** from one prompt to the next:
+
+* ``task="kv"`` — key–value retrieval as in Liu et al. (2023, "Lost in the Middle";
+  ``nelson-liu/lost-in-the-middle``): ``n`` random pairs of 8-hex-digit strings in a JSON object,
+  then a question about one key, in their prompt format::
+
+      Extract the value corresponding to the specified key in the JSON object below.
+
+      JSON data:
+      {"k1": "v1",
+       "k2": "v2",
+       ...
+       "kn": "vn"}
+
+      Key: "k"
+      Corresponding value:
+
+  Example ``e`` draws one set of ``n`` pairs; its first pair is the gold pair.  For gold position
+  ``k`` (``k = 0 .. P-1``) the gold pair is moved to item ``round(k (n-1)/(P-1))`` and the other
+  pairs keep their relative order, so the *same* set of pairs appears at every position.
+* ``task="needle"`` — a needle in a haystack of real prose: the haystack is a run of consecutive
+  sentences of :func:`posbias_nb.measure.stdlib_corpus` (a seeded start per example), the needle
+  ``"The secret code for K is V."`` (``K``, ``V`` random hex) is inserted between sentences at
+  depth ``k/(P-1)`` (boundary ``round(k S/(P-1))`` of the ``S`` sentences), and the question
+  ``"What is the secret code for K?"`` follows.  Same haystack and needle at every depth.
+
+**Length rule** (``length`` = the approximate prompt length in tokens, chat template included).
+``kv``: the number of pairs is ``n = 2 + round((length - t_2) / ((t_8 - t_2) / 6))`` where
+``t_m`` is the token count of the example-0 prompt with its first ``m`` pairs.  ``needle``:
+sentences are added (whole) until the haystack holds ``length - t_0`` tokens, ``t_0`` the prompt
+with an empty haystack (sentence tokens counted one by one).  Both need at least ``P`` items
+(distinct gold positions), else ValueError.
+
+**Prompts and answers.**  A tokenizer with a chat template gets the task text as one user turn and
+``add_generation_prompt=True``; the answer is the bare value ``V``.  Without a template the text is
+used as is (with the tokenizer's special tokens, e.g. Gemma's ``<bos>``) and the answer is
+``" V"``.  Prompt and answer are tokenized **separately** (the answer without special tokens).
+A model without a tokenizer (random-init zoo models without a packaged tokenizer, tests) reads
+UTF-8 bytes, byte ``b`` as token ``b mod vocab_size``.
+
+**Scores** (:func:`score`), per prompt ``x`` and answer ``a_1..a_m``:
+
+.. math::
+    \log p(a \mid x) = \sum_{i=1}^{m} \log p(a_i \mid x, a_{<i}),
+    \qquad
+    \mathrm{correct} = \prod_{i=1}^{m} [\arg\max_v p(v \mid x, a_{<i}) = a_i]
+
+(eq. ``eq-ret-logprob``).  ``correct`` is exact match of greedy decoding of ``m`` tokens: greedy
+decoding reproduces ``a`` exactly iff at every step the argmax *given the gold prefix* is the
+gold token, so one teacher-forced forward pass gives both scores.
+
+**The prior** (:func:`retrieval_link`): per example and gold position, the share of the gold
+value's tokens in an influence profile of the prompt on the answer position (the last prompt
+token),
+
+.. math::
+    s = \frac{\sum_{j \in \mathrm{gold}} I_j}{\sum_{j=1}^{T} I_j}
+
+(eq. ``eq-ret-share``), with ``I`` the gradient influence ``target="argmax_prob"``, the
+hidden-state Jacobian (``target="hidden"``, Hutchinson probes) or the residual-aware rollout row
+of the measured :math:`A_t, \lambda_t` (:func:`posbias_nb.rollout.rollout`).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from functools import lru_cache
+
+import numpy as np
+
+from .. import cache
+from .._validate import positive_int
+
+__all__ = [
+    "TASKS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
+    "kv_pairs", "kv_prompt", "slot_items", "haystack_sentences", "needle_prompt",
+    "build_prompts", "score", "summarize", "retrieval_run", "retrieval_link",
+    "auc", "link_stats", "CSV_COLUMNS", "to_csv_rows",
+]
+
+TASKS = ("kv", "needle")
+PRIORS = ("argmax_prob", "hidden", "rollout")
+_DEF_VERSION = "retrieval-v1"  # bump when the prompts or the scores change
+KV_INSTRUCTION = "Extract the value corresponding to the specified key in the JSON object below."
+NEEDLE_INSTRUCTION = ("Read the text below. Somewhere in it is a secret code; "
+                      "answer the question about it.")
+_HEX = "0123456789abcdef"
+_HEX_LEN = 8
+
+#: Liu et al. (2023), mpt-30b-instruct, 140 keys: gold item index and accuracy (their Fig. 7).
+LIU_MPT30B = {"item": [0, 34, 69, 104, 139], "n_items": 140,
+              "accuracy": [1.0, 0.936, 0.886, 0.804, 0.962]}
+
+CSV_COLUMNS = ("position", "depth", "item", "accuracy", "accuracy_low", "accuracy_high",
+               "logprob", "logprob_low", "logprob_high")
+
+
+# --------------------------------------------------------------------------------------------
+# Prompt construction (pure: no torch)
+
+
+def _hexes(rng, count: int, taken: set) -> list[str]:
+    out = []
+    while len(out) < count:
+        s = "".join(rng.choice(list(_HEX), size=_HEX_LEN))
+        if s not in taken:
+            taken.add(s)
+            out.append(s)
+    return out
+
+
+def kv_pairs(n_pairs: int, rng) -> list[tuple[str, str]]:
+    """``n_pairs`` random (key, value) pairs of 8 lower-case hex digits; all strings distinct."""
+    taken: set = set()
+    keys = _hexes(rng, n_pairs, taken)
+    vals = _hexes(rng, n_pairs, taken)
+    return list(zip(keys, vals))
+
+
+def kv_prompt(pairs, key: str) -> str:
+    """The key–value retrieval prompt of Liu et al. (2023) for ``pairs`` and the asked ``key``
+    (chapter *From prior to behaviour*)."""
+    pairs = list(pairs)
+    if len(pairs) < 1:
+        raise ValueError(f"kv_prompt needs at least one pair, got {pairs!r}")
+    if key not in [k for k, _ in pairs]:
+        raise ValueError(f"key {key!r} is not among the pairs")
+    rows = []
+    for i, (k, v) in enumerate(pairs):
+        rows.append(("{" if i == 0 else " ") + f'"{k}": "{v}"'
+                    + ("}" if i == len(pairs) - 1 else ","))
+    return (f"{KV_INSTRUCTION}\n\nJSON data:\n" + "\n".join(rows)
+            + f'\n\nKey: "{key}"\nCorresponding value:')
+
+
+def slot_items(n_items: int, positions: int) -> np.ndarray:
+    """Item index of each of the ``positions`` gold slots: ``round(k (n-1)/(P-1))``, first and
+    last always included.  ValueError if two slots would share an item (``n_items < P``)."""
+    positions = positive_int("positions", positions, minimum=2)
+    n_items = positive_int("n_items", n_items, minimum=1)
+    idx = np.rint(np.arange(positions) * (n_items - 1) / (positions - 1)).astype(int)
+    if len(set(idx.tolist())) != positions:
+        raise ValueError(f"length too small: {n_items} items cannot hold {positions} distinct "
+                         "gold positions (raise the length or lower the positions)")
+    return idx
+
+
+@lru_cache(maxsize=1)
+def haystack_sentences() -> tuple[str, ...]:
+    """The sentences of :func:`posbias_nb.measure.stdlib_corpus`, whitespace collapsed, split
+    after ``.``, ``!`` or ``?``; those of 20 to 300 characters that contain no hex-like 8-letter
+    word are kept, in corpus order."""
+    from .text import stdlib_corpus
+
+    text = " ".join(stdlib_corpus().split())
+    out = []
+    for s in re.split(r"(?<=[.!?])\s+", text):
+        if 20 <= len(s) <= 300 and not re.search(r"\b[0-9a-f]{8}\b", s):
+            out.append(s)
+    return tuple(out)
+
+
+def needle_prompt(sentences, depth_index: int, key: str, value: str) -> str:
+    """The needle prompt: instruction, the haystack ``sentences`` with the needle inserted
+    before sentence ``depth_index`` (``len(sentences)``: after the last), the question."""
+    sentences = list(sentences)
+    if not 0 <= depth_index <= len(sentences):
+        raise ValueError(f"depth_index must lie in 0..{len(sentences)}, got {depth_index!r}")
+    body = sentences[:depth_index] + [_needle(key, value)] + sentences[depth_index:]
+    return (f"{NEEDLE_INSTRUCTION}\n\n" + " ".join(body)
+            + f"\n\nQuestion: What is the secret code for {key}?\nAnswer:")
+
+
+def _needle(key: str, value: str) -> str:
+    return f"The secret code for {key} is {value}."
+
+
+# --------------------------------------------------------------------------------------------
+# Tokenization
+
+
+class _Codec:
+    """Text -> ids for one tokenizer (or bytes), with the chat template where there is one."""
+
+    def __init__(self, tok, vocab_size: int):
+        self.tok = tok
+        self.vocab = int(vocab_size)
+        self.chat = bool(tok is not None and getattr(tok, "chat_template", None))
+
+    def fingerprint(self) -> str:
+        if self.tok is None:
+            return f"bytes-{self.vocab}"
+        probe = 'Extract {"0a1b2c3d": "ffee0099"}\n The secret code for a is b.'
+        h = hashlib.sha256()
+        h.update(str(len(self.tok)).encode())
+        h.update(str(getattr(self.tok, "chat_template", "")).encode())
+        h.update(str(self.tok(probe)["input_ids"]).encode())
+        return h.hexdigest()[:16]
+
+    def render(self, content: str) -> tuple[str, int]:
+        """(full prompt text, offset of ``content`` inside it)."""
+        if not self.chat:
+            return content, 0
+        text = self.tok.apply_chat_template([{"role": "user", "content": content}],
+                                            tokenize=False, add_generation_prompt=True)
+        return text, text.index(content)
+
+    def answer_text(self, value: str) -> str:
+        return value if self.chat else " " + value
+
+    def encode(self, text: str, prompt: bool) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids and character offsets; special tokens only for a prompt without template."""
+        if self.tok is None:
+            ids, offs = [], []
+            for i, ch in enumerate(text):
+                for b in ch.encode("utf-8"):
+                    ids.append(b % self.vocab)
+                    offs.append((i, i + 1))
+            return ids, offs
+        special = prompt and not self.chat
+        enc = self.tok(text, add_special_tokens=special, return_offsets_mapping=True)
+        return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text, prompt=False)[0])
+
+
+def _span(offsets, c0: int, c1: int) -> tuple[int, int]:
+    """Token range [t0, t1) whose characters overlap [c0, c1)."""
+    hit = [i for i, (a, b) in enumerate(offsets) if b > c0 and a < c1 and b > a]
+    if not hit:
+        raise ValueError("the gold value was not found among the prompt's tokens")
+    return hit[0], hit[-1] + 1
+
+
+def _check_args(task, positions, examples, length, seed):
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    positions = positive_int("positions", positions, minimum=2)
+    examples = positive_int("examples", examples, minimum=1)
+    length = positive_int("length", length, minimum=2)
+    seed = positive_int("seed", seed, minimum=0)
+    return task, positions, examples, length, seed
+
+
+def build_prompts(tokenizer, task: str, positions: int, examples: int, length: int,
+                  seed: int = 0, vocab_size: int | None = None) -> dict:
+    """All prompts of a run: ``examples x positions`` records, example-major.
+
+    Parameters
+    ----------
+    tokenizer : Hugging Face tokenizer or None
+        None reads bytes (needs ``vocab_size``).
+    task, positions, examples, length, seed :
+        As in :func:`retrieval_run` (module docstring: the length rule).
+
+    Returns
+    -------
+    dict
+        ``records``: list of dicts with ``example``, ``gold_index`` (slot ``k``), ``item`` (the
+        gold item's index among the ``n_items``), ``content`` (task text), ``text`` (rendered
+        prompt), ``prompt_ids``, ``answer_ids``, ``value``, ``span`` (token range of the gold
+        value in the prompt); ``n_items``, ``items`` (slot -> item), ``chat`` (bool).
+
+    Raises
+    ------
+    ValueError
+        Unknown task, ``positions < 2``, ``examples < 1``, a length too small for ``positions``
+        distinct items, ``vocab_size`` missing for bytes.
+    """
+    task, positions, examples, length, seed = _check_args(task, positions, examples, length,
+                                                          seed)
+    if tokenizer is None and vocab_size is None:
+        raise ValueError("a byte-level prompt (tokenizer None) needs vocab_size")
+    codec = _Codec(tokenizer, vocab_size if vocab_size is not None else len(tokenizer))
+    rngs = [np.random.default_rng([seed, e, 0x5E7]) for e in range(examples)]
+    records = []
+    if task == "kv":
+        probe = kv_pairs(8, np.random.default_rng([seed, 0, 0x5E7]))
+
+        def tokens(pairs):
+            return len(codec.encode(codec.render(kv_prompt(pairs, pairs[0][0]))[0], True)[0])
+
+        t2, t8 = tokens(probe[:2]), tokens(probe)
+        per = max((t8 - t2) / 6.0, 1e-9)
+        n = 2 + int(round((length - t2) / per))
+        if n < 2:
+            raise ValueError(f"length {length} is too small for the kv task: two pairs already "
+                             f"take {t2} tokens")
+        items = slot_items(max(n, 1), positions)
+        sets = [kv_pairs(n, r) for r in rngs]
+        for e, pairs in enumerate(sets):
+            gold, others = pairs[0], pairs[1:]
+            for k, it in enumerate(items):
+                order = others[:it] + [gold] + others[it:]
+                content = kv_prompt(order, gold[0])
+                c0 = content.index(f'"{gold[0]}": "{gold[1]}"') + len(f'"{gold[0]}": "')
+                records.append(_record(codec, e, k, int(it), content, gold[1], c0))
+    else:
+        sents = haystack_sentences()
+        t0 = len(codec.encode(codec.render(needle_prompt([], 0, "0a1b2c3d", "4e5f6a7b"))[0],
+                              True)[0])
+        budget = length - t0
+        if budget < positions:
+            raise ValueError(f"length {length} is too small for the needle task: the prompt "
+                             f"without haystack already takes {t0} tokens")
+        for e, rng in enumerate(rngs):
+            key, value = _hexes(rng, 2, set())
+            start = int(rng.integers(0, len(sents)))
+            hay, used = [], 0
+            i = start
+            while used < budget and len(hay) < len(sents):
+                s = sents[i % len(sents)]
+                used += codec.count(" " + s)
+                hay.append(s)
+                i += 1
+            items = slot_items(len(hay) + 1, positions)
+            for k, it in enumerate(items):
+                content = needle_prompt(hay, int(it), key, value)
+                needle = _needle(key, value)
+                c0 = content.index(needle) + len(needle) - len(value) - 1
+                records.append(_record(codec, e, k, int(it), content, value, c0))
+        n = None
+    n_items = n if task == "kv" else None
+    return {"records": records, "n_items": n_items, "chat": codec.chat, "codec": codec,
+            "items": [int(r["item"]) for r in records[:positions]]}
+
+
+def _record(codec, e, k, item, content, value, c0):
+    text, off = codec.render(content)
+    ids, offs = codec.encode(text, prompt=True)
+    ans, _ = codec.encode(codec.answer_text(value), prompt=False)
+    span = _span(offs, off + c0, off + c0 + len(value))
+    return {"example": e, "gold_index": k, "item": item, "content": content, "text": text,
+            "prompt_ids": ids, "answer_ids": ans, "value": value, "span": span}
+
+
+# --------------------------------------------------------------------------------------------
+# Scoring
+
+
+def _logits(model, hidden):
+    import torch
+
+    logits = model.get_output_embeddings()(hidden)
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits.float()
+
+
+def score(model, prompt_ids, answer_ids) -> tuple[float, bool]:
+    r"""Teacher-forced log-probability of the answer and greedy exact match (eq.
+    ``eq-ret-logprob``, chapter *From prior to behaviour*): one forward pass over
+    ``prompt_ids + answer_ids``; logits only at the ``m`` answer-predicting positions."""
+    import torch
+
+    p, a = list(map(int, prompt_ids)), list(map(int, answer_ids))
+    if len(p) < 1 or len(a) < 1:
+        raise ValueError(f"prompt and answer must be non-empty, got {len(p)} and {len(a)} ids")
+    device = next(model.parameters()).device
+    ids = torch.tensor([p + a], dtype=torch.long, device=device)
+    with torch.no_grad():
+        h = model.base_model(input_ids=ids, use_cache=False).last_hidden_state[0]
+        lp = torch.log_softmax(_logits(model, h[len(p) - 1:len(p) + len(a) - 1]).double(), -1)
+    tgt = torch.tensor(a, device=device)
+    logprob = float(lp.gather(1, tgt[:, None]).sum())
+    correct = bool((lp.argmax(-1) == tgt).all())
+    return logprob, correct
+
+
+# --------------------------------------------------------------------------------------------
+# Summaries
+
+
+def summarize(gold_index, example, values, positions: int, seed: int = 0,
+              n_boot: int = 2000) -> dict:
+    """Mean of ``values`` per gold position with a 95% percentile bootstrap interval over
+    examples (:func:`posbias_nb.metrics.bootstrap`).  One example: the interval is the point."""
+    from .. import metrics
+
+    gi, ex, v = (np.asarray(x) for x in (gold_index, example, values))
+    E = int(ex.max()) + 1
+    M = np.full((E, positions), np.nan)
+    M[ex, gi] = v
+    est, lo, hi = [], [], []
+    for k in range(positions):
+        col = M[:, k]
+        if E >= 2:
+            m, l, h = metrics.bootstrap(np.mean, col, n_boot=n_boot, seed=seed)
+        else:
+            m = l = h = float(col[0])
+        est.append(m), lo.append(l), hi.append(h)
+    return {"mean": np.array(est), "low": np.array(lo), "high": np.array(hi), "matrix": M}
+
+
+# --------------------------------------------------------------------------------------------
+# Loading (one model kept in memory between the entry points)
+
+_LOADED: dict = {}
+
+
+def _load(model, weights: str, seed: int):
+    from .. import models
+
+    k = (str(model), weights, seed)
+    if k not in _LOADED:
+        _LOADED.clear()
+        m, tok, info = models.load(model, weights=weights, seed=seed, attn="eager")
+        if tok is None and isinstance(model, str) and model in models.ZOO:
+            try:
+                tok = models.packaged_tokenizer(model)  # random twin reads the same ids
+            except (ValueError, OSError, KeyError):
+                tok = None
+        _LOADED[k] = (m, tok, info)
+    return _LOADED[k]
+
+
+def _tokenizer_only(model, weights: str, seed: int):
+    """The tokenizer a run uses, loading the model only when there is no cheaper way."""
+    return _load(model, weights, seed)[1]
+
+
+def _params(model, task, positions, examples, length, seed, weights) -> dict:
+    from .. import models
+    from .cached import library_versions
+    from .text import corpus_digest
+
+    task, positions, examples, length, seed = _check_args(task, positions, examples, length,
+                                                          seed)
+    info = models.check_weights(model, weights)
+    if info["max_length"] is not None and length > info["max_length"]:
+        raise ValueError(f"length {length} is beyond the context of {info['name']} "
+                         f"({info['max_length']} tokens)")
+    return {"model": info["name"], "fingerprint": info["fingerprint"], "weights": weights,
+            "seed": seed, "task": task, "positions": positions, "examples": examples,
+            "length": length, "definition": _DEF_VERSION,
+            "corpus": corpus_digest() if task == "needle" else None, **library_versions()}
+
+
+def _prompts_for(model, task, positions, examples, length, seed, weights):
+    m, tok, _ = _load(model, weights, seed)
+    return build_prompts(tok, task, positions, examples, length, seed,
+                         vocab_size=m.get_input_embeddings().num_embeddings), m
+
+
+def _ragged(lists):
+    lens = np.array([len(x) for x in lists], dtype=np.int64)
+    flat = np.concatenate([np.asarray(x, dtype=np.int64) for x in lists]) if lists else \
+        np.zeros(0, np.int64)
+    return flat, lens
+
+
+def _unragged(flat, lens):
+    ends = np.cumsum(lens)
+    return [flat[e - n:e].tolist() for e, n in zip(ends, lens)]
+
+
+def _scores(model, task, positions, examples, length, seed, weights, progress) -> dict:
+    params = _params(model, task, positions, examples, length, seed, weights)
+
+    def compute():
+        from tqdm import tqdm
+
+        P, m = _prompts_for(model, task, positions, examples, length, seed, weights)
+        recs = P["records"]
+        lp = np.zeros(len(recs))
+        ok = np.zeros(len(recs), dtype=bool)
+        for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
+                                   desc=f"retrieval {task}", unit="prompt")):
+            lp[i], ok[i] = score(m, r["prompt_ids"], r["answer_ids"])
+        pf, pl = _ragged([r["prompt_ids"] for r in recs])
+        af, al = _ragged([r["answer_ids"] for r in recs])
+        return {"example": np.array([r["example"] for r in recs]),
+                "gold_index": np.array([r["gold_index"] for r in recs]),
+                "item": np.array([r["item"] for r in recs]),
+                "span": np.array([r["span"] for r in recs]),
+                "logprob": lp, "correct": ok, "prompt_flat": pf, "prompt_len": pl,
+                "answer_flat": af, "answer_len": al,
+                "n_items": np.array(P["n_items"] if P["n_items"] is not None else -1),
+                "chat": np.array(P["chat"])}
+
+    return cache.cached("retrieval", params, compute)
+
+
+def retrieval_run(model, task: str = "kv", positions: int = 7, examples: int = 10,
+                  length: int = 350, seed: int = 0, progress: bool = False,
+                  weights: str = "pretrained") -> dict:
+    """Retrieval accuracy and answer log-probability per gold position (chapter *From prior to
+    behaviour*, eq. ``eq-ret-logprob``); the JSON that ``posbias retrieval`` prints.
+
+    Parameters
+    ----------
+    model : str or path
+        A zoo name or a local Hugging Face model directory.
+    task : {"kv", "needle"}
+        Key–value retrieval or needle in a haystack (module docstring).
+    positions : int
+        Number ``P >= 2`` of gold positions, first and last included.
+    examples : int
+        Number ``E >= 1`` of examples; each is asked at every position (``E x P`` prompts).
+    length : int
+        Approximate prompt length in tokens (module docstring: the length rule).
+    seed : int
+        Seeds the pairs, haystacks and needles (and the random init for ``weights="random"``).
+    progress : bool
+        A tqdm bar on stderr.
+    weights : {"pretrained", "random"}
+        ``"random"``: the architecture at initialization, reading the pretrained tokenizer's ids
+        where the zoo packages one (same prompts).
+
+    Returns
+    -------
+    dict (JSON-able)
+        ``position`` (0..P-1), ``depth`` (k/(P-1)), ``item`` (index of the gold item among the
+        items: pairs for kv, haystack boundary for needle, of example 0), ``accuracy``,
+        ``accuracy_low``, ``accuracy_high``, ``logprob``, ``logprob_low``, ``logprob_high``
+        (means over examples per position and 95% bootstrap intervals over examples);
+        ``examples``: one record per prompt with ``example``, ``gold_index``, ``prompt_ids``,
+        ``answer_ids``, ``logprob``, ``correct``; ``meta``.  Same seed, same output.
+
+    Raises
+    ------
+    ValueError
+        Unknown task or model, ``positions < 2``, ``examples < 1``, a length too small for
+        the task or beyond the model's context, weights not installed.
+    """
+    res = _scores(model, task, positions, examples, length, seed, weights, progress)
+    from .. import models
+
+    info = models.describe(model)
+    acc = summarize(res["gold_index"], res["example"], res["correct"].astype(float), positions,
+                    seed=seed)
+    lp = summarize(res["gold_index"], res["example"], res["logprob"], positions, seed=seed)
+    prompts = _unragged(res["prompt_flat"], res["prompt_len"])
+    answers = _unragged(res["answer_flat"], res["answer_len"])
+    recs = [{"example": int(e), "gold_index": int(k), "prompt_ids": p, "answer_ids": a,
+             "logprob": float(l), "correct": bool(c)}
+            for e, k, p, a, l, c in zip(res["example"], res["gold_index"], prompts, answers,
+                                        res["logprob"], res["correct"])]
+    n_items = int(res["n_items"])
+    from .. import __version__
+
+    return {
+        "position": list(range(positions)),
+        "depth": [k / (positions - 1) for k in range(positions)],
+        "item": [int(x) for x in res["item"][:positions]],
+        "accuracy": acc["mean"].tolist(), "accuracy_low": acc["low"].tolist(),
+        "accuracy_high": acc["high"].tolist(),
+        "logprob": lp["mean"].tolist(), "logprob_low": lp["low"].tolist(),
+        "logprob_high": lp["high"].tolist(),
+        "examples": recs,
+        "meta": {"model": info["name"], "weights": weights, "task": task,
+                 "positions": positions, "examples": examples, "length": length, "seed": seed,
+                 "n_items": n_items if n_items >= 0 else None,
+                 "prompt_tokens_mean": float(np.mean(res["prompt_len"])),
+                 "chat_template": bool(res["chat"]), "level": 0.95,
+                 "interval": "percentile bootstrap over examples, 2000 resamples",
+                 "version": __version__},
+    }
+
+
+def to_csv_rows(result: dict) -> list[list]:
+    """The per-position rows of a :func:`retrieval_run` result, columns :data:`CSV_COLUMNS`."""
+    return [[result[c][k] for c in CSV_COLUMNS] for k in range(len(result["position"]))]
+
+
+# --------------------------------------------------------------------------------------------
+# The link to the prior
+
+
+def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 10,
+                   length: int = 350, seed: int = 0, weights: str = "pretrained",
+                   prior: str = "argmax_prob", probes: int = 4,
+                   progress: bool = False) -> dict:
+    r"""The gold value's share of influence on the answer position, per prompt of
+    :func:`retrieval_run` (eq. ``eq-ret-share``, chapter *From prior to behaviour*).
+
+    ``prior``: ``"argmax_prob"`` (gradient of the probability of the argmax next token, exact),
+    ``"hidden"`` (Frobenius norm of the hidden-state Jacobian, ``probes`` Hutchinson probes) or
+    ``"rollout"`` (residual-aware rollout of the measured :math:`A_t, \lambda_t` of this very
+    prompt).  Cached.
+
+    Returns
+    -------
+    dict of numpy arrays
+        ``example``, ``gold_index``, ``share`` (R,) the gold value's share; ``profile_flat`` and
+        ``profile_len``, the normalized profiles (ragged, one per prompt); ``span`` (R, 2).
+    """
+    if prior not in PRIORS:
+        raise ValueError(f"prior must be one of {', '.join(PRIORS)}, got {prior!r}")
+    probes = positive_int("probes", probes, minimum=2)
+    params = _params(model, task, positions, examples, length, seed, weights)
+    params.update(prior=prior, probes=probes if prior == "hidden" else None)
+
+    def compute():
+        from tqdm import tqdm
+
+        from .. import rollout as _rollout
+        from .hooks import capture_model
+        from .jacobian import influence_profile
+
+        P, m = _prompts_for(model, task, positions, examples, length, seed, weights)
+        recs = P["records"]
+        shares, profs = [], []
+        for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
+                                   desc=f"prior {prior}", unit="prompt")):
+            ids = np.asarray(r["prompt_ids"])[None]
+            if prior == "rollout":
+                cap = capture_model(m, ids)
+                row = _rollout.rollout(cap["A"], cap["lam"])
+            else:
+                res = influence_profile(m, ids, target=prior,
+                                        method="exact" if prior == "argmax_prob" else "probes",
+                                        probes=probes, seed=seed + i)
+                row = res["per_sequence"][0]
+            row = np.asarray(row, dtype=np.float64)
+            row = row / row.sum()
+            a, b = r["span"]
+            shares.append(row[a:b].sum())
+            profs.append(row)
+        flat = np.concatenate(profs)
+        return {"example": np.array([r["example"] for r in recs]),
+                "gold_index": np.array([r["gold_index"] for r in recs]),
+                "span": np.array([r["span"] for r in recs]), "share": np.array(shares),
+                "profile_flat": flat, "profile_len": np.array([len(p) for p in profs])}
+
+    return cache.cached("retrieval-link", params, compute)
+
+
+def auc(score_, label) -> float:
+    """Area under the ROC curve of ``score_`` for the binary ``label`` (Mann–Whitney, ties
+    count one half); NaN when only one class is present."""
+    from scipy.stats import rankdata
+
+    s, y = np.asarray(score_, dtype=float), np.asarray(label, dtype=bool)
+    n1, n0 = int(y.sum()), int((~y).sum())
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    r = rankdata(s)
+    return float((r[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def _spearman(x, y) -> float:
+    from scipy.stats import spearmanr
+
+    x, y = np.ravel(x), np.ravel(y)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(spearmanr(x, y)[0])
+
+
+def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> dict:
+    """Statistics linking a prior to an outcome, with 95% bootstrap intervals over examples.
+
+    ``prior`` and ``outcome`` are ``(E, P)`` arrays (example x gold position).  ``kind``:
+
+    * ``"curve"`` — Spearman between the per-position means of prior and outcome
+      (the shape of the two curves over positions);
+    * ``"example"`` — Spearman between prior and outcome over all prompts;
+    * ``"within"`` — the same after subtracting each position's mean from both (does the prior
+      predict the outcome *beyond* the position?);
+    * ``"auc"`` — AUC of the prior for a binary outcome over all prompts;
+    * ``"auc_within"`` — AUC after subtracting each position's mean prior.
+
+    Returns ``{"estimate", "low", "high"}``; non-finite values (e.g. an AUC with one class)
+    come back as None.
+    """
+    from .. import metrics
+
+    x, y = np.asarray(prior, dtype=float), np.asarray(outcome, dtype=float)
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"prior and outcome must be (examples, positions) arrays of one shape, "
+                         f"got {x.shape} and {y.shape}")
+
+    def stat(a, b):
+        if kind == "curve":
+            return _spearman(a.mean(0), b.mean(0))
+        if kind == "example":
+            return _spearman(a, b)
+        if kind == "within":
+            return _spearman(a - a.mean(0), b - b.mean(0))
+        if kind == "auc":
+            return auc(a.ravel(), b.ravel() > 0.5)
+        if kind == "auc_within":
+            return auc((a - a.mean(0)).ravel(), b.ravel() > 0.5)
+        raise ValueError(f"kind must be curve, example, within, auc or auc_within, got {kind!r}")
+
+    est = stat(x, y)
+    if not np.isfinite(est) or x.shape[0] < 2:
+        return {"estimate": est if np.isfinite(est) else None, "low": None, "high": None}
+    try:
+        e, lo, hi = metrics.bootstrap(stat, x, y, n_boot=n_boot, seed=seed)
+    except ValueError:
+        return {"estimate": est, "low": None, "high": None}
+    return {"estimate": e, "low": lo, "high": hi}

@@ -1,0 +1,173 @@
+r"""The text the measurements read: offline English from Python's own standard library.
+
+:func:`text_batch` draws seeded windows of token ids from :func:`stdlib_corpus` (docstrings of
+standard-library modules, read from their source files) or uniformly random tokens.  The same
+arguments give the same ids.
+"""
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+
+import numpy as np
+
+from .._validate import positive_int
+
+__all__ = ["STDLIB_MODULES", "SOURCES", "stdlib_corpus", "corpus_digest", "text_batch"]
+
+SOURCES = ("text", "random")
+
+#: The pure-Python standard-library modules whose docstrings are the offline text corpus.
+STDLIB_MODULES = (
+    "abc", "argparse", "base64", "bisect", "calendar", "collections", "contextlib", "copy",
+    "csv", "dataclasses", "datetime", "decimal", "difflib", "enum", "fractions", "functools",
+    "gzip", "heapq", "hmac", "html", "inspect", "ipaddress", "json", "logging", "operator",
+    "pathlib", "pickle", "pprint", "queue", "random", "sched", "secrets", "shlex", "shutil",
+    "statistics", "string", "subprocess", "tarfile", "tempfile", "textwrap", "threading",
+    "timeit", "tokenize", "typing", "unittest", "urllib.parse", "uuid", "warnings", "weakref",
+    "zipfile",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Text that ships offline
+
+
+def _source_docs(path: str) -> list[str]:
+    import ast
+
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    pieces = []
+    doc = ast.get_docstring(tree)
+    if doc:
+        pieces.append(doc)
+
+    def visit(body, prefix=""):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if node.name.startswith("_"):
+                    continue
+                d = ast.get_docstring(node)
+                if d:
+                    pieces.append(f"{prefix}{node.name}: {d}")
+                if isinstance(node, ast.ClassDef):
+                    visit(node.body, prefix=f"{prefix}{node.name}.")
+
+    visit(tree.body)
+    return pieces
+
+
+@lru_cache(maxsize=1)
+def stdlib_corpus() -> str:
+    """English text that every Python installation has: docstrings of the standard library.
+
+    For each module of :data:`STDLIB_MODULES` (in that order), its source file in the standard
+    library folder (``sysconfig.get_paths()["stdlib"]``) is parsed with :mod:`ast` (nothing is
+    imported or executed) and its docstrings are taken in source order:
+    the module's, then those of its public functions and classes and of the classes' public
+    methods, as ``name: docstring``.  Pieces are joined by blank lines.  Reading the source, not
+    the live objects, keeps the text independent of what else the process has imported (libraries
+    that patch the standard library would otherwise change it), of frozen modules (a Jupyter
+    kernel runs with ``-X frozen_modules=off``) and of ``python -OO``.  The text
+    depends on the Python version; :func:`corpus_digest` identifies it.
+
+    Raises
+    ------
+    RuntimeError
+        If the standard library's sources are not installed (fewer than 100 000 characters found).
+    """
+    import sysconfig
+    from pathlib import Path
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    pieces: list[str] = []
+    for modname in STDLIB_MODULES:
+        rel = Path(*modname.split("."))
+        for path in (stdlib / rel.with_suffix(".py"), stdlib / rel / "__init__.py"):
+            if path.is_file():
+                try:
+                    pieces.extend(_source_docs(str(path)))
+                except (OSError, SyntaxError, UnicodeDecodeError):  # pragma: no cover
+                    pass
+                break
+    text = "\n\n".join(pieces)
+    if len(text) < 100_000:  # pragma: no cover - sources stripped from this installation
+        raise RuntimeError("the standard library's source files are not installed: "
+                           "use source='random'")
+    return text
+
+
+def corpus_digest() -> str:
+    """SHA-256 (first 16 hex digits) of :func:`stdlib_corpus`: part of every cache key."""
+    return hashlib.sha256(stdlib_corpus().encode("utf-8")).hexdigest()[:16]
+
+
+@lru_cache(maxsize=4)
+def _token_stream(tokenizer) -> np.ndarray:
+    text = stdlib_corpus()
+    if tokenizer is None:
+        return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
+    import logging
+
+    log = logging.getLogger("transformers.tokenization_utils_base")
+    old = log.level
+    log.setLevel(logging.ERROR)  # "sequence longer than the model's maximum": we cut windows
+    try:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    finally:
+        log.setLevel(old)
+    return np.asarray(ids, dtype=np.int64)
+
+
+def text_batch(tokenizer, length: int, batch: int, seed: int = 0, source: str = "text",
+               vocab_size: int | None = None) -> np.ndarray:
+    """A ``(batch, length)`` int64 array of token ids, seeded and deterministic.
+
+    Parameters
+    ----------
+    tokenizer : a Hugging Face tokenizer or None
+        ``source="text"`` tokenizes :func:`stdlib_corpus` with it.  **Fallback** when it is None
+        (random-init zoo models have no tokenizer offline): the corpus's UTF-8 bytes, byte ``b``
+        becoming token id ``b`` (``b mod vocab_size`` if the vocabulary has fewer than 256
+        entries).  At initialization the embedding table is random, so which ids stand for which
+        bytes is immaterial; what the text contributes is its statistics (repeated tokens,
+        recurring words) against the all-distinct tokens of ``source="random"``.
+    length, batch : int
+        Window length (>= 1) and number of windows (>= 1).
+    seed : int
+        Window starts are drawn uniformly from the token stream with
+        ``numpy.random.default_rng([seed, 0x7e57])``; the stream is treated as circular if it is
+        shorter than ``length``.
+    source : {"text", "random"}
+        ``"random"``: ids uniform on ``0 .. vocab_size-1`` (needs ``vocab_size``).
+    vocab_size : int or None
+        If given, every id is checked to be below it.
+
+    Raises
+    ------
+    ValueError
+        Bad sizes or source, ``source="random"`` without ``vocab_size``, or an id out of range.
+    """
+    length = positive_int("length", length)
+    batch = positive_int("batch", batch)
+    seed = positive_int("seed", seed, minimum=0)
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if vocab_size is not None:
+        vocab_size = positive_int("vocab_size", vocab_size)
+    rng = np.random.default_rng([seed, 0x7E57])
+    if source == "random":
+        if vocab_size is None:
+            raise ValueError("source='random' needs vocab_size")
+        return rng.integers(0, vocab_size, size=(batch, length), dtype=np.int64)
+    stream = _token_stream(tokenizer)
+    if tokenizer is None and vocab_size is not None and vocab_size < 256:
+        stream = stream % vocab_size
+    n = stream.size
+    starts = rng.integers(0, max(n - length, 0) + 1, size=batch)
+    idx = (starts[:, None] + np.arange(length)[None, :]) % n
+    ids = stream[idx]
+    if vocab_size is not None and ids.max() >= vocab_size:
+        raise ValueError(f"token id {int(ids.max())} is outside the vocabulary of {vocab_size}")
+    return ids

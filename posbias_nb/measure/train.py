@@ -1,0 +1,515 @@
+r"""The remedies lab: small causal transformers trained from scratch on synthetic retrieval.
+
+Chapter {ref}`ch-remedies` ("Can training climb out of the valley?").  Everything the chapter
+trains goes through :func:`train_run`: a Llama-style decoder (RoPE, RMSNorm, SwiGLU; Hugging Face
+``LlamaForCausalLM`` built from a small ``LlamaConfig`` after ``torch.manual_seed``), AdamW, one
+answer token per sequence, and the answer placed at a controlled position of the context.
+
+The tasks (:func:`make_batch`)
+------------------------------
+A sequence of length ``L`` is ``BOS``, a haystack of filler tokens, the answer-bearing token at
+the **answer position** ``p`` (``1 <= p <= L - 3``), ``distractors`` look-alike tokens at other
+random positions, and a final query token at ``L - 1``; the one trained target is the next token
+after the query.
+
+* ``kv`` (key-value recall, the chapter's task): each context token of a pair is one *fused*
+  token standing for ``(key, value)`` (4 keys x 8 values); the context holds
+  ``distractors + 1`` pairs with distinct keys, the query is a key and the target its value.
+  A one-hop lookup: match the query's key against the pair tokens, copy the value.
+* ``needle``: the needle is a value token, the distractors come from a separate look-alike
+  vocabulary that is never the answer, the query is a fixed marker; the target is the needle.
+
+Why these settings (measured while building them, 2 layers, width 64, L = 64): a single distinct
+needle is learned everywhere in ~60 steps (the ``needle`` task here, kept as the easy control);
+a needle written as *marker + value* in a haystack of value tokens, and key-value pairs written
+as two adjacent tokens, need an induction circuit and stayed at chance for 800 steps (needle with
+one look-alike: accuracy 0.5 = chance among two) -- too slow for the CPU budget.  Fused
+key-value tokens with 4 pairs sit in between: learned in ~100-200 steps, with measurable
+differences between positions along the way.
+
+Answer placement during training (``answer_positions``): ``"uniform"`` over ``1..L-3``;
+``"start"``: with probability 0.8 in the first 15 % of the context, else uniform;
+``"edges"``: with probability 0.8 in the first or last 15 % (half each), else uniform.
+The remedies (``remedy``) act on top of that placement at equal compute (same steps, batch and
+learning rate): ``"weighted"`` multiplies the loss of examples whose answer lies in the middle
+third by 4 (weights renormalised per batch); ``"oversample"`` draws half of each batch's answers
+from the middle third; ``"curriculum"`` draws every answer from the middle third for the first
+30 % of the steps, then follows the placement.
+
+The structural lever (``residual_scale`` = :math:`\alpha`): the attention output projection of
+every layer is multiplied by :math:`1/\alpha` at init, which at init is the DeepNorm-style
+up-weighting of the residual path by :math:`\alpha` relative to the attention branch, so
+:math:`\lambda_t` falls as :math:`\alpha` grows ({ref}`ch-residual`).
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from .._validate import positive_int
+
+__all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "make_batch", "eval_positions", "build_model",
+           "train_run", "steps_to_threshold", "middle_mass", "to_csv", "CHAPTER", "ARMS",
+           "run_arms"]
+
+TASKS = ("kv", "needle")
+PLACEMENTS = ("uniform", "edges", "start")
+REMEDIES = ("none", "weighted", "oversample", "curriculum")
+DEVICES = ("cpu", "cuda")
+
+BOS, MARKER = 0, 1
+N_KEYS, N_VALUES = 4, 8
+KEYS = np.arange(2, 2 + N_KEYS)                              # kv queries
+VALUES = np.arange(6, 6 + N_VALUES)                          # the answers of both tasks
+PAIRS = np.arange(14, 14 + N_KEYS * N_VALUES)                # kv: one token per (key, value)
+DISTRACT = np.arange(46, 54)                                 # needle look-alikes
+FILLER = np.arange(54, 64)                                   # the haystack
+VOCAB = 64
+EDGE_FRAC, BIAS_P = 0.15, 0.8
+MIDDLE_WEIGHT, OVERSAMPLE_P, CURRICULUM_FRAC = 4.0, 0.5, 0.3
+_VERSION = "train-v1"
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+def _check(task, layers, width, length, steps, seed, answer_positions, remedy, residual_scale,
+           device, distractors, batch, checkpoints):
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    layers = positive_int("layers", layers)
+    if not 2 <= layers <= 8:
+        raise ValueError(f"layers must lie in 2..8, got {layers!r}")
+    width = positive_int("width", width)
+    if not 32 <= width <= 128 or width % 16:
+        raise ValueError(f"width must be a multiple of 16 in 32..128, got {width!r}")
+    length = positive_int("length", length)
+    if not 32 <= length <= 256:
+        raise ValueError(f"length must lie in 32..256, got {length!r}")
+    steps = positive_int("steps", steps)
+    seed = positive_int("seed", seed, minimum=0)
+    if answer_positions not in PLACEMENTS:
+        raise ValueError(f"answer_positions must be one of {', '.join(PLACEMENTS)}, "
+                         f"got {answer_positions!r}")
+    if remedy not in REMEDIES:
+        raise ValueError(f"remedy must be one of {', '.join(REMEDIES)}, got {remedy!r}")
+    try:
+        rs = float(residual_scale)
+    except (TypeError, ValueError):
+        raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}") \
+            from None
+    if isinstance(residual_scale, bool) or not (math.isfinite(rs) and rs > 0):
+        raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}")
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("device 'cuda' requested but CUDA is not available")
+    distractors = positive_int("distractors", distractors, minimum=0)
+    if (task == "kv" and distractors + 1 > N_KEYS) or distractors > length // 4:
+        raise ValueError(f"distractors={distractors} does not fit the task at length {length}")
+    batch = positive_int("batch", batch, minimum=2)
+    checkpoints = positive_int("checkpoints", checkpoints, minimum=2)
+    return (task, layers, width, length, steps, seed, answer_positions, remedy, rs, device,
+            distractors, batch, checkpoints)
+
+
+# --------------------------------------------------------------------------------------------
+# Tasks
+
+
+def eval_positions(length: int, n: int = 8) -> np.ndarray:
+    """``n`` answer positions spread evenly over ``1..length-3`` (chapter {ref}`ch-remedies`)."""
+    length = positive_int("length", length, minimum=8)
+    n = positive_int("n", n, minimum=2)
+    return np.unique(np.round(np.linspace(1, length - 3, n)).astype(int))
+
+
+def _middle(L: int) -> tuple[int, int]:
+    hi = L - 3
+    return 1 + (hi - 1) // 3, 1 + 2 * (hi - 1) // 3   # the middle third of 1..L-3
+
+
+def sample_positions(rng, n: int, length: int, placement: str) -> np.ndarray:
+    """Answer positions for ``n`` training examples under a placement (see the module doc)."""
+    if placement not in PLACEMENTS + ("middle",):
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    hi = length - 3
+    if placement == "middle":
+        a, b = _middle(length)
+        return rng.integers(a, b + 1, n)
+    p = rng.integers(1, hi + 1, n)
+    if placement == "uniform":
+        return p
+    w = max(1, int(round(EDGE_FRAC * hi)))
+    biased = rng.random(n) < BIAS_P
+    start = rng.integers(1, w + 1, n)
+    if placement == "start":
+        return np.where(biased, start, p)
+    end = rng.integers(hi - w + 1, hi + 1, n)
+    which = rng.random(n) < 0.5
+    return np.where(biased, np.where(which, start, end), p)
+
+
+def make_batch(task: str, positions, length: int, rng, distractors: int = 3):
+    """Sequences with the queried key at ``positions`` (chapter {ref}`ch-remedies`).
+
+    Parameters
+    ----------
+    task : {"kv", "needle"}
+    positions : array_like of int, shape (B,)
+        Answer positions, each in ``1..length-3``.
+    length : int
+    rng : numpy.random.Generator
+    distractors : int
+        ``kv``: the other key-value pairs (distinct keys, at most 3); ``needle``: look-alike
+        tokens scattered in the haystack.
+
+    Returns
+    -------
+    (ids, target) : int64 arrays of shape (B, length) and (B,)
+        ``ids[:, p]`` holds the answer (the needle, or the queried pair), ``ids[:, -1]`` the
+        query; the target is the value token to predict after the query.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    pos = np.asarray(positions, dtype=np.int64).reshape(-1)
+    L = int(length)
+    if pos.size and (pos.min() < 1 or pos.max() > L - 3):
+        bad = pos[(pos < 1) | (pos > L - 3)][0]
+        raise ValueError(f"answer position {int(bad)} outside 1..{L - 3}")
+    B = pos.size
+    ids = rng.choice(FILLER, size=(B, L))
+    ids[:, 0] = BOS
+    target = rng.integers(0, N_VALUES, B)
+    d = int(distractors)
+    for b in range(B):
+        p = int(pos[b])
+        free = np.ones(L, bool)
+        free[[0, L - 1, p]] = False
+        others = rng.choice(np.flatnonzero(free), d, replace=False)
+        if task == "needle":
+            ids[b, p] = VALUES[target[b]]
+            ids[b, others] = rng.choice(DISTRACT, d)
+            ids[b, L - 1] = MARKER
+        else:
+            keys = rng.choice(N_KEYS, d + 1, replace=False)
+            vals = np.r_[target[b], rng.integers(0, N_VALUES, d)]
+            ids[b, np.r_[p, others]] = PAIRS[keys * N_VALUES + vals]
+            ids[b, L - 1] = KEYS[keys[0]]
+    target = VALUES[target]
+    return ids.astype(np.int64), target
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+
+
+def build_model(layers: int, width: int, length: int, seed: int, residual_scale: float = 1.0,
+                device: str = "cpu"):
+    """A small ``LlamaForCausalLM`` built from its config after ``torch.manual_seed(seed)``.
+
+    Heads of width 16, SwiGLU width ``2 * width``, RoPE, untied embeddings, eager attention (so
+    the hooks see the attention probabilities).  The attention output projections are divided
+    by ``residual_scale`` (chapter {ref}`ch-remedies`, the structural lever).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=width, intermediate_size=2 * width,
+                      num_hidden_layers=layers, num_attention_heads=width // 16,
+                      num_key_value_heads=width // 16, max_position_embeddings=max(length, 64),
+                      rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=BOS,
+                      eos_token_id=BOS, pad_token_id=BOS)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    if residual_scale != 1.0:
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.o_proj.weight.div_(residual_scale)
+    return model.to(device)
+
+
+def _capture(model, ids):
+    from .hooks import capture_model
+
+    return capture_model(model, ids)
+
+
+def _evaluate(model, ids, target, device):
+    import torch
+
+    model.eval()
+    with torch.no_grad():
+        logits = model(input_ids=torch.as_tensor(ids, device=device)).logits[:, -1].float()
+        tgt = torch.as_tensor(target, device=device)
+        loss = torch.nn.functional.cross_entropy(logits, tgt, reduction="none")
+        correct = (logits.argmax(-1) == tgt).float()
+    model.train()
+    return correct.cpu().numpy(), loss.cpu().numpy()
+
+
+def _grad_at_init(model, ids, target, pos, device):
+    """Norm of d loss / d input embedding at every position, per example (B, L)."""
+    import torch
+
+    emb = model.get_input_embeddings()
+    x = emb(torch.as_tensor(ids, device=device)).detach().requires_grad_(True)
+    logits = model(inputs_embeds=x).logits[:, -1].float()
+    loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(target, device=device),
+                                             reduction="sum")
+    (g,) = torch.autograd.grad(loss, x)
+    return g.double().norm(dim=-1).cpu().numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+
+
+def _params(task, layers, width, length, steps, seed, answer_positions, remedy, residual_scale,
+            device, distractors, batch, checkpoints, lr):
+    return dict(task=task, layers=layers, width=width, length=length, steps=steps, seed=seed,
+                answer_positions=answer_positions, remedy=remedy, residual_scale=residual_scale,
+                device=device, distractors=distractors, batch=batch, checkpoints=checkpoints, lr=lr,
+                version=_VERSION)
+
+
+def _train(p: dict, progress: bool) -> dict:
+    import torch
+    from tqdm import tqdm
+
+    from .jacobian import influence_profile
+
+    task, L, steps, dev = p["task"], p["length"], p["steps"], p["device"]
+    det = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        model = build_model(p["layers"], p["width"], L, p["seed"], p["residual_scale"], dev)
+        model.train()
+        pos_eval = eval_positions(L)
+        n_ex = 32
+        erng = np.random.default_rng([p["seed"], 1])
+        eval_pos = np.repeat(pos_eval, n_ex)
+        eval_ids, eval_tgt = make_batch(task, eval_pos, L, erng, p["distractors"])
+        drng = np.random.default_rng([p["seed"], 2])
+
+        cap0 = _capture(model, eval_ids[::n_ex][:8])
+        g = _grad_at_init(model, eval_ids, eval_tgt, eval_pos, dev)
+        rows = np.arange(len(eval_pos))
+        grad_value = g[rows, eval_pos + 1].reshape(len(pos_eval), n_ex)
+        grad_key = g[rows, eval_pos].reshape(len(pos_eval), n_ex)
+
+        opt = torch.optim.AdamW(model.parameters(), lr=p["lr"], betas=(0.9, 0.98),
+                                weight_decay=0.01)
+        ck = np.unique(np.round(np.linspace(0, steps, p["checkpoints"] + 1)).astype(int))
+        curve, curve_loss = [], []
+        a, b = _middle(L)
+        bar = tqdm(total=steps, disable=not progress, file=sys.stderr, leave=False,
+                   desc=f"train {task} L={L}")
+        for step in range(steps + 1):
+            if step in ck:
+                c, lo = _evaluate(model, eval_ids, eval_tgt, dev)
+                curve.append(c.reshape(len(pos_eval), n_ex).mean(1))
+                curve_loss.append(lo.reshape(len(pos_eval), n_ex).mean(1))
+            if step == steps:
+                break
+            placement = p["answer_positions"]
+            if p["remedy"] == "curriculum" and step < CURRICULUM_FRAC * steps:
+                placement = "middle"
+            pos = sample_positions(drng, p["batch"], L, placement)
+            if p["remedy"] == "oversample":
+                mid = sample_positions(drng, p["batch"], L, "middle")
+                pos = np.where(drng.random(p["batch"]) < OVERSAMPLE_P, mid, pos)
+            ids, tgt = make_batch(task, pos, L, drng, p["distractors"])
+            logits = model(input_ids=torch.as_tensor(ids, device=dev)).logits[:, -1].float()
+            ce = torch.nn.functional.cross_entropy(logits, torch.as_tensor(tgt, device=dev),
+                                                   reduction="none")
+            if p["remedy"] == "weighted":
+                w = torch.as_tensor(np.where((pos >= a) & (pos <= b), MIDDLE_WEIGHT, 1.0),
+                                    device=dev, dtype=ce.dtype)
+                loss = (w * ce).sum() / w.sum()
+            else:
+                loss = ce.mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            bar.update(1)
+        bar.close()
+        model.eval()
+        correct, lo = _evaluate(model, eval_ids, eval_tgt, dev)
+        cap = _capture(model, eval_ids[::n_ex][:8])
+        infl = influence_profile(model, eval_ids[::n_ex][:8], target="hidden",
+                                         method="exact")
+    finally:
+        torch.use_deterministic_algorithms(det)
+    return {
+        "position": pos_eval, "accuracy": correct.reshape(len(pos_eval), n_ex).mean(1),
+        "loss": lo.reshape(len(pos_eval), n_ex).mean(1),
+        "correct": correct.reshape(len(pos_eval), n_ex),
+        "influence": infl["influence"], "lambda": cap["lam"], "lambda_init": cap0["lam"],
+        "A_init": cap0["A"], "A": cap["A"],
+        "curve": np.array(curve), "curve_loss": np.array(curve_loss), "curve_steps": ck,
+        "grad_init_value": grad_value, "grad_init_key": grad_key,
+        "grad_init_profile": g.mean(0),
+    }
+
+
+def train_run(task: str, layers: int, width: int, length: int, steps: int, seed: int = 0,
+              answer_positions: str = "uniform", remedy: str = "none",
+              residual_scale: float = 1.0, device: str = "cpu", progress: bool = False, *,
+              distractors: int = 3, batch: int = 32, checkpoints: int = 10, lr: float = 3e-3,
+              cache: bool = True) -> dict:
+    r"""Train one small model on one task and measure it (chapter {ref}`ch-remedies`).
+
+    The result is cached (``posbias_nb.cache``, namespace ``"train"``); the same arguments give
+    the same numbers bit for bit (seeded init, seeded data, deterministic kernels).
+
+    Parameters
+    ----------
+    task : {"kv", "needle"}
+    layers : int in 2..8
+    width : int, a multiple of 16 in 32..128
+    length : int in 32..256
+        Context length (the query is the last token).
+    steps : int >= 1
+        AdamW steps (batch ``batch``, learning rate ``lr``, gradient clipping at 1).
+    seed : int >= 0
+        Seeds the init, the training data and the evaluation set.
+    answer_positions : {"uniform", "edges", "start"}
+    remedy : {"none", "weighted", "oversample", "curriculum"}
+    residual_scale : float > 0
+        :math:`\alpha`: attention output projections divided by it at init.
+    device : {"cpu", "cuda"}
+    progress : bool
+        A tqdm bar on stderr.
+
+    Returns
+    -------
+    dict
+        Numpy arrays ``position`` (P,) evaluated answer positions (P = 8 by default);
+        ``accuracy``, ``loss`` (P,) after training (32 held-out examples per position);
+        ``correct`` (P, 32) per example; ``influence`` (L,) the trained model's Jacobian
+        influence profile (``measure.influence_profile``, exact, hidden target); ``lambda``
+        and ``lambda_init`` (T,) the attention shares after training and at init;
+        ``A``, ``A_init`` (T, L, L) the measured kernels; ``curve``, ``curve_loss`` (C, P) per
+        position at the steps ``curve_steps`` (C,); ``grad_init_value``, ``grad_init_key``
+        (P, 32) the norm of :math:`\partial \mathcal L / \partial x_j` at init at the answer's
+        value token and key token; ``grad_init_profile`` (L,) the same norm at every position,
+        averaged over the evaluation set; and ``meta`` (a dict of the arguments).
+
+    Raises
+    ------
+    ValueError
+        Naming the bad value: unknown task, placement, remedy or device, layers outside 2..8,
+        width outside 32..128 or not a multiple of 16, length outside 32..256, steps < 1,
+        a negative seed, residual_scale <= 0, or ``"cuda"`` without CUDA.
+    """
+    (task, layers, width, length, steps, seed, answer_positions, remedy, rs, device, distractors,
+     batch, checkpoints) = _check(task, layers, width, length, steps, seed, answer_positions,
+                                  remedy, residual_scale, device, distractors, batch, checkpoints)
+    lr = float(lr)
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    p = _params(task, layers, width, length, steps, seed, answer_positions, remedy, rs, device,
+                distractors, batch, checkpoints, lr)
+    if cache:
+        from .. import cache as _cache
+
+        out = _cache.cached("train", p, lambda: _train(p, progress))
+    else:
+        out = {k: np.asarray(v) for k, v in _train(p, progress).items()}
+    out = dict(out)
+    out["meta"] = {k: v for k, v in p.items()}
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Summaries
+
+
+def steps_to_threshold(curve, steps, threshold: float = 0.5) -> np.ndarray:
+    """First checkpoint step at which each position's accuracy reaches ``threshold``.
+
+    ``curve`` (C, P) and ``steps`` (C,) as returned by :func:`train_run`.  A position that never
+    gets there is right-censored at ``steps[-1] + (steps[-1] - steps[-2])`` (one checkpoint
+    interval past the end), so it counts as slower than any that did (chapter
+    {ref}`ch-remedies`).
+    """
+    c = np.asarray(curve, float)
+    s = np.asarray(steps, float)
+    if c.ndim != 2 or s.ndim != 1 or c.shape[0] != s.size or s.size < 2:
+        raise ValueError(f"curve (C, P) and steps (C,) with C >= 2 needed, got {c.shape}, "
+                         f"{s.shape}")
+    hit = c >= threshold
+    censor = s[-1] + (s[-1] - s[-2])
+    first = np.where(hit.any(0), s[np.argmax(hit, axis=0)], censor)
+    return first
+
+
+def middle_mass(profile) -> float:
+    """Share of a profile's mass (normalised to sum 1) in the middle third of the context."""
+    p = np.asarray(profile, float)
+    if p.ndim != 1 or p.size < 3 or not np.all(np.isfinite(p)) or p.sum() <= 0:
+        raise ValueError("profile must be a finite, nonnegative 1-D array of length >= 3 with "
+                         "positive sum")
+    L = p.size
+    return float(p[L // 3: 2 * L // 3].sum() / p.sum())
+
+
+def to_csv(result: dict) -> str:
+    """CSV of a :func:`train_run` result: one row per evaluated answer position.
+
+    Columns ``position,accuracy,loss,steps_to_half,grad_init``.
+    """
+    s = steps_to_threshold(result["curve"], result["curve_steps"], 0.5)
+    g = np.asarray(result["grad_init_value"]).mean(1)
+    lines = ["position,accuracy,loss,steps_to_half,grad_init"]
+    for i, p in enumerate(result["position"]):
+        lines.append(f"{int(p)},{result['accuracy'][i]:.6g},{result['loss'][i]:.6g},"
+                     f"{s[i]:.6g},{g[i]:.6g}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter's experiments, and the bigger sweep
+
+
+#: The chapter's configuration: 2 layers, width 64, L = 64, 200 steps of batch 32 (equal compute
+#: for every arm), kv recall with 4 pairs.
+CHAPTER = dict(task="kv", layers=2, width=64, length=64, steps=200)
+
+#: The arms of the chapter's experiments: name -> keyword arguments of :func:`train_run`.
+ARMS = {
+    "uniform": dict(answer_positions="uniform"),
+    "start": dict(answer_positions="start"),
+    "edges": dict(answer_positions="edges"),
+    "weighted": dict(answer_positions="edges", remedy="weighted"),
+    "oversample": dict(answer_positions="edges", remedy="oversample"),
+    "curriculum": dict(answer_positions="edges", remedy="curriculum"),
+    "residual_x2": dict(answer_positions="uniform", residual_scale=2.0),
+    "residual_x0.5": dict(answer_positions="uniform", residual_scale=0.5),
+}
+
+
+def run_arms(arms=None, seeds=(0, 1, 2), progress: bool = False, **config) -> dict:
+    """Train every arm for every seed (cached); ``{arm: [result per seed]}``.
+
+    ``config`` overrides :data:`CHAPTER` (e.g. more ``steps`` or a ``device`` for the sweep);
+    ``arms`` is a list of names from :data:`ARMS` (default: all).  Chapter {ref}`ch-remedies`.
+    """
+    arms = list(ARMS) if arms is None else list(arms)
+    for a in arms:
+        if a not in ARMS:
+            raise ValueError(f"unknown arm {a!r}; known: {', '.join(ARMS)}")
+    seeds = [positive_int("seed", s, minimum=0) for s in seeds]
+    if len(seeds) < 1:
+        raise ValueError("seeds must not be empty")
+    cfg = {**CHAPTER, **config}
+    return {a: [train_run(**cfg, **ARMS[a], seed=s, progress=progress) for s in seeds]
+            for a in arms}

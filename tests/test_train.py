@@ -1,0 +1,108 @@
+"""The remedies lab (posbias_nb.measure.train): tasks, determinism, a tiny run, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from posbias_nb.measure import train
+
+TINY = dict(task="kv", layers=2, width=32, length=32, steps=3, checkpoints=2, batch=4,
+            cache=False)
+
+
+@pytest.mark.parametrize("task", train.TASKS)
+def test_answer_is_where_asked(task):
+    rng = np.random.default_rng(0)
+    L = 48
+    pos = np.array([1, 7, 20, 33, L - 3])
+    ids, tgt = train.make_batch(task, pos, L, rng, distractors=3)
+    assert ids.shape == (5, L) and tgt.shape == (5,)
+    assert np.all(ids[:, 0] == train.BOS)
+    assert np.all(np.isin(tgt, train.VALUES))
+    for b, p in enumerate(pos):
+        if task == "needle":
+            assert ids[b, p] == tgt[b] and ids[b, -1] == train.MARKER
+            # the needle's token occurs nowhere else; exactly 3 look-alikes elsewhere
+            assert np.sum(np.isin(ids[b], train.VALUES)) == 1
+            assert np.sum(np.isin(ids[b], train.DISTRACT)) == 3
+        else:
+            k = np.flatnonzero(train.KEYS == ids[b, -1])[0]
+            assert ids[b, p] == train.PAIRS[k * train.N_VALUES + (tgt[b] - train.VALUES[0])]
+            pairs = ids[b][np.isin(ids[b], train.PAIRS)]
+            assert pairs.size == 4
+            keys = (pairs - train.PAIRS[0]) // train.N_VALUES
+            assert len(set(keys.tolist())) == 4 and np.sum(keys == k) == 1
+
+
+def test_placements():
+    rng = np.random.default_rng(1)
+    L = 64
+    for placement in train.PLACEMENTS:
+        p = train.sample_positions(rng, 4000, L, placement)
+        assert p.min() >= 1 and p.max() <= L - 3
+    w = round(train.EDGE_FRAC * (L - 3))
+    start = train.sample_positions(rng, 4000, L, "start")
+    assert np.mean(start <= w) > 0.8
+    edges = train.sample_positions(rng, 4000, L, "edges")
+    assert np.mean((edges <= w) | (edges > L - 3 - w)) > 0.8
+    assert 0.3 < np.mean(train.sample_positions(rng, 4000, L, "uniform") <= (L - 3) / 2) < 0.7
+
+
+def test_tiny_run_and_determinism():
+    a = train.train_run(**TINY, seed=3)
+    b = train.train_run(**TINY, seed=3)
+    c = train.train_run(**TINY, seed=4)
+    P = a["position"].size
+    assert P >= 4 and a["accuracy"].shape == (P,) and a["influence"].shape == (32,)
+    assert a["lambda"].shape == (2,) and a["curve"].shape[1] == P
+    assert a["curve_steps"][0] == 0 and a["curve_steps"][-1] == 3
+    for k in ("accuracy", "loss", "influence", "lambda", "curve", "grad_init_value"):
+        assert np.array_equal(a[k], b[k]), k
+    assert not np.array_equal(a["grad_init_value"], c["grad_init_value"])
+    assert a["meta"]["task"] == "kv"
+    csv = train.to_csv(a)
+    assert csv.splitlines()[0] == "position,accuracy,loss,steps_to_half,grad_init"
+    assert len(csv.splitlines()) == P + 1
+
+
+def test_remedies_and_scale_run():
+    for remedy in ("weighted", "oversample", "curriculum"):
+        r = train.train_run(**{**TINY, "steps": 2}, answer_positions="edges", remedy=remedy)
+        assert np.all(np.isfinite(r["loss"]))
+    small = train.train_run(**{**TINY, "steps": 1}, residual_scale=4.0)
+    big = train.train_run(**{**TINY, "steps": 1}, residual_scale=0.25)
+    assert np.all(small["lambda_init"] < big["lambda_init"])
+
+
+@pytest.mark.parametrize("kw, bad", [
+    (dict(task="copy"), "copy"), (dict(layers=1), "1"), (dict(layers=9), "9"),
+    (dict(width=48 + 1), "49"), (dict(width=256), "256"), (dict(length=16), "16"),
+    (dict(length=300), "300"), (dict(steps=0), "0"), (dict(seed=-1), "-1"),
+    (dict(answer_positions="middle"), "middle"), (dict(remedy="magic"), "magic"),
+    (dict(residual_scale=0.0), "0.0"), (dict(residual_scale=-2), "-2"),
+    (dict(residual_scale=float("nan")), "nan"), (dict(device="tpu"), "tpu"),
+])
+def test_bad_input(kw, bad):
+    with pytest.raises(ValueError, match=bad):
+        train.train_run(**{**TINY, **kw})
+
+
+def test_cuda_absent():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA present")
+    with pytest.raises(ValueError, match="cuda"):
+        train.train_run(**{**TINY, "device": "cuda"})
+
+
+def test_steps_to_threshold_and_middle_mass():
+    curve = np.array([[0.0, 0.0, 0.0], [0.6, 0.2, 0.0], [0.9, 0.7, 0.1]])
+    s = train.steps_to_threshold(curve, [0, 10, 20], 0.5)
+    assert s.tolist() == [10.0, 20.0, 30.0]  # the last one is censored one interval past the end
+    assert train.middle_mass(np.ones(9)) == pytest.approx(1 / 3)
+    assert train.middle_mass([1, 0, 0, 0, 0, 1.0]) == 0.0
+    with pytest.raises(ValueError):
+        train.steps_to_threshold(curve, [0, 10], 0.5)
+    with pytest.raises(ValueError):
+        train.middle_mass([1.0, -np.inf, 1.0])

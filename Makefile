@@ -43,6 +43,7 @@ book: setup $(MATHJAX)
 
 unit: setup
 	$(PY) -m pytest tests/ -q
+	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules posbias_nb
 
 notebooks: setup
 	rm -rf $(NBDIR) && mkdir -p $(NBDIR)
@@ -75,7 +76,7 @@ test: setup
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory build-book
 	$(MAKE) --no-print-directory browser-test
-	@echo "make test: unit tests, notebooks, book build and browser test all passed"
+	@echo "make test: notebooks, unit tests and doctests, book build and browser test all passed"
 
 bench: setup
 	$(PY) bench/bench_theory.py

@@ -57,3 +57,14 @@ def exact_fraction(name: str, value) -> Fraction:
     if not (0 <= q <= 1):
         raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
     return q
+
+
+def choice(name: str, value, options) -> str:
+    """Return ``value`` if it is one of ``options``, else raise ValueError naming both.
+
+    >>> choice("mode", "a", ("a", "b"))
+    'a'
+    """
+    if value not in options:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, options))}, got {value!r}")
+    return value

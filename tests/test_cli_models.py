@@ -151,3 +151,23 @@ def test_real_gpt2_smoke(tmp_path):
     # the U: first and last positions above the middle
     infl = obj["influence"]
     assert infl[0] > infl[8] and infl[-1] > infl[8]
+
+
+def test_profile_device_map_and_dtype_flags(tmp_path, capsys):
+    from posbias_nb import models
+
+    src, _, _ = models.load("gpt2-tiny", seed=2)
+    d = tmp_path / "m"
+    src.save_pretrained(d)
+    base = ["profile", "--model", str(d), "--weights", "pretrained", "--length", "8",
+            "--probes", "2", "--quiet", "--format", "json"]
+    assert cli.main(base) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert cli.main(base + ["--device-map", "cpu"]) == 0
+    mapped = json.loads(capsys.readouterr().out)
+    assert mapped["influence"] == plain["influence"] and mapped["meta"]["device_map"] == "cpu"
+    assert cli.main(base + ["--dtype", "bfloat16"]) == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["dtype"] == "bfloat16"
+    assert cli.main(base + ["--dtype", "float16"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "float16" in err[0]

@@ -1,6 +1,8 @@
 """The model zoo: real configurations, seeded initialization, the RoPE switch, local directories."""
 import os
 
+import numpy as np
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -149,3 +151,54 @@ def test_a_spec_loads_without_registering_and_the_table_rejects_duplicates():
     with pytest.raises(ValueError, match="twice"):
         zoo._table((*zoo._ENTRIES, clash))
     assert set(zoo._table(zoo._ENTRIES)) == set(models.ZOO)
+
+
+# ------------------------------------------------------------------ models larger than a device
+def _saved_tiny(tmp_path, name="qwen2-tiny"):
+    src, _, _ = models.load(name, seed=3)
+    d = tmp_path / name
+    src.save_pretrained(d)
+    return d
+
+
+def test_dtype_and_device_map_reach_from_pretrained(tmp_path, monkeypatch):
+    """--device-map auto cannot be tried on several GPUs here: check that it reaches
+    ``from_pretrained`` (where accelerate shards the model), with the dtype."""
+    import transformers
+
+    d = _saved_tiny(tmp_path)
+    seen = {}
+    real = transformers.AutoModelForCausalLM.from_pretrained
+
+    def spy(*a, **kw):
+        seen.update(kw)
+        kw = {k: v for k, v in kw.items() if k != "device_map"}  # no accelerator here
+        return real(*a, **kw)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", spy)
+    m, _, info = models.load(str(d), weights="pretrained", dtype="bfloat16", device_map="auto")
+    assert seen["device_map"] == "auto" and seen["dtype"] is torch.bfloat16
+    assert info["dtype"] == "bfloat16" and info["device_map"] == "auto"
+    assert next(m.parameters()).dtype is torch.bfloat16
+    seen.clear()
+    models.load(str(d), weights="pretrained")
+    assert "device_map" not in seen and seen["dtype"] is torch.float32
+
+
+@pytest.mark.parametrize("bad", [dict(dtype="float16"), dict(device_map=3)])
+def test_bad_dtype_or_device_map(bad):
+    with pytest.raises(ValueError, match="dtype|device_map"):
+        models.load("gpt2-tiny", **bad)
+
+
+def test_device_map_cpu_gives_todays_numbers(tmp_path, monkeypatch):
+    from posbias_nb import measure
+
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    d = _saved_tiny(tmp_path)
+    kw = dict(weights="pretrained", length=16, probes=4, batch=2, seed=1, progress=False)
+    today = measure.profile(str(d), **kw)
+    mapped = measure.profile(str(d), device_map="cpu", **kw)
+    assert np.array_equal(today["influence"], mapped["influence"])
+    half = measure.profile(str(d), dtype="bfloat16", **kw)
+    assert not np.array_equal(today["influence"], half["influence"])  # the switch does act

@@ -21,7 +21,7 @@ from importlib import metadata
 import numpy as np
 
 from .. import cache, models, rollout
-from .._validate import positive_int
+from .._validate import choice, positive_int
 from .hooks import capture_model, n_heads
 from .jacobian import METHODS, TARGETS, influence_profile
 from .text import SOURCES, corpus_digest, text_batch
@@ -91,14 +91,10 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
         ``rope=False`` for a model without RoPE.
     """
     info = _checked(model, weights, length, batch, seed)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
-    if dtype not in models.DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(models.DTYPES)}, got {dtype!r}")
+    choice("method", method, METHODS)
+    choice("target", target, TARGETS)
+    choice("source", source, SOURCES)
+    choice("dtype", dtype, models.DTYPES)
     if not rope and not info["has_rope"]:
         raise ValueError(f"{info['name']} has no rotary position embeddings "
                          "(it uses learned or no positions): rope=False does not apply")
@@ -342,8 +338,7 @@ def predict(captured: dict, mode: str = "residual") -> np.ndarray:
         For an unknown mode or a dict without ``A`` and ``lam`` (and, for the last two modes,
         the architecture: ``model`` or ``family``, and ``n_heads``).
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    choice("mode", mode, MODES)
     try:
         A = np.asarray(captured["A"], dtype=np.float64)
         lam = np.asarray(captured["lam"], dtype=np.float64)

@@ -58,7 +58,7 @@ import warnings
 
 import numpy as np
 
-from .._validate import positive_int
+from .._validate import choice, positive_int
 
 __all__ = ["TARGETS", "METHODS", "PROBE_DISTS", "influence_profile", "hutchinson"]
 
@@ -164,12 +164,9 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
     """
     import torch
 
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if probe_dist not in PROBE_DISTS:
-        raise ValueError(f"probe_dist must be one of {', '.join(PROBE_DISTS)}, got {probe_dist!r}")
+    choice("target", target, TARGETS)
+    choice("method", method, METHODS)
+    choice("probe_dist", probe_dist, PROBE_DISTS)
     seed = positive_int("seed", seed, minimum=0)
     if method == "probes" and target == "hidden":
         probes = positive_int("probes", probes, minimum=2)

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._validate import positive_int
+from .._validate import choice, positive_int
 
 __all__ = ["STDLIB_MODULES", "SOURCES", "stdlib_corpus", "corpus_digest", "text_batch"]
 
@@ -152,8 +152,7 @@ def text_batch(tokenizer, length: int, batch: int, seed: int = 0, source: str = 
     length = positive_int("length", length)
     batch = positive_int("batch", batch)
     seed = positive_int("seed", seed, minimum=0)
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    choice("source", source, SOURCES)
     if vocab_size is not None:
         vocab_size = positive_int("vocab_size", vocab_size)
     rng = np.random.default_rng([seed, 0x7E57])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._validate import positive_int
+from .._validate import choice, positive_int
 from . import patches, weights as _weights
 from .weights import from_pretrained_dir, local_tokenizer
 from .zoo import (WEIGHTS, ModelSpec, config_int, config_max_length, dir_config,
@@ -122,13 +122,10 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         weights not installed, ``rope=False`` for a model without RoPE, an unavailable device.
     """
     _env_offline()
-    if weights not in WEIGHTS:
-        raise ValueError(f"weights must be 'random' or 'pretrained', got {weights!r}")
+    choice("weights", weights, WEIGHTS)
     seed = positive_int("seed", seed, minimum=0)
-    if attn not in ("eager", "sdpa"):
-        raise ValueError(f"attn must be 'eager' or 'sdpa', got {attn!r}")
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    choice("attn", attn, ("eager", "sdpa"))
+    choice("dtype", dtype, DTYPES)
     if device_map is not None and not isinstance(device_map, (str, dict)):
         raise ValueError(f"device_map must be 'auto', a device name or a dict, got {device_map!r}")
     r = resolve(name_or_path)
@@ -234,7 +231,7 @@ def load_encoder(name: str = "minilm-l6", weights: str = "random", seed: int = 0
         model.config._attn_implementation = attn
         tok = None
     else:
-        raise ValueError(f"weights must be 'random' or 'pretrained', got {weights!r}")
+        choice("weights", weights, WEIGHTS)
     model = model.float().eval()
     for p in model.parameters():
         p.requires_grad_(False)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from .._validate import choice
 from . import configs
 from . import weights as _weights
 
@@ -274,8 +275,7 @@ def check_weights(name_or_path, weights: str) -> dict:
     ValueError
         ``weights`` not in :data:`WEIGHTS`, or pretrained weights not installed.
     """
-    if weights not in WEIGHTS:
-        raise ValueError(f"weights must be 'random' or 'pretrained', got {weights!r}")
+    choice("weights", weights, WEIGHTS)
     info = describe(name_or_path)
     if weights == "pretrained" and not info["pretrained_available"]:
         raise ValueError(missing_weights_message(name_or_path))

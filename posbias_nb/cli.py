@@ -160,6 +160,41 @@ def _cmd_rollout(args) -> tuple[dict, dict]:
     return columns, meta
 
 
+def _load_errors_one_line(model: str, call):
+    """Run ``call()``; an unreadable model directory becomes one ValueError line."""
+    try:
+        return call()
+    except OSError as e:  # unreadable local directory, broken weight files: one line, exit 2
+        raise ValueError(f"cannot load {model!r}: {str(e).strip().splitlines()[0]}") from None
+
+
+def _cmd_retrieval(args):
+    _quiet_libraries()
+    from .measure import retrieval
+
+    res = _load_errors_one_line(args.model, lambda: retrieval.retrieval_run(
+        args.model, task=args.task, positions=args.positions, examples=args.examples,
+        length=args.length, seed=args.seed, progress=not args.quiet, weights=args.weights))
+    columns = {c: list(res[c]) for c in retrieval.CSV_COLUMNS}
+    return columns, res["meta"], res
+
+
+def _cmd_train(args):
+    _quiet_libraries()
+    from .measure import train
+
+    res = train.train_run(args.task, args.layers, args.width, args.length, args.steps,
+                          seed=args.seed, answer_positions=args.answer_positions,
+                          remedy=args.remedy, residual_scale=args.residual_scale,
+                          device=args.device, progress=not args.quiet)
+    obj = train.to_json(res)
+    half = train.steps_to_threshold(res["curve"], res["curve_steps"], 0.5)
+    columns = {"position": [int(p) for p in obj["position"]], "accuracy": obj["accuracy"],
+               "loss": obj["loss"], "steps_to_half": [float(v) for v in half],
+               "grad_init": obj["grad_init"]}
+    return columns, obj["meta"], obj
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="posbias", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"posbias {__version__}")
@@ -223,6 +258,44 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the measured lambda per layer instead of the profile")
     _common(p)
     p.set_defaults(func=_cmd_rollout)
+
+    r = sub.add_parser("retrieval", help="retrieval accuracy and answer log-probability per "
+                                         "gold position (key-value or needle in a haystack)")
+    r.add_argument("--model", required=True, help="zoo name or local Hugging Face directory")
+    r.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
+                   help="installed pretrained weights (default) or random initialization")
+    r.add_argument("--task", choices=["kv", "needle"], default="kv",
+                   help="key-value retrieval (Liu et al. 2023) or a needle in stdlib prose")
+    r.add_argument("--positions", type=int, default=7,
+                   help="gold positions P >= 2, first and last included (default 7)")
+    r.add_argument("--examples", type=int, default=10,
+                   help="examples E >= 1, each asked at every position (default 10)")
+    r.add_argument("--length", type=int, required=True,
+                   help="approximate prompt length in tokens")
+    r.add_argument("--seed", type=int, default=0, help="seed of pairs, haystacks and needles")
+    r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    _common(r)
+    r.set_defaults(func=_cmd_retrieval)
+
+    t = sub.add_parser("train", help="train a small causal transformer on a synthetic task and "
+                                     "measure accuracy, influence and lambda per position")
+    t.add_argument("--task", choices=["kv", "needle"], required=True,
+                   help="key-value associative recall or a needle among look-alikes")
+    t.add_argument("--layers", type=int, required=True, help="layers, 2..8")
+    t.add_argument("--width", type=int, required=True, help="width, 32..128 (multiple of 16)")
+    t.add_argument("--length", type=int, required=True, help="context length, 32..256")
+    t.add_argument("--steps", type=int, required=True, help="AdamW steps >= 1")
+    t.add_argument("--seed", type=int, default=0, help="seed of init, data and evaluation")
+    t.add_argument("--answer-positions", choices=["uniform", "edges", "start"],
+                   default="uniform", help="where the training answers sit (default uniform)")
+    t.add_argument("--remedy", choices=["none", "weighted", "oversample", "curriculum"],
+                   default="none", help="the seed paper's remedies (default none)")
+    t.add_argument("--residual-scale", type=float, default=1.0,
+                   help="attention output projections divided by X at init (default 1)")
+    t.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu or cuda")
+    t.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    _common(t)
+    t.set_defaults(func=_cmd_train)
     return parser
 
 
@@ -233,9 +306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             raise UsageError("a command is required: " + ", ".join(
                 sorted(parser._subparsers._group_actions[0].choices)))
-        columns, meta = args.func(args)
+        out = args.func(args)
         buf = io.StringIO()
-        write_profile(columns, meta, args.format, buf)
+        if len(out) == 3 and args.format == "json":  # (columns, meta, the full JSON object)
+            buf.write(json.dumps(out[2]) + "\n")
+        else:
+            write_profile(out[0], out[1], args.format, buf)
         if args.out:
             with open(args.out, "w") as f:
                 f.write(buf.getvalue())

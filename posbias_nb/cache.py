@@ -6,7 +6,8 @@ in the same folder, then ``os.replace``); every file carries the SHA-256 of its 
 on read, so a truncated or corrupted entry is recomputed, never returned.
 
 The folder is ``$POSBIAS_CACHE_DIR`` if set, else ``~/.cache/posbias_nb``.  Set
-``POSBIAS_CACHE_DIR=off`` to disable caching.
+``POSBIAS_CACHE_DIR=off`` to disable caching.  Chapter :ref:`ch-reproduce` tells readers how to
+move or clear it.
 """
 from __future__ import annotations
 

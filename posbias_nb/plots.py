@@ -1,11 +1,12 @@
 """The figure style the chapters share: one look, labelled axes, log scales where values span
-decades."""
+decades.  :func:`force_figure` draws the four forces of chapter :ref:`ch-rollout`."""
 from __future__ import annotations
 
 import matplotlib as mpl
 import numpy as np
 
-__all__ = ["use_style", "profile_axes", "COLORS", "figure"]
+__all__ = ["use_style", "profile_axes", "COLORS", "figure", "positions", "u_shape_figure",
+           "force_figure"]
 
 COLORS = ["#1b4f72", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#5d6d7e", "#17a589", "#a04000"]
 
@@ -73,3 +74,28 @@ def u_shape_figure(L: int = 512, depth: int = 8, alphas=(1.0, 0.7, 0.5)):
                  f"layers, L = {L}")
     ax.legend()
     return fig
+
+
+def force_figure(L: int, profiles: dict, x, y, xlabel: str, *, color: int = 0,
+                 legend: str = "upper center", ylabel: str = "mean position (0 = first, 1 = last)"):
+    """The two panels of one force in chapter :ref:`ch-rollout` (the four forces).
+
+    Left: the influence profiles ``profiles`` (label -> row of length ``L``, log scale).  Right:
+    the profile's mean position against the force's strength ``x``; ``y`` is one curve, or a
+    mapping label -> curve for several (drawn with markers ``o-``, ``s--``, ...).  Returns
+    ``(fig, (ax, ax2))`` for the chapter's finishing touches.
+    """
+    fig, (ax, ax2) = figure(ncols=2, height=3.2)
+    for k, (label, row) in enumerate(profiles.items()):
+        ax.plot(positions(L), row, color=COLORS[k % len(COLORS)], label=label)
+    profile_axes(ax, L)
+    ax.legend(loc=legend)
+    curves = y if isinstance(y, dict) else {None: y}
+    for k, (label, yk) in enumerate(curves.items()):
+        ax2.plot(x, yk, ["o-", "s--", "^:"][k % 3], ms=3,
+                 color=COLORS[(color + k) % len(COLORS)], label=label)
+    ax2.set_xlabel(xlabel)
+    ax2.set_ylabel(ylabel)
+    if isinstance(y, dict):
+        ax2.legend(loc="upper left")
+    return fig, (ax, ax2)

@@ -334,3 +334,63 @@ def test_property_causal_diagonal_is_product_of_diagonals(data):
 def test_property_cesaro_equivalence(L, T, a):
     got = rollout.rollout(rollout.uniform_causal(L), rollout.constant(T, a))
     np.testing.assert_allclose(got, theory.influence(L, T, a), rtol=1e-9, atol=1e-14)
+
+
+# ------------------------------------------- steps_law, poisson_rollout, keep_path, collapse_bound
+def test_steps_law_is_the_mixture_of_cesaro_powers():
+    # eq-rollout-poisson-binomial: one shared kernel, the rollout is sum_k Pr(K = k) e_L M^k
+    lams = rollout.power_law(12, 0.9, 0.7)
+    pk = rollout.steps_law(lams)
+    assert pk.shape == (13,) and abs(pk.sum() - 1) < 1e-14
+    assert abs(pk[0] - rollout.control(rollout.uniform_causal(5), lams).prod_keep) < 1e-15
+    mix = sum(pk[k] * theory.influence(30, k) for k in range(13))
+    np.testing.assert_allclose(rollout.rollout(rollout.uniform_causal(30), lams), mix, atol=1e-14)
+    with pytest.raises(ValueError):
+        rollout.steps_law([0.5, 1.5])
+
+
+def test_poisson_rollout_is_the_small_share_limit():
+    M = rollout.uniform_causal(16)
+    rows = rollout.poisson_rollout(M, [0.0, 2.0])
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0, atol=1e-12)
+    assert rows[0, -1] == 1.0
+    # many layers of small shares with the same total: close to the Poisson row ...
+    many = rollout.rollout(M, rollout.constant(2000, 2.0 / 2000))
+    assert np.abs(many - rows[1]).max() < 1e-3
+    # ... and a few large shares with the same total are not (a counterexample)
+    few = rollout.rollout(M, rollout.constant(2, 1.0))
+    assert np.abs(few - rows[1]).max() > 0.05
+    with pytest.raises(ValueError):
+        rollout.poisson_rollout(M, [-1.0])
+
+
+def test_keep_path_bounds_the_diagonal_at_every_depth():
+    rng = np.random.default_rng(3)
+    K = random_kernels(rng, 30, 6, power=4)
+    lam = rng.random(30) * 0.5
+    path = rollout.keep_path(K, lam)
+    P = rollout.rollout_path(K, lam, np.arange(1, 31))
+    diag_min = np.diagonal(P, axis1=1, axis2=2).min(axis=1)
+    assert np.all(diag_min >= path * (1 - 1e-12))
+    assert path[-1] == pytest.approx(rollout.control(K, lam).prod_keep_delta, rel=1e-12)
+    assert np.all(np.diff(path) <= 0)
+
+
+def test_collapse_bound_holds_and_rejects_non_causal_kernels():
+    lam = rollout.power_law(300, 1.0, 0.5)
+    for K in (rollout.uniform_causal(12), rollout.alibi(12, 4)):
+        b = rollout.collapse_bound(K, lam)
+        assert 0 < b <= rollout.rollout(K, lam)[0] + 1e-12
+    with pytest.raises(ValueError, match="causal"):
+        rollout.collapse_bound(rollout.bidirectional(12), lam)
+
+
+@pytest.mark.parametrize("L", [2, 7, 64])
+@pytest.mark.parametrize("a", [0.02, 0.3, 0.9])
+def test_content_diag_hits_the_requested_self_weight(L, a):
+    for logit in (False, True):
+        d = rollout.content_diag(L, a, logit=logit)
+        assert rollout.content(L, d, logit=logit)[-1, -1] == pytest.approx(a, rel=1e-12)
+    assert rollout.content_diag(L, 1 / L) == pytest.approx(0.0, abs=1e-15)
+    with pytest.raises(ValueError):
+        rollout.content_diag(L, 1.0, logit=True)

@@ -6,11 +6,11 @@ versions of torch and transformers), and calls the measurement
 (:mod:`~posbias_nb.measure.jacobian`, :mod:`~posbias_nb.measure.hooks`) only on a miss.  A hit
 loads no model.
 
-* :func:`profile` — the Jacobian influence profile (chapter *Measurements at initialization*).
+* :func:`profile` — the Jacobian influence profile (chapter :ref:`ch-init`, :eq:`eq-jac-influence`).
 * :func:`shared_profile` — the same on the token ids of a packaged model's own tokenizer, for
-  both weights, at any output position (chapter *After training*).
+  both weights, at any output position (chapter :ref:`ch-after`).
 * :func:`capture` and :func:`measured_influence` — measured kernels, attention shares and the
-  gradient influence on the same sequences (chapter *Prediction vs measurement*).
+  gradient influence on the same sequences (chapter :ref:`ch-prediction`).
 * :func:`predict` — a rollout prediction from captured quantities, :eq:`eq-pred-measured`.
 """
 from __future__ import annotations
@@ -69,19 +69,19 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
             chunk: int | None = None, probe_dist: str = "rademacher",
             progress: bool | None = None, dtype: str = "float32", device_map=None) -> dict:
     """Influence profile of a zoo model (or local directory), through the on-disk cache
-    (chapter *Measurements at initialization*, :eq:`eq-jacobian-influence`).
+    (chapter :ref:`ch-init`, :eq:`eq-jac-influence` and :eq:`eq-hutchinson`).
 
-    Loads the model (:func:`posbias_nb.models.load` with ``seed``, ``rope``, ``device``,
+    Loads the model (:func:`posbias_nb.models.loading.load` with ``seed``, ``rope``, ``device``,
     ``dtype``, ``device_map`` and the fused ``"sdpa"`` attention, the same function as
     ``"eager"``), draws ``batch`` windows of ``length`` tokens
-    (:func:`~posbias_nb.measure.text_batch` with ``seed``) and runs
-    :func:`~posbias_nb.measure.influence_profile` (probes seeded with ``seed``).  One ``seed``
+    (:func:`~posbias_nb.measure.text.text_batch` with ``seed``) and runs
+    :func:`~posbias_nb.measure.jacobian.influence_profile` (probes seeded with ``seed``).  One ``seed``
     thus fixes the weights, the text and the probes.
 
     Returns
     -------
     dict of numpy arrays
-        As :func:`~posbias_nb.measure.influence_profile`, plus ``input_ids`` (B, L).
+        As :func:`~posbias_nb.measure.jacobian.influence_profile`, plus ``input_ids`` (B, L).
 
     Raises
     ------
@@ -131,7 +131,7 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
 
 class _AtPosition:
     """A view of a model whose ``base_model`` returns the hidden state at ``position`` as the
-    last one (what :func:`~posbias_nb.measure.influence_profile` differentiates)."""
+    last one (what :func:`~posbias_nb.measure.jacobian.influence_profile` differentiates)."""
 
     def __init__(self, model, position: int):
         self._m, self._pos = model, position
@@ -150,12 +150,12 @@ def shared_profile(name: str, weights: str, length: int, *, batch: int = 1, prob
                    seed: int = 0, position: int = -1, progress: bool = False) -> dict:
     """Influence profile of the hidden state at ``position`` for a packaged zoo model, on text
     tokenized by the model's **own packaged tokenizer** for both ``weights="pretrained"`` and
-    ``weights="random"`` (same seed: the same token ids), chapter *After training*.
+    ``weights="random"`` (same seed: the same token ids), chapter :ref:`ch-after`.
 
     ``position=-1`` is the last token, as in :func:`profile`; for an encoder, whose every
     position sees the whole sequence, a middle position is a second, informative output.
     Hutchinson estimate with ``probes`` probes; cached on disk.  Returns the arrays of
-    :func:`~posbias_nb.measure.influence_profile` plus ``input_ids``.
+    :func:`~posbias_nb.measure.jacobian.influence_profile` plus ``input_ids``.
 
     Raises
     ------
@@ -237,17 +237,17 @@ def _compute_many(model: str, weights: str, lengths, batch: int, seed: int,
 def capture(model: str, weights: str = "random", length: int = 128, batch: int = 2,
             seed: int = 0) -> dict:
     r"""Measured kernels and attention shares of a zoo model, through the on-disk cache
-    (chapter *Prediction vs measurement*, :eq:`eq-pred-measured`).
+    (chapter :ref:`ch-prediction`, :eq:`eq-pred-measured`).
 
-    Loads ``model`` (:func:`posbias_nb.models.load`, eager attention, weights seeded with
+    Loads ``model`` (:func:`posbias_nb.models.loading.load`, eager attention, weights seeded with
     ``seed``), draws ``batch`` text windows of ``length`` tokens
-    (:func:`~posbias_nb.measure.text_batch` with ``seed``: the windows :func:`profile` reads for
-    the same seed) and runs :func:`~posbias_nb.measure.capture_model`.
+    (:func:`~posbias_nb.measure.text.text_batch` with ``seed``: the windows :func:`profile` reads for
+    the same seed) and runs :func:`~posbias_nb.measure.hooks.capture_model`.
 
     Returns
     -------
     dict
-        As :func:`~posbias_nb.measure.capture_model` plus ``input_ids`` (B, L), ``n_heads``
+        As :func:`~posbias_nb.measure.hooks.capture_model` plus ``input_ids`` (B, L), ``n_heads``
         (0-d), and the scalars ``model``, ``weights``, ``family``, ``length``.
 
     Raises
@@ -270,9 +270,10 @@ def measured_influence(model: str, weights: str = "random", length: int = 128, b
                        seed: int = 0, lengths=None) -> dict:
     r"""The gradient-measured influence on the **same** model and sequences as :func:`capture`.
 
-    :func:`~posbias_nb.measure.influence_profile` with ``target="argmax_prob"``: the L2 norm
+    :func:`~posbias_nb.measure.jacobian.influence_profile` with ``target="argmax_prob"``: the L2 norm
     per position of the gradient of the probability of the argmax next token w.r.t. the input
-    embeddings, averaged over the ``batch`` sequences (the authors' measured influence).  One
+    embeddings, averaged over the ``batch`` sequences (the authors' measured influence, chapter
+    :ref:`ch-prediction`).  One
     model load fills the cache of :func:`capture` too; with ``lengths`` it fills every listed
     length at once (and returns the entry for ``length``).
 
@@ -297,7 +298,8 @@ def measured_influence(model: str, weights: str = "random", length: int = 128, b
 def positional_kernel(family: str, L: int, heads: int, config=None) -> np.ndarray:
     r"""The content-free kernel of an architecture, read from its transformers ``config``:
     :func:`posbias_nb.rollout.positional_kernel` with the ALiBi switch, head size and MPT's
-    ``alibi_bias_max`` taken from the config (needed for Falcon and MPT only).
+    ``alibi_bias_max`` taken from the config (needed for Falcon and MPT only).  Chapter
+    :ref:`ch-prediction`, :eq:`eq-pred-measured`.
 
     Raises
     ------
@@ -319,7 +321,7 @@ def positional_kernel(family: str, L: int, heads: int, config=None) -> np.ndarra
 
 def predict(captured: dict, mode: str = "residual") -> np.ndarray:
     r"""A predicted influence profile (probability vector, length L) from captured quantities,
-    :eq:`eq-pred-measured` (chapter *Prediction vs measurement*).
+    :eq:`eq-pred-measured` (chapter :ref:`ch-prediction`).
 
     All four are :func:`posbias_nb.rollout.rollout` rows, the last row of
     :math:`R_T \cdots R_1` with :math:`R_t = (1-\lambda_t) I + \lambda_t K_t`:

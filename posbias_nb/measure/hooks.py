@@ -3,12 +3,13 @@ r"""Hooks that collect what the structural theory needs from a real model, and n
 The hooks only *collect* tensors (attention probabilities, the norms of the residual stream and
 of the attention block's output); the formulas live in the pure numerics
 (:func:`posbias_nb.metrics.attention_share` for :math:`\lambda`, :mod:`posbias_nb.rollout` for
-the predictions).  Every hook is removed when the run ends.
+the predictions).  Every hook is removed when the run ends.  Chapter :ref:`ch-prediction`,
+:eq:`eq-pred-measured`.
 
 What is measured, exactly
 -------------------------
-For a batch of ``B`` sequences of ``L`` tokens (:func:`posbias_nb.measure.text_batch`, the same
-windows :func:`posbias_nb.measure.profile` reads for the same ``seed``):
+For a batch of ``B`` sequences of ``L`` tokens (:func:`posbias_nb.measure.text.text_batch`, the same
+windows :func:`posbias_nb.measure.cached.profile` reads for the same ``seed``):
 
 * :math:`A_t` — the attention probabilities of layer ``t`` (``attn_implementation="eager"``,
   ``output_attentions=True``: the post-softmax matrix each head multiplies the values with),
@@ -78,13 +79,16 @@ def _parallel_block(model) -> bool:
 def capture_model(model, input_ids, chunk: int = 4) -> dict:
     r"""Measure :math:`A_t` and :math:`\lambda_t` of ``model`` on a batch (see the module doc).
 
-    A Falcon model with ALiBi gets :func:`posbias_nb.models.fix_falcon_eager_alibi` installed
-    (in place; :func:`posbias_nb.models.load` has applied it already).
+    Chapter :ref:`ch-prediction`, the inputs of :eq:`eq-pred-measured` (the formula for :math:`\lambda_t` is
+    :func:`posbias_nb.metrics.attention_share`).
+
+    A Falcon model with ALiBi gets :func:`posbias_nb.models.patches.fix_falcon_eager_alibi` installed
+    (in place; :func:`posbias_nb.models.loading.load` has applied it already).
 
     Parameters
     ----------
     model : transformers ``*ForCausalLM``
-        Loaded with ``attn_implementation="eager"`` (e.g. :func:`posbias_nb.models.load`).
+        Loaded with ``attn_implementation="eager"`` (e.g. :func:`posbias_nb.models.loading.load`).
     input_ids : array_like of int, shape (B, L) or (L,)
         Token ids, one row per sequence.
     chunk : int
@@ -213,6 +217,8 @@ def _capture_attention(module, query, key, value, attention_mask, scaling=None, 
 
 def attention_logits(model, input_ids) -> np.ndarray:
     r"""Pre-softmax attention scores of the **last query** against every key, in every layer.
+
+    Chapter :ref:`ch-init` (are the logits near-equal at birth?).
 
     The scores are taken inside the model's attention function, i.e. after the projections,
     after RoPE (if any, and if switched on) and after the :math:`1/\sqrt{d_h}` scaling: exactly

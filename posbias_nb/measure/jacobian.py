@@ -1,5 +1,7 @@
 r"""Jacobian influence profiles of real models, exact and estimated, and the text they read.
 
+Chapter :ref:`ch-init`, :eq:`eq-jac-influence` and :eq:`eq-hutchinson`.
+
 The influence of input position :math:`j` on the last output is the Frobenius norm
 
 .. math::
@@ -46,10 +48,10 @@ differentiated), whose gradient norm :math:`\lVert \partial p / \partial e_j \rV
 influence the structural theory's authors measure.  A scalar needs one backward pass per sequence,
 so it is always exact (``stderr`` is zero).  Only the last token's logits are computed.
 
-Inputs come from :func:`posbias_nb.measure.text_batch`: windows of text that ships with Python itself (docstrings of
+Inputs come from :func:`posbias_nb.measure.text.text_batch`: windows of text that ships with Python itself (docstrings of
 standard-library modules), or uniformly random tokens.  Everything is seeded; the same arguments
 give the same numbers (on the same machine and thread count: float reductions may round
-differently elsewhere).  :func:`posbias_nb.measure.profile` wraps it all with the on-disk cache.
+differently elsewhere).  :func:`posbias_nb.measure.cached.profile` wraps it all with the on-disk cache.
 """
 from __future__ import annotations
 
@@ -124,10 +126,14 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
                       probe_dist: str = "rademacher", progress: bool = False) -> dict:
     r"""Influence profile of ``model`` on a batch of token ids (see the module docstring).
 
+    Chapter :ref:`ch-init`, :eq:`eq-jac-influence` (``method="exact"``) and :eq:`eq-hutchinson`
+    (``method="probes"``); with ``target="argmax_prob"``, the measured influence of chapter
+    :ref:`ch-prediction`.
+
     Parameters
     ----------
     model : transformers ``*ForCausalLM``
-        E.g. from :func:`posbias_nb.models.load` (eval mode, float32).
+        E.g. from :func:`posbias_nb.models.loading.load` (eval mode, float32).
     input_ids : array_like of int, shape (B, L) or (L,)
         Token ids; ``L >= 2``.
     target : {"hidden", "argmax_prob"}
@@ -235,6 +241,8 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
 
 def hutchinson(samples, axis: int = 0):
     r"""Frobenius-norm estimate and its delta-method standard error from probe samples.
+
+    Chapter :ref:`ch-init`, :eq:`eq-hutchinson`.
 
     ``samples`` holds :math:`s_k = \lVert z_k^\top J \rVert^2` along ``axis`` (K >= 2 of them).
     Returns ``(sqrt(mean(s)), std(s, ddof=1) / (2 sqrt(K mean(s))))`` with ``axis`` reduced; the

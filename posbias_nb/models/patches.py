@@ -1,4 +1,7 @@
-r"""Persistent changes to loaded models, applied in one place: :func:`posbias_nb.models.load`.
+r"""Persistent changes to loaded models, applied in one place: :func:`posbias_nb.models.loading.load`.
+
+The RoPE switch serves chapter :ref:`ch-init` (does RoPE matter at step 0?), the Falcon fix the
+ALiBi measurements of chapter :ref:`ch-prediction`.
 
 * **The RoPE switch** (:func:`set_rope`, ``rope=False``) rotates every position by angle 0: a
   forward pre-hook on each rotary-embedding module (every module holding an ``inv_freq``

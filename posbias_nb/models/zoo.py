@@ -9,7 +9,9 @@ live.  An entry with ``tiny`` overrides also gets a test-size twin (``gpt2-tiny`
 family and code path at 2 layers and width 32), so tests and the command line exercise a family
 in seconds.  Adding a model is one row in :data:`_ENTRIES`.
 
-Nothing here loads a model or imports torch; :func:`describe` builds configs only.
+Nothing here loads a model or imports torch; :func:`describe` builds configs only.  The table's
+rows are the models of chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction`
+(``posbias models`` lists them, chapter :ref:`ch-reproduce`).
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ class ModelSpec:
     Attributes
     ----------
     name : str
-        The name used by :func:`posbias_nb.models.load` and ``posbias profile --model``.
+        The name used by :func:`posbias_nb.models.loading.load` and ``posbias profile --model``.
     family : str
         The Hugging Face ``model_type`` (``"gpt2"``, ``"qwen2"``, ...).
     description : str
@@ -246,7 +248,7 @@ def config_int(cfg, what: str) -> int:
 
 def config_has_rope(cfg) -> bool:
     """Whether a config describes rotary position embeddings (any truthy ``*rope*``/``*rotary*``
-    setting, unless the config says it uses ALiBi instead).  :func:`posbias_nb.models.load`
+    setting, unless the config says it uses ALiBi instead).  :func:`posbias_nb.models.loading.load`
     checks the built model itself; this is the cheap early answer used before building it."""
     if getattr(cfg, "alibi", False):
         return False

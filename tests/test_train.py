@@ -1,6 +1,8 @@
 """The remedies lab (posbias_nb.measure.train): tasks, determinism, a tiny run, bad input."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -60,6 +62,9 @@ def test_tiny_run_and_determinism():
         assert np.array_equal(a[k], b[k]), k
     assert not np.array_equal(a["grad_init_value"], c["grad_init_value"])
     assert a["meta"]["task"] == "kv"
+    js = json.loads(json.dumps(train.to_json(a)))
+    assert {"position", "accuracy", "influence", "lambda", "curve", "meta"} <= set(js)
+    assert js["meta"]["seed"] == 3 and len(js["curve"][0]) == P
     csv = train.to_csv(a)
     assert csv.splitlines()[0] == "position,accuracy,loss,steps_to_half,grad_init"
     assert len(csv.splitlines()) == P + 1
@@ -106,3 +111,14 @@ def test_steps_to_threshold_and_middle_mass():
         train.steps_to_threshold(curve, [0, 10], 0.5)
     with pytest.raises(ValueError):
         train.middle_mass([1.0, -np.inf, 1.0])
+
+
+def test_cached_run_is_identical(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path))
+    kw = {**TINY, "steps": 2, "cache": True}
+    a = train.train_run(**kw, seed=5)
+    assert any(tmp_path.rglob("*"))
+    b = train.train_run(**kw, seed=5)
+    for k in ("accuracy", "influence", "lambda", "curve"):
+        assert np.array_equal(a[k], b[k]), k
+    assert b["meta"] == a["meta"]

@@ -1,6 +1,6 @@
 r"""The remedies lab: small causal transformers trained from scratch on synthetic retrieval.
 
-Chapter {ref}`ch-remedies` ("Can training climb out of the valley?").  Everything the chapter
+Chapter :ref:`ch-remedies` ("Can training climb out of the valley?").  Everything the chapter
 trains goes through :func:`train_run`: a Llama-style decoder (RoPE, RMSNorm, SwiGLU; Hugging Face
 ``LlamaForCausalLM`` built from a small ``LlamaConfig`` after ``torch.manual_seed``), AdamW, one
 answer token per sequence, and the answer placed at a controlled position of the context.
@@ -19,13 +19,14 @@ after the query.
 * ``needle``: the needle is a value token, the distractors come from a separate look-alike
   vocabulary that is never the answer, the query is a fixed marker; the target is the needle.
 
-Why these settings (measured while building them, 2 layers, width 64, L = 64): a single distinct
-needle is learned everywhere in ~60 steps (the ``needle`` task here, kept as the easy control);
-a needle written as *marker + value* in a haystack of value tokens, and key-value pairs written
-as two adjacent tokens, need an induction circuit and stayed at chance for 800 steps (needle with
-one look-alike: accuracy 0.5 = chance among two) -- too slow for the CPU budget.  Fused
-key-value tokens with 4 pairs sit in between: learned in ~100-200 steps, with measurable
-differences between positions along the way.
+Why these settings (measured while building them, 2 layers, width 64, L = 64, batch 32): a
+single distinct needle, even with 3 look-alikes, is learned everywhere in ~60 steps (the
+``needle`` task here, kept as the easy control); a needle written as *marker + value* in a
+haystack of value tokens needs an induction circuit and stayed at chance for 800 steps (with one
+look-alike: accuracy 0.5, chance among two; learning rate 3e-3, and 1e-2 did worse); key-value
+pairs written as two adjacent tokens need the same circuit (12-16 pairs: nothing learned in 3000
+steps).  Fused key-value tokens with 4 pairs sit in between: learned in ~100-200 steps, with
+measurable differences between positions along the way.
 
 Answer placement during training (``answer_positions``): ``"uniform"`` over ``1..L-3``;
 ``"start"``: with probability 0.8 in the first 15 % of the context, else uniform;
@@ -39,7 +40,7 @@ from the middle third; ``"curriculum"`` draws every answer from the middle third
 The structural lever (``residual_scale`` = :math:`\alpha`): the attention output projection of
 every layer is multiplied by :math:`1/\alpha` at init, which at init is the DeepNorm-style
 up-weighting of the residual path by :math:`\alpha` relative to the attention branch, so
-:math:`\lambda_t` falls as :math:`\alpha` grows ({ref}`ch-residual`).
+:math:`\lambda_t` falls as :math:`\alpha` grows (:ref:`ch-residual`).
 """
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ from .._validate import positive_int
 
 __all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "make_batch", "eval_positions", "build_model",
            "train_run", "steps_to_threshold", "middle_mass", "to_csv", "CHAPTER", "ARMS",
-           "run_arms"]
+           "run_arms", "middle_and_edges", "units", "middle_vs_edges", "predicted_profile",
+           "arm_difference", "sample_positions", "to_json"]
 
 TASKS = ("kv", "needle")
 PLACEMENTS = ("uniform", "edges", "start")
@@ -69,7 +71,7 @@ FILLER = np.arange(54, 64)                                   # the haystack
 VOCAB = 64
 EDGE_FRAC, BIAS_P = 0.15, 0.8
 MIDDLE_WEIGHT, OVERSAMPLE_P, CURRICULUM_FRAC = 4.0, 0.5, 0.3
-_VERSION = "train-v1"
+_VERSION = "train-v2"
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def _check(task, layers, width, length, steps, seed, answer_positions, remedy, r
 
 
 def eval_positions(length: int, n: int = 8) -> np.ndarray:
-    """``n`` answer positions spread evenly over ``1..length-3`` (chapter {ref}`ch-remedies`)."""
+    """``n`` answer positions spread evenly over ``1..length-3`` (chapter :ref:`ch-remedies`)."""
     length = positive_int("length", length, minimum=8)
     n = positive_int("n", n, minimum=2)
     return np.unique(np.round(np.linspace(1, length - 3, n)).astype(int))
@@ -157,7 +159,7 @@ def sample_positions(rng, n: int, length: int, placement: str) -> np.ndarray:
 
 
 def make_batch(task: str, positions, length: int, rng, distractors: int = 3):
-    """Sequences with the queried key at ``positions`` (chapter {ref}`ch-remedies`).
+    """Sequences with the queried key at ``positions`` (chapter :ref:`ch-remedies`).
 
     Parameters
     ----------
@@ -216,7 +218,7 @@ def build_model(layers: int, width: int, length: int, seed: int, residual_scale:
 
     Heads of width 16, SwiGLU width ``2 * width``, RoPE, untied embeddings, eager attention (so
     the hooks see the attention probabilities).  The attention output projections are divided
-    by ``residual_scale`` (chapter {ref}`ch-remedies`, the structural lever).
+    by ``residual_scale`` (chapter :ref:`ch-remedies`, the structural lever).
     """
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
@@ -287,7 +289,10 @@ def _train(p: dict, progress: bool) -> dict:
 
     task, L, steps, dev = p["task"], p["length"], p["steps"], p["device"]
     det = torch.are_deterministic_algorithms_enabled()
+    threads = torch.get_num_threads()
     torch.use_deterministic_algorithms(True, warn_only=True)
+    if dev == "cpu":
+        torch.set_num_threads(1)  # one fixed reduction order; small models gain nothing from more
     try:
         model = build_model(p["layers"], p["width"], L, p["seed"], p["residual_scale"], dev)
         model.train()
@@ -298,7 +303,9 @@ def _train(p: dict, progress: bool) -> dict:
         eval_ids, eval_tgt = make_batch(task, eval_pos, L, erng, p["distractors"])
         drng = np.random.default_rng([p["seed"], 2])
 
-        cap0 = _capture(model, eval_ids[::n_ex][:8])
+        probe_ids = eval_ids[::n_ex][:8]
+        cap0 = _capture(model, probe_ids)
+        infl0 = influence_profile(model, probe_ids, target="hidden", method="exact")
         g = _grad_at_init(model, eval_ids, eval_tgt, eval_pos, dev)
         rows = np.arange(len(eval_pos))
         grad_value = g[rows, eval_pos + 1].reshape(len(pos_eval), n_ex)
@@ -307,7 +314,7 @@ def _train(p: dict, progress: bool) -> dict:
         opt = torch.optim.AdamW(model.parameters(), lr=p["lr"], betas=(0.9, 0.98),
                                 weight_decay=0.01)
         ck = np.unique(np.round(np.linspace(0, steps, p["checkpoints"] + 1)).astype(int))
-        curve, curve_loss = [], []
+        curve, curve_loss, curve_correct = [], [], []
         a, b = _middle(L)
         bar = tqdm(total=steps, disable=not progress, file=sys.stderr, leave=False,
                    desc=f"train {task} L={L}")
@@ -315,6 +322,7 @@ def _train(p: dict, progress: bool) -> dict:
             if step in ck:
                 c, lo = _evaluate(model, eval_ids, eval_tgt, dev)
                 curve.append(c.reshape(len(pos_eval), n_ex).mean(1))
+                curve_correct.append(c.reshape(len(pos_eval), n_ex))
                 curve_loss.append(lo.reshape(len(pos_eval), n_ex).mean(1))
             if step == steps:
                 break
@@ -343,18 +351,20 @@ def _train(p: dict, progress: bool) -> dict:
         bar.close()
         model.eval()
         correct, lo = _evaluate(model, eval_ids, eval_tgt, dev)
-        cap = _capture(model, eval_ids[::n_ex][:8])
-        infl = influence_profile(model, eval_ids[::n_ex][:8], target="hidden",
-                                         method="exact")
+        cap = _capture(model, probe_ids)
+        infl = influence_profile(model, probe_ids, target="hidden", method="exact")
     finally:
         torch.use_deterministic_algorithms(det)
+        torch.set_num_threads(threads)
     return {
         "position": pos_eval, "accuracy": correct.reshape(len(pos_eval), n_ex).mean(1),
         "loss": lo.reshape(len(pos_eval), n_ex).mean(1),
         "correct": correct.reshape(len(pos_eval), n_ex),
-        "influence": infl["influence"], "lambda": cap["lam"], "lambda_init": cap0["lam"],
+        "influence": infl["influence"], "influence_init": infl0["influence"],
+        "lambda": cap["lam"], "lambda_init": cap0["lam"],
         "A_init": cap0["A"], "A": cap["A"],
         "curve": np.array(curve), "curve_loss": np.array(curve_loss), "curve_steps": ck,
+        "curve_correct": np.array(curve_correct),
         "grad_init_value": grad_value, "grad_init_key": grad_key,
         "grad_init_profile": g.mean(0),
     }
@@ -365,7 +375,7 @@ def train_run(task: str, layers: int, width: int, length: int, steps: int, seed:
               residual_scale: float = 1.0, device: str = "cpu", progress: bool = False, *,
               distractors: int = 3, batch: int = 32, checkpoints: int = 10, lr: float = 3e-3,
               cache: bool = True) -> dict:
-    r"""Train one small model on one task and measure it (chapter {ref}`ch-remedies`).
+    r"""Train one small model on one task and measure it (chapter :ref:`ch-remedies`).
 
     The result is cached (``posbias_nb.cache``, namespace ``"train"``); the same arguments give
     the same numbers bit for bit (seeded init, seeded data, deterministic kernels).
@@ -395,10 +405,11 @@ def train_run(task: str, layers: int, width: int, length: int, steps: int, seed:
         Numpy arrays ``position`` (P,) evaluated answer positions (P = 8 by default);
         ``accuracy``, ``loss`` (P,) after training (32 held-out examples per position);
         ``correct`` (P, 32) per example; ``influence`` (L,) the trained model's Jacobian
-        influence profile (``measure.influence_profile``, exact, hidden target); ``lambda``
+        influence profile (``measure.influence_profile``, exact, hidden target, on 8 held-out
+        sequences), ``influence_init`` the same at init; ``lambda``
         and ``lambda_init`` (T,) the attention shares after training and at init;
         ``A``, ``A_init`` (T, L, L) the measured kernels; ``curve``, ``curve_loss`` (C, P) per
-        position at the steps ``curve_steps`` (C,); ``grad_init_value``, ``grad_init_key``
+        position at the steps ``curve_steps`` (C,), ``curve_correct`` (C, P, 32) per example; ``grad_init_value``, ``grad_init_key``
         (P, 32) the norm of :math:`\partial \mathcal L / \partial x_j` at init at the answer's
         value token and key token; ``grad_init_profile`` (L,) the same norm at every position,
         averaged over the evaluation set; and ``meta`` (a dict of the arguments).
@@ -439,7 +450,7 @@ def steps_to_threshold(curve, steps, threshold: float = 0.5) -> np.ndarray:
     ``curve`` (C, P) and ``steps`` (C,) as returned by :func:`train_run`.  A position that never
     gets there is right-censored at ``steps[-1] + (steps[-1] - steps[-2])`` (one checkpoint
     interval past the end), so it counts as slower than any that did (chapter
-    {ref}`ch-remedies`).
+    :ref:`ch-remedies`).
     """
     c = np.asarray(curve, float)
     s = np.asarray(steps, float)
@@ -455,11 +466,27 @@ def steps_to_threshold(curve, steps, threshold: float = 0.5) -> np.ndarray:
 def middle_mass(profile) -> float:
     """Share of a profile's mass (normalised to sum 1) in the middle third of the context."""
     p = np.asarray(profile, float)
-    if p.ndim != 1 or p.size < 3 or not np.all(np.isfinite(p)) or p.sum() <= 0:
+    if p.ndim != 1 or p.size < 3 or not np.all(np.isfinite(p)) or p.min() < 0 or p.sum() <= 0:
         raise ValueError("profile must be a finite, nonnegative 1-D array of length >= 3 with "
                          "positive sum")
     L = p.size
     return float(p[L // 3: 2 * L // 3].sum() / p.sum())
+
+
+def to_json(result: dict) -> dict:
+    """The JSON object of ``posbias train`` for a :func:`train_run` result (plain lists).
+
+    Keys ``position``, ``accuracy``, ``loss`` (per evaluated position), ``influence`` (per input
+    position 0..L-1), ``lambda`` and ``lambda_init`` (per layer), ``curve`` (checkpoints x
+    positions), ``curve_steps``, ``grad_init`` (per evaluated position) and ``meta``.
+    Chapter :ref:`ch-remedies`.
+    """
+    out = {k: np.asarray(result[k]).tolist() for k in
+           ("position", "accuracy", "loss", "influence", "lambda", "lambda_init", "curve",
+            "curve_steps")}
+    out["grad_init"] = np.asarray(result["grad_init_value"]).mean(1).tolist()
+    out["meta"] = dict(result["meta"])
+    return out
 
 
 def to_csv(result: dict) -> str:
@@ -501,7 +528,7 @@ def run_arms(arms=None, seeds=(0, 1, 2), progress: bool = False, **config) -> di
     """Train every arm for every seed (cached); ``{arm: [result per seed]}``.
 
     ``config`` overrides :data:`CHAPTER` (e.g. more ``steps`` or a ``device`` for the sweep);
-    ``arms`` is a list of names from :data:`ARMS` (default: all).  Chapter {ref}`ch-remedies`.
+    ``arms`` is a list of names from :data:`ARMS` (default: all).  Chapter :ref:`ch-remedies`.
     """
     arms = list(ARMS) if arms is None else list(arms)
     for a in arms:
@@ -513,3 +540,87 @@ def run_arms(arms=None, seeds=(0, 1, 2), progress: bool = False, **config) -> di
     cfg = {**CHAPTER, **config}
     return {a: [train_run(**cfg, **ARMS[a], seed=s, progress=progress) for s in seeds]
             for a in arms}
+
+
+# --------------------------------------------------------------------------------------------
+# Summaries over seeds (units for the bootstrap: seed x held-out example)
+
+
+def middle_and_edges(position, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices into ``position``: those in the middle third of ``1..length-3``, and the two ends
+    (first and last evaluated position).  Chapter :ref:`ch-remedies`."""
+    pos = np.asarray(position)
+    a, b = _middle(int(length))
+    mid = np.flatnonzero((pos >= a) & (pos <= b))
+    if mid.size == 0 or pos.size < 3:
+        raise ValueError(f"no evaluated position in the middle third {a}..{b}")
+    return mid, np.array([0, pos.size - 1])
+
+
+def units(results, what: str = "auc", per_seed: bool = False) -> np.ndarray:
+    """Per-example numbers stacked over seeds: shape (seeds x examples, positions), or with
+    ``per_seed`` the mean over each seed's examples: shape (seeds, positions).
+
+    ``what``: ``"auc"`` the accuracy averaged over the checkpoints (the area under the learning
+    curve, a learning-speed score in [0, 1]); ``"final"`` the correctness after training;
+    ``"grad"`` the norm of the loss gradient at the answer token at init.  The rows of two arms
+    trained with the same seeds are paired (same init, same held-out examples).
+    """
+    key = {"auc": "curve_correct", "final": "correct", "grad": "grad_init_value"}
+    if what not in key:
+        raise ValueError(f"what must be one of {', '.join(key)}, got {what!r}")
+    out = []
+    for r in results:
+        x = np.asarray(r[key[what]], float)
+        x = (x.mean(0) if what == "auc" else x).T
+        out.append(x.mean(0, keepdims=True) if per_seed else x)
+    return np.concatenate(out)
+
+
+def middle_vs_edges(u, position, length: int, ratio: bool = False, **boot):
+    """Bootstrap (estimate, low, high) of mean(middle) - mean(edges) (or their ratio) of
+    :func:`units` rows.  Chapter :ref:`ch-remedies`."""
+    from ..metrics import bootstrap
+
+    mid, edge = middle_and_edges(position, length)
+
+    def stat(x):
+        m, e = x[:, mid].mean(), x[:, edge].mean()
+        return m / e if ratio else m - e
+    return bootstrap(stat, np.asarray(u, float), **boot)
+
+
+def predicted_profile(lambdas, length: int) -> np.ndarray:
+    r"""The theory's prediction: residual-aware rollout with uniform causal kernels and the given
+    :math:`\lambda_t` (``rollout.rollout``; chapter :ref:`ch-rollout`, used in
+    :ref:`ch-remedies`)."""
+    from ..rollout import rollout, uniform_causal
+
+    lam = np.asarray(lambdas, float)
+    A = uniform_causal(int(length))
+    return rollout([A] * lam.size, lam)
+
+
+def arm_difference(u_a, u_b, position, length: int, where: str = "middle", **boot):
+    """Bootstrap (estimate, low, high) of the paired difference between two arms' :func:`units`
+    (rows paired: same seeds, same held-out examples): of their means over the ``"middle"`` or
+    the ``"edges"`` positions (:func:`middle_and_edges`), or, for ``"gap"``, of their
+    middle-minus-ends gaps (a positive value: arm ``a`` has the smaller valley).
+    Chapter :ref:`ch-remedies`."""
+    from ..metrics import bootstrap
+
+    if where not in ("middle", "edges", "gap"):
+        raise ValueError(f"where must be 'middle', 'edges' or 'gap', got {where!r}")
+    a, b = np.asarray(u_a, float), np.asarray(u_b, float)
+    if a.shape != b.shape:
+        raise ValueError(f"arms are not paired: shapes {a.shape} and {b.shape}")
+    mid, edge = middle_and_edges(position, length)
+    if where == "gap":
+        def stat(x, y):
+            return (x[:, mid].mean() - x[:, edge].mean()) - (y[:, mid].mean() - y[:, edge].mean())
+    else:
+        idx = mid if where == "middle" else edge
+
+        def stat(x, y):
+            return x[:, idx].mean() - y[:, idx].mean()
+    return bootstrap(stat, a, b, **boot)

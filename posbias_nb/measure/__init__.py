@@ -7,6 +7,9 @@
                            attention logits (formulas live in metrics and rollout)
 :mod:`.cached`             cached entry points: profile, shared_profile, capture,
                            measured_influence, and rollout predictions from captured data
+:mod:`.logits`             attention logits at initialization, cached
+:mod:`.retrieval`          key-value and needle retrieval tasks, scores, the link to the prior
+:mod:`.train`              small causal transformers trained on the CPU: tasks, remedies
 =========================  ==================================================================
 
 Data flows one way: chapters and the ``posbias`` command use this package; it uses
@@ -20,6 +23,7 @@ no torch (torch is imported when a measurement runs).
     ids = measure.text_batch(tok, length=512, batch=8, seed=0)
     prof = measure.influence_profile(model, ids, target="hidden", method="probes", probes=8)
 """
+from . import logits, retrieval, train
 from .cached import (MODES, capture, library_versions, measured_influence, positional_kernel,
                      predict, profile, shared_profile)
 from .hooks import attention_logits, capture_model, n_heads
@@ -32,5 +36,5 @@ __all__ = [
     "influence_profile", "hutchinson",
     "capture_model", "attention_logits", "n_heads",
     "profile", "shared_profile", "capture", "measured_influence", "predict",
-    "positional_kernel", "library_versions",
+    "positional_kernel", "library_versions", "logits", "retrieval", "train",
 ]

@@ -12,6 +12,7 @@ first on the input, so the whole stack is
 
 and the *influence* of input position ``j`` on the last output is :math:`P_{Lj}`, the last row
 of :math:`P`.  The attention-only rollout of Wu et al. (2025) is :math:`\lambda_t = 1`.
+Chapters :ref:`ch-rollout` (:eq:`eq-rollout`), :ref:`ch-infinite-depth` and :ref:`ch-prediction`.
 
 Conventions of ``rollout``
 --------------------------
@@ -59,6 +60,11 @@ __all__ = [
     "published_configs",
     "published_head_dims",
     "replay",
+    "steps_law",
+    "poisson_rollout",
+    "keep_path",
+    "collapse_bound",
+    "content_diag",
 ]
 
 _NEG_TOL = 1e-12  # entries in (-_NEG_TOL, 0) count as rounding noise
@@ -70,7 +76,7 @@ def uniform_causal(L: int) -> np.ndarray:
     r"""Uniform causal attention: the Cesàro matrix :math:`A_{ij} = 1/i` for :math:`j \le i`.
 
     This is the attention of a causal layer whose logits are all equal (as at initialization);
-    it is :func:`posbias_nb.theory.cesaro`.
+    it is :func:`posbias_nb.theory.cesaro`, chapter :ref:`ch-cesaro`, :eq:`eq-cesaro`.
 
     Parameters
     ----------
@@ -102,6 +108,9 @@ def uniform_causal(L: int) -> np.ndarray:
 def bidirectional(L: int) -> np.ndarray:
     r"""Uniform bidirectional attention: every token reads every token, :math:`A_{ij} = 1/L`.
 
+    Chapter :ref:`ch-rollout` (the collapse, and force 1: the causal mask); chapter :ref:`ch-after`,
+    :eq:`eq-bidir`.
+
     Parameters
     ----------
     L : int
@@ -131,7 +140,7 @@ def sliding_window(L: int, w: int) -> np.ndarray:
     r"""Uniform causal attention over a window of the last ``w`` tokens (the token included).
 
     Row ``i`` is uniform on positions :math:`\max(1, i-w+1), \dots, i`.  ``w = 1`` is the
-    identity, ``w >= L`` is :func:`uniform_causal`.
+    identity, ``w >= L`` is :func:`uniform_causal`.  Chapter :ref:`ch-rollout` (the collapse without residuals).
 
     Parameters
     ----------
@@ -168,6 +177,8 @@ def sliding_window(L: int, w: int) -> np.ndarray:
 
 def alibi_slopes(n_heads: int) -> np.ndarray:
     r"""The geometric ALiBi head slopes of Press et al. (2022).
+
+    Chapter :ref:`ch-rollout`, force 3 (ALiBi slopes).
 
     For ``n`` a power of two the slopes are :math:`m_h = 2^{-8h/n}`, :math:`h = 1, \dots, n`.
     Otherwise, as in the ALiBi paper's reference code, the ``k`` slopes of the largest power of
@@ -214,7 +225,7 @@ def alibi(L: int, n_heads: int = 8, scale: float = 1.0, slopes=None) -> np.ndarr
     Head ``h`` has logits :math:`-s\,m_h (i - j)` for :math:`j \le i` (and :math:`-\infty`
     above the diagonal), with the slopes :math:`m_h` of :func:`alibi_slopes` and a common factor
     :math:`s` = ``scale``; each head is a row-wise softmax and the kernel is their mean.
-    ``scale = 0`` gives :func:`uniform_causal`.
+    ``scale = 0`` gives :func:`uniform_causal`.  Chapter :ref:`ch-rollout`, force 3 (ALiBi slopes).
 
     Parameters
     ----------
@@ -276,7 +287,7 @@ def content(L: int, diag: float, base="causal", logit: bool = False) -> np.ndarr
 
     Content-dependent attention is abstracted, as in the structural theory, by one number per
     layer: how much more (``diag > 0``) or less (``diag < 0``) a token attends to itself than to
-    the other tokens it may see.
+    the other tokens it may see.  Chapter :ref:`ch-rollout`, force 4 (content).
 
     * ``logit=False`` (probability space): :math:`A = (1-d)\,B + d\,I`.  For the causal base,
       row ``i`` is the constant :math:`(1-d)/i` over the prefix plus :math:`d` on the diagonal.
@@ -355,7 +366,7 @@ def content(L: int, diag: float, base="causal", logit: bool = False) -> np.ndarr
 def positional_kernel(family: str, L: int, n_heads: int, *, alibi_on: bool | None = None,
                       head_dim: int | None = None, alibi_bias_max: float = 8) -> np.ndarray:
     r"""The content-free attention kernel of an architecture family: all query-key products equal
-    (chapter *Prediction vs measurement*, the ``"positional"`` prediction of
+    (chapter :ref:`ch-prediction`, the ``"positional"`` prediction of
     :eq:`eq-pred-measured`).
 
     * ``"bloom"``: ALiBi with the standard slopes (:func:`alibi`).
@@ -402,8 +413,7 @@ def positional_kernel(family: str, L: int, n_heads: int, *, alibi_on: bool | Non
 
 def matched_diag(base, mean_diag: float) -> float:
     r"""The probability-space content term ``d`` for which :func:`content` on ``base`` has the
-    mean diagonal ``mean_diag`` (the ``"content"`` prediction of chapter *Prediction vs
-    measurement*): :math:`d = (\bar a - \bar k)/(1 - \bar k)` with :math:`\bar k` the mean
+    mean diagonal ``mean_diag`` (the ``"content"`` prediction of chapter :ref:`ch-prediction`): :math:`d = (\bar a - \bar k)/(1 - \bar k)` with :math:`\bar k` the mean
     diagonal of ``base``, clipped to the range that keeps every entry nonnegative.
 
     Examples
@@ -426,6 +436,8 @@ def matched_diag(base, mean_diag: float) -> float:
 # ---------------------------------------------------------------------------------- schedules
 def constant(T: int, lam) -> np.ndarray:
     r"""The constant schedule :math:`\lambda_t = \lambda`, ``t = 1..T``.
+
+    Chapter :ref:`ch-rollout`: the shares :math:`\lambda_t` of :eq:`eq-rollout-layer`.
 
     Parameters
     ----------
@@ -458,7 +470,9 @@ def power_law(T: int, lam0, beta) -> np.ndarray:
 
     Layers are counted from 1, so the first layer has :math:`\lambda_1 = \lambda_0 / 2^\beta`
     (with ``lam0 <= 1`` every :math:`\lambda_t < 1` when ``beta > 0``).  The series
-    :math:`\sum_t \lambda_t` converges for ``beta > 1`` and diverges for ``beta <= 1``.
+    :math:`\sum_t \lambda_t` converges for ``beta > 1`` and diverges for ``beta <= 1``:
+    the two sides of the dichotomy of chapter :ref:`ch-infinite-depth` (:eq:`eq-diag-bound`,
+    :eq:`eq-collapse-bound`).
 
     Parameters
     ----------
@@ -495,6 +509,8 @@ def power_law(T: int, lam0, beta) -> np.ndarray:
 
 def check_lambdas(lambdas, T: int | None = None) -> np.ndarray:
     r"""Validate a given schedule: a 1-D array of finite values in [0, 1] (of length ``T``).
+
+    Chapter :ref:`ch-rollout`: the shares :math:`\lambda_t` of :eq:`eq-rollout-layer`.
 
     Parameters
     ----------
@@ -608,6 +624,8 @@ def rollout(kernels, lambdas, full: bool = False) -> np.ndarray:
     r"""Residual-aware rollout: the last row of :math:`P = R_T \cdots R_1`,
     :math:`R_t = (1-\lambda_t) I + \lambda_t A_t`.
 
+    Chapter :ref:`ch-rollout`, :eq:`eq-rollout-layer` and :eq:`eq-rollout`.
+
     Entry ``j-1`` is the influence of input position ``j`` on the last output.  Layer 1 acts
     first on the input, so the row is :math:`e_L^\top R_T \cdots R_1`, computed by vector–matrix
     products :math:`v \leftarrow (1-\lambda_t)\,v + \lambda_t\,v A_t` for
@@ -668,6 +686,9 @@ def rollout_path(kernels, lambdas, depths=None) -> np.ndarray:
     r"""The whole rollout matrix :math:`P^{(s)} = R_s \cdots R_1` after each depth ``s`` in
     ``depths``, from one forward pass over the layers.
 
+    Chapter :ref:`ch-rollout`, :eq:`eq-rollout`, at every depth; chapter :ref:`ch-infinite-depth` watches it over
+    thousands of layers.
+
     This is the tool for watching a deep stack evolve (the diagonal of :math:`P`, the first
     column): the schedule's first ``s`` values are the first ``s`` layers, so all depths share the
     same pass, :math:`P^{(s)} = R_s P^{(s-1)}`.  Cost :math:`O(T L^3)` for ``T = max(depths)``.
@@ -726,6 +747,9 @@ def rollout_path(kernels, lambdas, depths=None) -> np.ndarray:
 class Control:
     r"""The quantities that decide what an infinitely deep stack does.
 
+    Chapter :ref:`ch-infinite-depth`, :eq:`eq-diag-bound`; :math:`\prod_t (1-\lambda_t)` is also
+    :math:`\Pr(K = 0)` of :eq:`eq-rollout-poisson-binomial` (chapter :ref:`ch-rollout`).
+
     Attributes
     ----------
     sum_lambda : float
@@ -748,6 +772,8 @@ class Control:
 
 def deltas(kernels) -> np.ndarray:
     r""":math:`\delta_t = 1 - \min_i (A_t)_{ii}`, the largest share a token gives to others.
+
+    Chapter :ref:`ch-infinite-depth`, the :math:`\delta_t` of :eq:`eq-diag-bound`.
 
     Parameters
     ----------
@@ -784,6 +810,8 @@ def deltas(kernels) -> np.ndarray:
 def control(kernels, lambdas) -> Control:
     r"""The control quantities :math:`\sum\lambda_t`, :math:`\prod(1-\lambda_t)`,
     :math:`\sum \lambda_t\delta_t` and :math:`\prod(1-\lambda_t\delta_t)` of a stack.
+
+    Chapter :ref:`ch-infinite-depth`, :eq:`eq-diag-bound`.
 
     Products are accumulated as sums of ``log1p``, so they round to 0 only when the true value
     is below the float64 range.
@@ -864,6 +892,8 @@ _PUBLISHED = {
 
 def published_schedules() -> dict[str, tuple[int, np.ndarray]]:
     r"""Measured :math:`\lambda_t` schedules of five ALiBi models (Herasimchyk et al., 2026).
+
+    Chapter :ref:`ch-infinite-depth` (where trained models sit).
 
     Returns
     -------
@@ -985,12 +1015,13 @@ def _entry_lambdas(entry, T):
 
 
 def _masked_softmax(scores, mask):
-    """Row softmax over the mask, as the authors' compute_row_softmax (stable, zero rows kept)."""
+    """Row softmax over the mask (last axis), as the authors' compute_row_softmax: stable,
+    all-masked rows left at 0.  ``exp(-inf) = 0`` replaces their boolean indexing, with the same
+    values."""
     masked = np.where(mask, scores, -np.inf)
     shifted = masked - np.max(masked, axis=-1, keepdims=True)
-    exps = np.zeros_like(shifted)
-    fin = np.isfinite(shifted)
-    exps[fin] = np.exp(shifted[fin])
+    with np.errstate(invalid="ignore"):
+        exps = np.where(np.isfinite(shifted), np.exp(shifted), 0.0)
     denom = np.sum(exps, axis=-1, keepdims=True)
     return np.divide(exps, denom, out=np.zeros_like(exps), where=denom > 0)
 
@@ -1085,16 +1116,24 @@ def replay(entry: dict, faithful: bool = True, head_dim: int | None = None) -> n
     mask = j <= i
     dist = (i - j).astype(float)
     eye = np.eye(L)
+    alibi_unit = np.where(mask, -dist, 0.0)  # -(i-j) below the diagonal, 0 on it
     memo: dict = {}
 
-    def head_kernel(slope, d, b):
-        key = (slope, d, b)
+    def layer_kernel(s_row, content, w):
+        key = (s_row.tobytes(), tuple(content), w.tobytes())
         if key not in memo:
-            alibi_scores = -slope * dist
-            np.fill_diagonal(alibi_scores, 0.0)
-            alibi_scores = np.where(mask, alibi_scores, -1e30)
-            scores = (np.full((L, L), b) + d * eye + alibi_scores) / temp
-            memo[key] = _masked_softmax(scores, mask)
+            m = np.array([s_row[min(h, s_row.size - 1)] for h in range(nh)])[:, None, None]
+            d = np.array([c[0] for c in content])[:, None, None]
+            b = np.array([c[1] for c in content])[:, None, None]
+            # the authors' order: (base + d I) + alibi, alibi = -m (i-j), 0 on the diagonal,
+            # -1e30 above it; then / temperature; then the masked row softmax per head
+            alibi_scores = np.where(mask, m * alibi_unit, -1e30)
+            K = _masked_softmax((np.broadcast_to(b, (nh, L, L)) + d * eye + alibi_scores) / temp,
+                                mask)
+            A = np.zeros((L, L))
+            for h in range(nh):
+                A += w[min(h, w.size - 1)] * K[h]
+            memo[key] = A
         return memo[key]
 
     P = np.eye(L)
@@ -1106,15 +1145,12 @@ def replay(entry: dict, faithful: bool = True, head_dim: int | None = None) -> n
             src = min(h, provided - 1)
             dst = src if faithful else h  # the authors write head src's prior into slot src
             content[dst] = (float(d_row[src]) * scale, float(b_row[src]) * scale)
-        s_row = slopes[min(t, len(slopes) - 1)]
         if hw is None:
             w = np.ones(nh) / nh
         else:
             w = hw[min(t, len(hw) - 1)]
             w = w / w.sum()
-        A = np.zeros((L, L))
-        for h in range(nh):
-            A += w[min(h, w.size - 1)] * head_kernel(float(s_row[min(h, s_row.size - 1)]), *content[h])
+        A = layer_kernel(slopes[min(t, len(slopes) - 1)], content, w)
         R = (1.0 - lam[t]) * eye + lam[t] * A
         P = R @ P
     row = P[-1].copy()
@@ -1122,3 +1158,201 @@ def replay(entry: dict, faithful: bool = True, head_dim: int | None = None) -> n
     if s > 0:
         row /= s
     return row
+
+
+# ------------------------------------------------------------- one kernel, many layers; deep stacks
+def steps_law(lambdas) -> np.ndarray:
+    r"""Law of the number of attention steps :math:`K = \sum_t B_t`,
+    :math:`B_t \sim \mathrm{Bernoulli}(\lambda_t)` independent (a Poisson-binomial law).
+
+    Chapter :ref:`ch-rollout`, :eq:`eq-rollout-poisson-binomial`: with one kernel :math:`M` shared
+    by every layer, :math:`e_L^\top P = \sum_k \Pr(K = k)\, e_L^\top M^k`.  ``Pr(K = 0)`` is the
+    recency spike :math:`\prod_t (1-\lambda_t)`.
+
+    Parameters
+    ----------
+    lambdas : array_like
+        One attention share per layer (validated by :func:`check_lambdas`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(T + 1,)`` float64, :math:`\Pr(K = k)` for ``k = 0..T``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_lambdas`.
+
+    Examples
+    --------
+    >>> steps_law([0.5, 0.5]).tolist()
+    [0.25, 0.5, 0.25]
+    """
+    lam = check_lambdas(lambdas)
+    pk = np.array([1.0])
+    for l_t in lam:  # convolve the Bernoulli(lambda_t) laws, layer by layer
+        pk = np.convolve(pk, [1.0 - l_t, l_t])
+    return pk
+
+
+def poisson_rollout(kernel, totals, k_max: int | None = None) -> np.ndarray:
+    r"""The Poisson limit of :eq:`eq-rollout-poisson-binomial`: for each total share
+    :math:`s`, the row :math:`\sum_k e^{-s} s^k / k!\; e_L^\top A^k`.
+
+    Chapter :ref:`ch-infinite-depth` (the map): when every share is small, the number of attention
+    steps :math:`K` is close to Poisson with mean :math:`s = \sum_t \lambda_t`, so with one
+    shared kernel the rollout depends on the schedule through :math:`s` alone.
+
+    Parameters
+    ----------
+    kernel : array_like
+        One ``(L, L)`` row-stochastic kernel :math:`A`.
+    totals : array_like
+        Total shares :math:`s \ge 0`.
+    k_max : int, optional
+        Number of powers ``k = 0..k_max-1`` summed; default
+        :math:`\lceil s_{\max} + 12\sqrt{s_{\max}} + 30 \rceil`, beyond which the Poisson tail is
+        far below float64 rounding.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(totals), L)`` float64; each row sums to 1 up to the truncated tail.
+
+    Raises
+    ------
+    ValueError
+        For an invalid kernel, a negative or non-finite total, or ``k_max < 1``.
+
+    Examples
+    --------
+    >>> poisson_rollout(uniform_causal(2), [0.0, 1.0]).round(6).tolist()  # last: e^(-s/2)
+    [[0.0, 1.0], [0.393469, 0.606531]]
+    """
+    from scipy.stats import poisson
+
+    A = _kernel(np.asarray(kernel, dtype=np.float64), "kernel")
+    s = np.atleast_1d(np.asarray(totals, dtype=np.float64))
+    if s.ndim != 1 or not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError(f"totals must be finite and >= 0, got {totals!r}")
+    if k_max is None:
+        top = float(s.max(initial=0.0))
+        k_max = int(math.ceil(top + 12.0 * math.sqrt(top) + 30.0))
+    k_max = positive_int("k_max", k_max)
+    rows = np.empty((k_max, A.shape[0]))
+    v = np.zeros(A.shape[0])
+    v[-1] = 1.0
+    for k in range(k_max):  # e_L A^k, one vector-matrix product each
+        rows[k] = v
+        v = v @ A
+    weights = poisson.pmf(np.arange(k_max)[None, :], s[:, None])
+    return weights @ rows
+
+
+def keep_path(kernels, lambdas) -> np.ndarray:
+    r"""The lower bound of :eq:`eq-diag-bound` after every depth:
+    :math:`\prod_{t \le s} (1 - \lambda_t \delta_t)` for ``s = 1..T``.
+
+    Chapter :ref:`ch-infinite-depth`: every diagonal entry of :math:`P^{(s)} = R_s \cdots R_1`
+    is at least this, for any nonnegative kernels; :class:`Control` holds the value at ``s = T``.
+
+    Parameters
+    ----------
+    kernels, lambdas :
+        As in :func:`rollout`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(T,)`` float64, nonincreasing.
+
+    Raises
+    ------
+    ValueError
+        As :func:`rollout`.
+
+    Examples
+    --------
+    >>> keep_path(uniform_causal(2), [0.5, 0.5]).tolist()  # delta = 1/2
+    [0.75, 0.5625]
+    """
+    A, stack, lam = _prepare(kernels, lambdas)
+    dl = deltas(A if A is not None else stack)
+    with np.errstate(divide="ignore"):
+        return np.exp(np.cumsum(np.log1p(-lam * dl)))
+
+
+def collapse_bound(kernels, lambdas) -> float:
+    r"""The lower bound of :eq:`eq-collapse-bound` on the first token's share of the last output:
+    :math:`1 - \prod_t (1 - \varepsilon_t \lambda_t)`, :math:`\varepsilon_t = \min_i (A_t)_{i1}`.
+
+    Chapter :ref:`ch-infinite-depth`, step 3: under a causal mask the first token is absorbing,
+    and from anywhere else the walker jumps to it in layer ``t`` with probability at least
+    :math:`\varepsilon_t \lambda_t`.
+
+    Parameters
+    ----------
+    kernels, lambdas :
+        As in :func:`rollout`; the kernels must be causal (lower triangular).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        As :func:`rollout`, or a kernel with weight above the diagonal (the bound needs the first
+        token to read only itself).
+
+    Examples
+    --------
+    >>> collapse_bound(uniform_causal(2), [1.0])  # epsilon = 1/2
+    0.5
+    >>> collapse_bound(bidirectional(2), [1.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: collapse_bound needs causal kernels: layer 1 has weight 0.5 above the diagonal
+    """
+    A, stack, lam = _prepare(kernels, lambdas)
+    stack = A[None] if A is not None else stack
+    for t, K in enumerate(stack):
+        above = float(np.triu(K, 1).max(initial=0.0))
+        if above > _NEG_TOL:
+            raise ValueError(f"collapse_bound needs causal kernels: layer {t + 1} has weight "
+                             f"{above:g} above the diagonal")
+    eps = stack[:, :, 0].min(axis=1)  # (1,) for a shared kernel, else (T,)
+    return float(1.0 - np.exp(np.sum(np.log1p(-eps * lam))))
+
+
+def content_diag(L: int, self_weight: float, logit: bool = False) -> float:
+    r"""The content term ``d`` for which ``content(L, d, logit=logit)`` (causal base) gives the
+    last token the self-attention weight :math:`A_{LL}` = ``self_weight``.
+
+    Chapter :ref:`ch-rollout`, force 4, which puts the two parametrizations of :func:`content` on
+    one axis.  Probability space: :math:`A_{LL} = (1-d)/L + d`, so
+    :math:`d = (L a - 1)/(L - 1)`; logit space: :math:`A_{LL} = e^d/(L - 1 + e^d)`, so
+    :math:`d = \ln\big(a (L-1)/(1-a)\big)`.  Without content :math:`A_{LL} = 1/L` and ``d = 0``.
+
+    Raises
+    ------
+    ValueError
+        For ``L < 2``, or ``self_weight`` outside [0, 1] (probability space) or (0, 1) (logits).
+
+    Examples
+    --------
+    >>> content_diag(4, 0.25), content_diag(4, 0.25, logit=True)
+    (0.0, 0.0)
+    >>> float(content(4, content_diag(4, 0.5, logit=True), logit=True)[-1, -1])
+    0.5
+    """
+    L = positive_int("L", L, minimum=2)
+    a = _finite_float("self_weight", self_weight)
+    if logit:
+        if not 0.0 < a < 1.0:
+            raise ValueError(f"self_weight must lie in (0, 1) for a logit term, got {self_weight!r}")
+        return float(np.log(a * (L - 1) / (1 - a)))
+    if not 0.0 <= a <= 1.0:
+        raise ValueError(f"self_weight must lie in [0, 1], got {self_weight!r}")
+    return float((L * a - 1) / (L - 1))

@@ -4,7 +4,8 @@ At initialization the attention logits are (nearly) equal, so a causal attention
 uniformly over the prefix: it is the Cesàro matrix :math:`M_{ij} = 1/i` for :math:`j \le i`
 (1-indexed).  A residual connection mixes it with the identity,
 :math:`N = (1-\alpha) I + \alpha M`, and a stack of ``depth`` layers is :math:`N^H`.  The last row
-of :math:`N^H` is the influence of each input position on the last output.
+of :math:`N^H` is the influence of each input position on the last output.  Chapters
+:ref:`ch-cesaro` (:math:`\alpha = 1`) and :ref:`ch-residual` (:math:`\alpha < 1`).
 
 Everything here is pure numerics; nothing imports torch.
 
@@ -45,11 +46,15 @@ __all__ = [
     "arm_ratio",
     "arm_ratio_approx",
     "converges_to",
+    "bidirectional_influence",
+    "continuum_tv",
 ]
 
 
 def cesaro(L: int, exact: bool = False):
     r"""The :math:`L \times L` Cesàro matrix :math:`M_{ij} = 1/i` for :math:`j \le i`, else 0.
+
+    Chapter :ref:`ch-cesaro`, :eq:`eq-cesaro` (and :func:`posbias_nb.rollout.uniform_causal`).
 
     Parameters
     ----------
@@ -104,6 +109,9 @@ def _log_rows(L: int, max_depth: int, a: float):
 def log_influence(L: int, depth: int, alpha=1.0) -> np.ndarray:
     r"""Natural log of the last row of :math:`((1-\alpha)I + \alpha M)^{H}`, in :math:`O(L H)`.
 
+    Chapter :ref:`ch-cesaro`, :eq:`eq-chain` (``alpha = 1``), and chapter :ref:`ch-residual`,
+    :eq:`eq-binomial`, in log space.
+
     Entries that are exactly zero come back as ``-inf`` (only possible for ``alpha`` = 0 or for
     ``depth`` = 0).  Use this instead of :func:`influence` when the dead zone falls below the
     float64 range (``depth`` in the hundreds).
@@ -129,7 +137,8 @@ def log_influence(L: int, depth: int, alpha=1.0) -> np.ndarray:
 def shape_map(L: int, max_depth: int, alphas) -> dict:
     r"""Shape of the influence row over a grid of depths ``1..max_depth`` and mixings ``alphas``.
 
-    One recursion pass per ``alpha`` gives every depth.  Ratios are returned as base-10 logs,
+    Chapter :ref:`ch-residual` (the maps over depth and mixing), from the rows of
+    :eq:`eq-binomial`.  One recursion pass per ``alpha`` gives every depth.  Ratios are returned as base-10 logs,
     computed from the log rows, so they never overflow.
 
     Returns
@@ -168,6 +177,9 @@ def shape_map(L: int, max_depth: int, alphas) -> dict:
 
 def influence(L: int, depth: int, alpha=1.0, exact: bool = False):
     r"""Last row of :math:`N^H`, :math:`N = (1-\alpha) I + \alpha M`: the influence of each input.
+
+    Chapter :ref:`ch-cesaro`, :eq:`eq-chain` (``alpha = 1``: the last row of :math:`M^H`), and
+    chapter :ref:`ch-residual`, :eq:`eq-binomial` (``alpha < 1``).
 
     Parameters
     ----------
@@ -221,6 +233,8 @@ def influence(L: int, depth: int, alpha=1.0, exact: bool = False):
 def recency_mass(depth: int, alpha) -> float:
     r"""Mass of the Dirac spike at the last token in the continuum limit: :math:`(1-\alpha)^H`.
 
+    Chapter :ref:`ch-residual`, the Dirac term of :eq:`eq-residual-density`.
+
     Raises
     ------
     ValueError
@@ -240,6 +254,8 @@ def binomial_weights(depth: int, alpha) -> np.ndarray:
     r"""Weights :math:`\binom{H}{k}\alpha^k(1-\alpha)^{H-k}`, k = 0..H, of the powers
     :math:`M^k` in :math:`N^H` (computed in log space).
 
+    Chapter :ref:`ch-residual`, :eq:`eq-binomial`.
+
     Raises
     ------
     ValueError
@@ -258,6 +274,9 @@ def binomial_weights(depth: int, alpha) -> np.ndarray:
 
 def density(x, depth: int, alpha=1.0):
     r"""Smooth part of the continuum influence density at relative position ``x`` in (0, 1].
+
+    Chapter :ref:`ch-cesaro`, :eq:`eq-density` (``alpha = 1``), and chapter :ref:`ch-residual`,
+    :eq:`eq-residual-density`:
 
     .. math::
         \rho(x) = \sum_{k=1}^{H} \binom{H}{k} \alpha^k (1-\alpha)^{H-k}
@@ -321,6 +340,9 @@ def continuum_row(L: int, depth: int, alpha=1.0) -> np.ndarray:
     r"""The continuum law binned onto ``L`` positions: mass of ``((j-1)/L, j/L]`` for each j,
     plus the Dirac :math:`(1-\alpha)^H` on the last position.
 
+    Chapter :ref:`ch-cesaro`, :eq:`eq-density` binned onto positions (and chapter
+    :ref:`ch-residual`, :eq:`eq-residual-density`).
+
     The smooth part of :math:`M^k` is the law of :math:`X = U_1 \cdots U_k` (uniforms), so
     :math:`-\ln X \sim \mathrm{Gamma}(k, 1)` and
     :math:`P(X \le x) = Q(k, \ln 1/x)` (regularized upper incomplete gamma).  This is the exact
@@ -351,6 +373,7 @@ def continuum_row(L: int, depth: int, alpha=1.0) -> np.ndarray:
 
 def chain_sum(L: int, j: int, depth: int) -> Fraction:
     r"""Exact :math:`(M^H)_{L j}` by brute-force enumeration of the nested chain sum
+    (chapter :ref:`ch-cesaro`, :eq:`eq-chain`)
 
     .. math::
         (M^H)_{Lj} = \sum_{L \ge i_1 \ge \cdots \ge i_{H-1} \ge j}
@@ -660,7 +683,7 @@ def bidirectional_influence(L: int, depth: int, alpha, output: int = -1) -> np.n
     r"""Row ``output`` of :math:`N^H` for uniform attention **without** a causal mask,
     :math:`N = (1-\alpha) I + \alpha U`, :math:`U = \tfrac1L \mathbf 1 \mathbf 1^\top`.
 
-    Chapter *After training*, :eq:`eq-bidir`: since :math:`U^2 = U`,
+    Chapter :ref:`ch-after`, :eq:`eq-bidir`: since :math:`U^2 = U`,
     :math:`N^H = (1-\alpha)^H I + (1 - (1-\alpha)^H) U`, so every position gets
     :math:`(1 - (1-\alpha)^H)/L` and the output position :math:`(1-\alpha)^H` on top.
 
@@ -687,3 +710,26 @@ def bidirectional_influence(L: int, depth: int, alpha, output: int = -1) -> np.n
     row = np.full(L, (1.0 - keep) / L)
     row[int(output)] += keep
     return row
+
+
+def continuum_tv(L: int, depth: int, alpha=1.0) -> float:
+    r"""Total-variation distance between the exact row :func:`influence` and the continuum law
+    binned onto the same positions (:func:`continuum_row`):
+    :math:`\tfrac12 \sum_j |\mathrm{row}_j - \mathrm{bin}_j|`, in [0, 1].
+
+    Chapter :ref:`ch-cesaro`: how fast the finite rows approach :eq:`eq-density` (small only once
+    :math:`L \gg e^H`).
+
+    Raises
+    ------
+    ValueError
+        For ``L < 1``, ``depth < 0`` or ``alpha`` outside [0, 1].
+
+    Examples
+    --------
+    >>> continuum_tv(100, 1) < 1e-12  # one uniform layer is exactly the uniform law
+    True
+    >>> round(continuum_tv(100, 8), 3) > round(continuum_tv(100, 2), 3)
+    True
+    """
+    return float(0.5 * np.abs(influence(L, depth, alpha) - continuum_row(L, depth, alpha)).sum())

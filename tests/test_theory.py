@@ -273,3 +273,39 @@ def test_arm_ratio_old_bound_is_off_by_the_1_over_H_term():
     assert abs(theory.arm_ratio_approx(1024, 32, 0.9) / exact - 1) < 1e-3
     with pytest.raises(ValueError, match="alpha"):
         theory.arm_ratio(8, 2, 0.0)
+
+
+def test_continuum_tv_falls_with_length_and_grows_with_depth():
+    # chapter cesaro: the finite rows approach eq-density only once L >> e^H
+    assert theory.continuum_tv(50, 1) < 1e-12
+    tv = [theory.continuum_tv(L, 4) for L in (100, 1000, 10000)]
+    assert tv[0] > tv[1] > tv[2]
+    assert theory.continuum_tv(10**5, 2) < theory.continuum_tv(10**5, 8)
+    with pytest.raises(ValueError):
+        theory.continuum_tv(0, 2)
+
+
+def test_docstrings_name_their_chapter_and_existing_labels():
+    """One hop both ways (issue 12): every public function of the exact theory and the rollout
+    names its chapter, and every chapter or equation label a docstring cites exists in the book."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    from posbias_nb import rollout
+
+    book = Path(__file__).resolve().parents[1] / "book"
+    text = "\n".join(p.read_text() for p in book.glob("*.md"))
+    chapters = set(re.findall(r"^\((ch-[\w-]+)\)=", text, flags=re.M))
+    equations = set(re.findall(r":label:\s*(eq-[\w-]+)", text))
+    for mod in (theory, rollout):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if not callable(obj):
+                continue
+            doc = inspect.getdoc(obj) or ""
+            assert ":ref:`ch-" in doc, f"{mod.__name__}.{name} names no chapter"
+            for ch in re.findall(r":ref:`(ch-[\w-]+)`", doc):
+                assert ch in chapters, f"{mod.__name__}.{name} cites missing chapter {ch}"
+            for eq in re.findall(r":eq:`(eq-[\w-]+)`", doc):
+                assert eq in equations, f"{mod.__name__}.{name} cites missing equation {eq}"

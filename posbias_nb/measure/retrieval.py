@@ -1,6 +1,6 @@
 r"""Retrieval tasks and their scores: does the influence prior decide what a model loses?
 
-Chapter *From prior to behaviour* ({ref}`ch-retrieval`).  Two tasks, each built so that **only the
+Chapter *From prior to behaviour* (``book/retrieval.md``).  Two tasks, each built so that **only the
 position of the gold item changes** from one prompt to the next:
 
 * ``task="kv"`` — key–value retrieval as in Liu et al. (2023, "Lost in the Middle";
@@ -35,9 +35,13 @@ with an empty haystack (sentence tokens counted one by one).  Both need at least
 (distinct gold positions), else ValueError.
 
 **Prompts and answers.**  A tokenizer with a chat template gets the task text as one user turn and
-``add_generation_prompt=True``; the answer is the bare value ``V``.  Without a template the text is
-used as is (with the tokenizer's special tokens, e.g. Gemma's ``<bos>``) and the answer is
-``" V"``.  Prompt and answer are tokenized **separately** (the answer without special tokens).
+``add_generation_prompt=True``; without a template the text is used as is (with the tokenizer's
+special tokens, e.g. Gemma's ``<bos>``).  The answer is then started by a short *lead*, part of
+the prompt (after the generation prompt, or after a space): ``"`` for kv (the value's opening
+quote, as the JSON writes it) and ``The secret code for K is`` for needle; the answer is ``V``
+(kv) or ``" V"`` (needle).  So the last prompt token is the one that predicts the value's first
+token, whatever the model's answer style.  Prompt and answer are tokenized **separately** (the
+answer without special tokens).
 A model without a tokenizer (random-init zoo models without a packaged tokenizer, tests) reads
 UTF-8 bytes, byte ``b`` as token ``b mod vocab_size``.
 
@@ -52,20 +56,23 @@ UTF-8 bytes, byte ``b`` as token ``b mod vocab_size``.
 decoding reproduces ``a`` exactly iff at every step the argmax *given the gold prefix* is the
 gold token, so one teacher-forced forward pass gives both scores.
 
-**The prior** (:func:`retrieval_link`): per example and gold position, the share of the gold
-value's tokens in an influence profile of the prompt on the answer position (the last prompt
-token),
+**The prior** (:func:`retrieval_link`, :func:`prior_matrices`): an influence profile
+:math:`I_1 \dots I_T` of the prompt positions on the answer position (the last prompt token),
+read per token of the value :math:`S_k` that sits at slot ``k``,
 
 .. math::
-    s = \frac{\sum_{j \in \mathrm{gold}} I_j}{\sum_{j=1}^{T} I_j}
+    \rho_k(x) = \frac{1}{|S_k|} \sum_{j \in S_k} \frac{I_j(x)}{\sum_{i=1}^{T} I_i(x)}
 
-(eq. ``eq-ret-share``), with ``I`` the gradient influence ``target="argmax_prob"``, the
-hidden-state Jacobian (``target="hidden"``, Hutchinson probes) or the residual-aware rollout row
-of the measured :math:`A_t, \lambda_t` (:func:`posbias_nb.rollout.rollout`).
+(eq. ``eq-ret-share``): the *gold* reading :math:`\rho_k(x_{e,k})` (the gold value, in the
+prompt where it sits at slot ``k``) and the *positional* reading (slot ``k`` holding a
+distractor, mean over the other prompts of the example: a content-free prior measured in the very
+prompts of the task).  ``I`` is the gradient influence ``target="argmax_prob"``, the hidden-state
+Jacobian (``target="hidden"``, Hutchinson probes) or the residual-aware rollout row of the
+measured :math:`A_t, \lambda_t` (:func:`posbias_nb.rollout.rollout`).  :func:`link_stats` puts
+numbers with bootstrap intervals on the link.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 from functools import lru_cache
@@ -79,7 +86,8 @@ __all__ = [
     "TASKS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
     "kv_pairs", "kv_prompt", "slot_items", "haystack_sentences", "needle_prompt",
     "build_prompts", "score", "summarize", "retrieval_run", "retrieval_link",
-    "auc", "link_stats", "CSV_COLUMNS", "to_csv_rows",
+    "auc", "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
+    "edge_ratios", "CSV_COLUMNS", "to_csv_rows",
 ]
 
 TASKS = ("kv", "needle")
@@ -175,6 +183,10 @@ def needle_prompt(sentences, depth_index: int, key: str, value: str) -> str:
             + f"\n\nQuestion: What is the secret code for {key}?\nAnswer:")
 
 
+def _needle_lead(key: str) -> str:
+    return f"The secret code for {key} is"
+
+
 def _needle(key: str, value: str) -> str:
     return f"The secret code for {key} is {value}."
 
@@ -191,26 +203,14 @@ class _Codec:
         self.vocab = int(vocab_size)
         self.chat = bool(tok is not None and getattr(tok, "chat_template", None))
 
-    def fingerprint(self) -> str:
-        if self.tok is None:
-            return f"bytes-{self.vocab}"
-        probe = 'Extract {"0a1b2c3d": "ffee0099"}\n The secret code for a is b.'
-        h = hashlib.sha256()
-        h.update(str(len(self.tok)).encode())
-        h.update(str(getattr(self.tok, "chat_template", "")).encode())
-        h.update(str(self.tok(probe)["input_ids"]).encode())
-        return h.hexdigest()[:16]
-
-    def render(self, content: str) -> tuple[str, int]:
-        """(full prompt text, offset of ``content`` inside it)."""
+    def render(self, content: str, lead: str = "") -> tuple[str, int]:
+        """(full prompt text, offset of ``content`` inside it); ``lead`` starts the answer
+        (after the generation prompt of a chat template, after a space otherwise)."""
         if not self.chat:
-            return content, 0
+            return content + (" " + lead if lead else ""), 0
         text = self.tok.apply_chat_template([{"role": "user", "content": content}],
                                             tokenize=False, add_generation_prompt=True)
-        return text, text.index(content)
-
-    def answer_text(self, value: str) -> str:
-        return value if self.chat else " " + value
+        return text + lead, text.index(content)
 
     def encode(self, text: str, prompt: bool) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids and character offsets; special tokens only for a prompt without template."""
@@ -283,7 +283,8 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
         probe = kv_pairs(8, np.random.default_rng([seed, 0, 0x5E7]))
 
         def tokens(pairs):
-            return len(codec.encode(codec.render(kv_prompt(pairs, pairs[0][0]))[0], True)[0])
+            return len(codec.encode(codec.render(kv_prompt(pairs, pairs[0][0]), '"')[0],
+                                    True)[0])
 
         t2, t8 = tokens(probe[:2]), tokens(probe)
         per = max((t8 - t2) / 6.0, 1e-9)
@@ -291,19 +292,25 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
         if n < 2:
             raise ValueError(f"length {length} is too small for the kv task: two pairs already "
                              f"take {t2} tokens")
-        items = slot_items(max(n, 1), positions)
+        if n < positions:
+            raise ValueError(f"length {length} is too small for {positions} gold positions in "
+                             f"the kv task: it holds {n} pairs")
+        items = slot_items(n, positions)
         sets = [kv_pairs(n, r) for r in rngs]
         for e, pairs in enumerate(sets):
             gold, others = pairs[0], pairs[1:]
             for k, it in enumerate(items):
                 order = others[:it] + [gold] + others[it:]
                 content = kv_prompt(order, gold[0])
-                c0 = content.index(f'"{gold[0]}": "{gold[1]}"') + len(f'"{gold[0]}": "')
-                records.append(_record(codec, e, k, int(it), content, gold[1], c0))
+                c0 = _value_at(content, gold)
+                slots = [(_value_at(content, order[j]), _value_at(content, order[j]) + _HEX_LEN)
+                         for j in items]
+                records.append(_record(codec, e, k, int(it), content, gold[1], c0,
+                                       answer=gold[1], lead='"', slots=slots))
     else:
         sents = haystack_sentences()
-        t0 = len(codec.encode(codec.render(needle_prompt([], 0, "0a1b2c3d", "4e5f6a7b"))[0],
-                              True)[0])
+        t0 = len(codec.encode(codec.render(needle_prompt([], 0, "0a1b2c3d", "4e5f6a7b"),
+                                           _needle_lead("0a1b2c3d"))[0], True)[0])
         budget = length - t0
         if budget < positions:
             raise ValueError(f"length {length} is too small for the needle task: the prompt "
@@ -318,25 +325,45 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
                 used += codec.count(" " + s)
                 hay.append(s)
                 i += 1
+            if len(hay) + 1 < positions:
+                raise ValueError(f"length {length} is too small for {positions} gold positions "
+                                 f"in the needle task: the haystack holds {len(hay)} sentences")
             items = slot_items(len(hay) + 1, positions)
             for k, it in enumerate(items):
                 content = needle_prompt(hay, int(it), key, value)
                 needle = _needle(key, value)
                 c0 = content.index(needle) + len(needle) - len(value) - 1
-                records.append(_record(codec, e, k, int(it), content, value, c0))
+                body = hay[:it] + [needle] + hay[it:]
+                starts = np.cumsum([0] + [len(b) + 1 for b in body]) + len(NEEDLE_INSTRUCTION) + 2
+                slots = []
+                for j, jt in enumerate(items):
+                    if j == k:
+                        slots.append((c0, c0 + len(value)))
+                    else:  # the haystack sentence that starts at this slot's boundary
+                        i = min(int(jt), len(hay) - 1)
+                        b = i if i < it else i + 1
+                        slots.append((int(starts[b]), int(starts[b]) + len(body[b])))
+                records.append(_record(codec, e, k, int(it), content, value, c0,
+                                       answer=" " + value, lead=_needle_lead(key), slots=slots))
         n = None
     n_items = n if task == "kv" else None
     return {"records": records, "n_items": n_items, "chat": codec.chat, "codec": codec,
             "items": [int(r["item"]) for r in records[:positions]]}
 
 
-def _record(codec, e, k, item, content, value, c0):
-    text, off = codec.render(content)
+def _value_at(content: str, pair) -> int:
+    return content.index(f'"{pair[0]}": "{pair[1]}"') + len(f'"{pair[0]}": "')
+
+
+def _record(codec, e, k, item, content, value, c0, answer, lead="", slots=()):
+    text, off = codec.render(content, lead)
     ids, offs = codec.encode(text, prompt=True)
-    ans, _ = codec.encode(codec.answer_text(value), prompt=False)
+    ans, _ = codec.encode(answer, prompt=False)
     span = _span(offs, off + c0, off + c0 + len(value))
+    slot_spans = [_span(offs, off + a, off + b) for a, b in slots]
     return {"example": e, "gold_index": k, "item": item, "content": content, "text": text,
-            "prompt_ids": ids, "answer_ids": ans, "value": value, "span": span}
+            "prompt_ids": ids, "answer_ids": ans, "value": value, "span": span,
+            "slot_spans": slot_spans}
 
 
 # --------------------------------------------------------------------------------------------
@@ -416,13 +443,10 @@ def _load(model, weights: str, seed: int):
                 tok = models.packaged_tokenizer(model)  # random twin reads the same ids
             except (ValueError, OSError, KeyError):
                 tok = None
+            if tok is not None and len(tok) > m.get_input_embeddings().num_embeddings:
+                tok = None  # a -tiny twin: its small vocabulary reads bytes
         _LOADED[k] = (m, tok, info)
     return _LOADED[k]
-
-
-def _tokenizer_only(model, weights: str, seed: int):
-    """The tokenizer a run uses, loading the model only when there is no cheaper way."""
-    return _load(model, weights, seed)[1]
 
 
 def _params(model, task, positions, examples, length, seed, weights) -> dict:
@@ -588,7 +612,10 @@ def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 
     Returns
     -------
     dict of numpy arrays
-        ``example``, ``gold_index``, ``share`` (R,) the gold value's share; ``profile_flat`` and
+        ``example``, ``gold_index``, ``share`` (R,) the gold value's share; ``slot_share``
+        (R, P) the share of the item sitting at each slot (its value for kv, the needle value or
+        the haystack sentence at that boundary for needle) and ``slot_ntok`` (R, P) its token
+        count, so that the non-gold slots give a content-free positional prior; ``profile_flat`` and
         ``profile_len``, the normalized profiles (ragged, one per prompt); ``span`` (R, 2).
     """
     if prior not in PRIORS:
@@ -606,7 +633,7 @@ def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 
 
         P, m = _prompts_for(model, task, positions, examples, length, seed, weights)
         recs = P["records"]
-        shares, profs = [], []
+        shares, profs, slot_sh, slot_nt = [], [], [], []
         for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
                                    desc=f"prior {prior}", unit="prompt")):
             ids = np.asarray(r["prompt_ids"])[None]
@@ -622,14 +649,79 @@ def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 
             row = row / row.sum()
             a, b = r["span"]
             shares.append(row[a:b].sum())
+            slot_sh.append([row[x:y].sum() for x, y in r["slot_spans"]])
+            slot_nt.append([y - x for x, y in r["slot_spans"]])
             profs.append(row)
         flat = np.concatenate(profs)
         return {"example": np.array([r["example"] for r in recs]),
                 "gold_index": np.array([r["gold_index"] for r in recs]),
                 "span": np.array([r["span"] for r in recs]), "share": np.array(shares),
+                "slot_share": np.array(slot_sh), "slot_ntok": np.array(slot_nt),
                 "profile_flat": flat, "profile_len": np.array([len(p) for p in profs])}
 
     return cache.cached("retrieval-link", params, compute)
+
+
+def as_matrix(example, gold_index, values) -> np.ndarray:
+    """Per-prompt values as an ``(E, P)`` array (example x gold position)."""
+    ex, gi, v = (np.asarray(x) for x in (example, gold_index, values))
+    M = np.full((int(ex.max()) + 1, int(gi.max()) + 1), np.nan)
+    M[ex, gi] = v
+    return M
+
+
+def outcome_matrices(result: dict) -> dict:
+    """``accuracy`` and ``logprob`` of a :func:`retrieval_run` result as ``(E, P)`` arrays."""
+    ex = [r["example"] for r in result["examples"]]
+    gi = [r["gold_index"] for r in result["examples"]]
+    return {"accuracy": as_matrix(ex, gi, [float(r["correct"]) for r in result["examples"]]),
+            "logprob": as_matrix(ex, gi, [r["logprob"] for r in result["examples"]])}
+
+
+def paired_contrast(matrix, a: int, b: int, seed: int = 0, n_boot: int = 2000):
+    """Mean over examples of ``matrix[:, a] - matrix[:, b]`` (position ``a`` against ``b``
+    within each example) with its 95% bootstrap interval over examples:
+    ``(estimate, low, high)``."""
+    from .. import metrics
+
+    M = np.asarray(matrix, dtype=float)
+    return metrics.bootstrap(lambda X: float(np.mean(X[:, a] - X[:, b])), M, n_boot=n_boot,
+                             seed=seed)
+
+
+def prior_matrices(link: dict) -> dict:
+    """From a :func:`retrieval_link` result, ``(E, P)`` arrays of influence **per token**:
+
+    * ``gold`` — the gold value's, in the prompt where it sits at position ``k``;
+    * ``positional`` — the item at slot ``k`` when it is *not* the gold one (mean over the
+      ``P - 1`` prompts of the example where another slot holds the gold item): the
+      content-free positional prior of the same prompts.
+    """
+    dens = np.asarray(link["slot_share"], float) / np.asarray(link["slot_ntok"], float)
+    ex, gi = np.asarray(link["example"]), np.asarray(link["gold_index"])
+    E, P = int(ex.max()) + 1, dens.shape[1]
+    gold = as_matrix(ex, gi, dens[np.arange(len(gi)), gi])
+    pos = np.zeros((E, P))
+    for e in range(E):
+        rows = dens[ex == e]
+        g = gi[ex == e]
+        for k in range(P):
+            pos[e, k] = rows[g != k, k].mean()
+    return {"gold": gold, "positional": pos}
+
+
+def edge_ratios(link: dict, middle: float = 0.5) -> np.ndarray:
+    """Per prompt of a :func:`retrieval_link` result: the influence of the first and of the
+    last prompt token over the median influence of the middle ``middle`` fraction of the
+    prompt's tokens — the two arms of the U over the whole prompt.  An ``(R, 2)`` array."""
+    ends = np.cumsum(link["profile_len"])
+    out = []
+    for e, n in zip(ends, link["profile_len"]):
+        p = np.asarray(link["profile_flat"][e - n:e], float)
+        a = int(round(n * (1 - middle) / 2))
+        med = np.median(p[a:n - a])
+        out.append((p[0] / med, p[-1] / med))
+    return np.array(out)
 
 
 def auc(score_, label) -> float:
@@ -665,7 +757,10 @@ def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> 
     * ``"within"`` — the same after subtracting each position's mean from both (does the prior
       predict the outcome *beyond* the position?);
     * ``"auc"`` — AUC of the prior for a binary outcome over all prompts;
-    * ``"auc_within"`` — AUC after subtracting each position's mean prior.
+    * ``"auc_within"`` — AUC after subtracting each position's mean prior;
+    * ``"r2"`` — the share of the variance of the outcome's per-position means explained by a
+      straight line in the log of the prior's per-position means (squared Pearson correlation;
+      the prior must be positive).
 
     Returns ``{"estimate", "low", "high"}``; non-finite values (e.g. an AUC with one class)
     come back as None.
@@ -688,7 +783,13 @@ def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> 
             return auc(a.ravel(), b.ravel() > 0.5)
         if kind == "auc_within":
             return auc((a - a.mean(0)).ravel(), b.ravel() > 0.5)
-        raise ValueError(f"kind must be curve, example, within, auc or auc_within, got {kind!r}")
+        if kind == "r2":
+            u, w = np.log(a.mean(0)), b.mean(0)
+            if np.ptp(u) == 0 or np.ptp(w) == 0:
+                return float("nan")
+            return float(np.corrcoef(u, w)[0, 1] ** 2)
+        raise ValueError("kind must be curve, example, within, auc, auc_within or r2, "
+                         f"got {kind!r}")
 
     est = stat(x, y)
     if not np.isfinite(est) or x.shape[0] < 2:

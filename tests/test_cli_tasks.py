@@ -71,6 +71,7 @@ def test_retrieval_json_has_the_contract(capsys):
     (["--positions", "1"], "positions"), (["--examples", "0"], "examples"),
     (["--length", "10"], "length"), (["--model", "nope"], "unknown model"),
     (["--task", "maze"], "task"), (["--length", "100000"], "length"),
+    (["--model", "gpt2-tiny", "--length", "250"], "beyond the context"),  # bytes: > 256 tokens
 ])
 def test_retrieval_bad_input_is_one_line_exit_2(argv, word, capsys):
     base = dict(zip(RET[1::2], RET[2::2]))

@@ -467,9 +467,14 @@ def _params(model, task, positions, examples, length, seed, weights) -> dict:
 
 
 def _prompts_for(model, task, positions, examples, length, seed, weights):
-    m, tok, _ = _load(model, weights, seed)
-    return build_prompts(tok, task, positions, examples, length, seed,
-                         vocab_size=m.get_input_embeddings().num_embeddings), m
+    m, tok, info = _load(model, weights, seed)
+    P = build_prompts(tok, task, positions, examples, length, seed,
+                      vocab_size=m.get_input_embeddings().num_embeddings)
+    longest = max(len(r["prompt_ids"]) + len(r["answer_ids"]) for r in P["records"])
+    if info["max_length"] is not None and longest > info["max_length"]:
+        raise ValueError(f"length {length} gives prompts of {longest} tokens, beyond the context "
+                         f"of {info['name']} ({info['max_length']} tokens)")
+    return P, m
 
 
 def _ragged(lists):

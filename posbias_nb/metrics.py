@@ -3,6 +3,7 @@
 A *profile* is a 1-D array of nonnegative weights over positions 1..L.  The comparison
 functions follow the structural theory's protocol: both profiles normalized to sum 1, Spearman
 rank correlation, and Wasserstein-1 between the two laws on positions scaled to [0, 1].
+Chapters :ref:`ch-init`, :ref:`ch-after`, :ref:`ch-rollout` and :ref:`ch-prediction`.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from scipy import stats
 
 __all__ = ["normalize", "spearman", "wasserstein", "peak_to_valley", "mean_position", "fit_alpha",
            "bootstrap", "attention_share", "log_pearson", "robust_peak_to_valley", "spike_factors",
-           "window_intervals", "profile_summary"]
+           "window_intervals", "profile_summary", "agreement_vs_floor",
+           "prediction_scores"]
 
 
 def _profile(name: str, p) -> np.ndarray:
@@ -27,6 +29,9 @@ def _profile(name: str, p) -> np.ndarray:
 
 def normalize(p) -> np.ndarray:
     """Return the profile divided by its sum.
+
+    Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction`: every comparison of two
+    profiles reads them as laws on positions.
 
     Raises
     ------
@@ -55,6 +60,9 @@ def _pair(p, q):
 def spearman(p, q) -> float:
     """Spearman rank correlation between two profiles of the same length.
 
+    Chapters :ref:`ch-init` (theory against measurement) and :ref:`ch-prediction` (rollout
+    against gradient).
+
     Examples
     --------
     >>> spearman([1, 2, 3], [10, 20, 40])
@@ -69,7 +77,8 @@ def spearman(p, q) -> float:
 def wasserstein(p, q) -> float:
     """Wasserstein-1 distance between two profiles seen as laws on positions scaled to [0, 1].
 
-    Both are normalized to sum 1 first; the result lies in [0, 1].
+    Both are normalized to sum 1 first; the result lies in [0, 1].  Chapter
+    :ref:`ch-prediction` (the structural theory's W1/(L-1)).
 
     Examples
     --------
@@ -87,7 +96,8 @@ def wasserstein(p, q) -> float:
 def peak_to_valley(p) -> tuple[float, int]:
     """Ratio of the largest to the smallest entry, and the 1-indexed position of the minimum.
 
-    Returns ``(inf, position)`` when the minimum is 0.
+    Returns ``(inf, position)`` when the minimum is 0.  Chapter :ref:`ch-after`; a single-window
+    verdict uses :func:`robust_peak_to_valley` instead.
 
     Examples
     --------
@@ -104,6 +114,9 @@ def peak_to_valley(p) -> tuple[float, int]:
 def mean_position(p) -> float:
     """Mean of the normalized profile's position on [0, 1] (0 = first token, 1 = last).
 
+    Chapter :ref:`ch-rollout` (the drift of each of the four forces) and chapter
+    :ref:`ch-prediction`.
+
     Examples
     --------
     >>> mean_position([1, 0, 1])
@@ -119,6 +132,9 @@ def mean_position(p) -> float:
 def fit_alpha(profile, depth: int, criterion: str = "log") -> float:
     r"""The attention share :math:`\alpha` of ``theory.influence(L, depth, alpha)`` that best
     matches a measured profile (both normalized to sum 1).
+
+    Chapter :ref:`ch-init`: the measured profile against the row of :eq:`eq-binomial`
+    (chapter :ref:`ch-residual`).
 
     ``criterion="log"``: least squares between the logs,
     :math:`\min_\alpha \sum_j (\ln \hat p_j - \ln t_j(\alpha))^2` (bounded scalar search on
@@ -166,6 +182,8 @@ def fit_alpha(profile, depth: int, criterion: str = "log") -> float:
 
 def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed: int = 0):
     r"""Percentile bootstrap interval of ``statistic(*samples)``.
+
+    Every measured verdict of chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction`.
 
     The samples are resampled **jointly along axis 0** (one index draw per replicate, applied to
     every sample), so paired data (the same text window measured two ways) stay paired: axis 0
@@ -241,7 +259,7 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
 def attention_share(x_norm, a_norm):
     r"""The structural theory's attention share of one layer, per token:
     :math:`\lambda = \lVert \mathrm{Attn}(x) \rVert / (\lVert x \rVert + \lVert \mathrm{Attn}(x)
-    \rVert)` (chapter *Prediction vs measurement*, :eq:`eq-pred-measured`).
+    \rVert)` (chapter :ref:`ch-prediction`, :eq:`eq-pred-measured`).
 
     ``x_norm`` and ``a_norm`` are the Euclidean norms, token by token, of the residual stream
     entering the layer and of what the attention block adds to it (same shape, nonnegative).
@@ -278,7 +296,7 @@ def attention_share(x_norm, a_norm):
 def log_pearson(p, q) -> float:
     r"""Pearson correlation between the logarithms of two strictly positive profiles.
 
-    Chapters *The U at birth* and *After training*: the agreement of two profiles that span
+    Chapters :ref:`ch-init` and :ref:`ch-after`: the agreement of two profiles that span
     decades, position by position, on the scale the figures use.
 
     Raises
@@ -302,7 +320,7 @@ def log_pearson(p, q) -> float:
 def robust_peak_to_valley(p, ends: float = 0.02) -> tuple[float, int]:
     r"""Peak-to-valley ratio that no single position decides, and where the valley is.
 
-    Chapters *The U at birth* and *After training*.  With :math:`k = \max(1, \lfloor
+    Chapters :ref:`ch-init` and :ref:`ch-after`.  With :math:`k = \max(1, \lfloor
     \text{ends}\cdot L \rceil)` positions: the **peak** is the mean of the mean of the first
     :math:`k` entries and the mean of the last :math:`k` entries; the **valley** is the minimum of
     the running mean of the profile over :math:`k` consecutive positions.  The ratio is
@@ -336,7 +354,7 @@ def spike_factors(p, half_width: int = 16) -> np.ndarray:
     r"""Each position's excess over its neighbours: :math:`p_j / \mathrm{median}(p_{j-w}, \dots,
     p_{j-1}, p_{j+1}, \dots, p_{j+w})`.
 
-    Chapter *After training* (which tokens carry the spikes).  The median is taken over the
+    Chapter :ref:`ch-after` (which tokens carry the spikes).  The median is taken over the
     neighbours **only** (the position itself is left out) and the window is cut at the ends of
     the profile, not padded, so the first and the last position are judged against the
     :math:`w` positions on their one side like any other: a spike on the first token is found.
@@ -371,7 +389,7 @@ def window_intervals(per_window, reference=None, *, ends: float = 0.02, n_boot: 
                      level: float = 0.95, seed: int = 0) -> dict:
     r"""Bootstrap intervals over text windows for the statistics the verdicts rest on.
 
-    Chapters *The U at birth* and *After training*.  ``per_window`` is an (n, L) array, one
+    Chapters :ref:`ch-init` and :ref:`ch-after`.  ``per_window`` is an (n, L) array, one
     measured profile per window of text; every statistic is computed on the **mean** profile of
     a resample of windows (:func:`bootstrap`, windows resampled with replacement).  Returns a
     dict of ``(estimate, low, high)`` tuples:
@@ -404,7 +422,7 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
                     n_boot: int = 2000, seed: int = 0) -> dict:
     r"""The numbers the chapters report about a measured influence profile, with intervals.
 
-    Chapters *The U at birth* and *After training* (one summary for both).  ``per_window`` is an
+    Chapters :ref:`ch-init` and :ref:`ch-after` (one summary for both).  ``per_window`` is an
     (n, L) array of profiles, one per text window (n >= 2).  The mean profile ``p`` (normalized
     to sum 1) gives:
 
@@ -457,4 +475,85 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
     if t is not None:
         out["rho_ci"], out["log_pearson_ci"] = iv["spearman"], iv["log_pearson"]
         out["rho"] = iv["spearman"][0]
+    return out
+
+
+def agreement_vs_floor(same, fresh, other, *, n_boot: int = 2000, seed: int = 0) -> dict:
+    r"""How well a changed model agrees with the original, against the agreement of the original
+    with itself re-measured with fresh probes (the noise floor), paired over windows.
+
+    Chapter :ref:`ch-init` (RoPE on against RoPE off).  ``same``, ``fresh`` and ``other`` are
+    (n, L) arrays of per-window profiles on the **same windows of text**: ``same`` and ``fresh``
+    the original model measured with two independent probe sets, ``other`` the changed model
+    (measured with the probes of ``same``, so that it and ``fresh`` share none).  The statistics
+    are computed on the mean profiles of a resample of windows, all three resampled jointly:
+
+    - ``pearson`` and ``spearman``: :func:`log_pearson` and :func:`spearman` of ``other`` against
+      ``fresh``; ``floor_pearson`` and ``floor_spearman``: the same for ``same`` against
+      ``fresh``;
+    - ``gap_pearson`` and ``gap_spearman``: floor minus agreement (> 0: the change is visible
+      above probe noise).
+
+    Each value is an ``(estimate, low, high)`` tuple of :func:`bootstrap`.
+
+    Raises
+    ------
+    ValueError
+        Arrays of different shapes, fewer than 2 windows, or a nonpositive profile.
+    """
+    A, F, O = (np.asarray(x, dtype=np.float64) for x in (same, fresh, other))
+    if not (A.shape == F.shape == O.shape) or A.ndim != 2 or A.shape[0] < 2:
+        raise ValueError(f"same, fresh and other must share a shape (n >= 2, L), got "
+                         f"{A.shape}, {F.shape}, {O.shape}")
+    kw = dict(n_boot=n_boot, seed=seed)
+    stats_ = {
+        "pearson": lambda a, f, o: log_pearson(o.mean(0), f.mean(0)),
+        "spearman": lambda a, f, o: spearman(o.mean(0), f.mean(0)),
+        "floor_pearson": lambda a, f, o: log_pearson(a.mean(0), f.mean(0)),
+        "floor_spearman": lambda a, f, o: spearman(a.mean(0), f.mean(0)),
+        "gap_pearson": lambda a, f, o: (log_pearson(a.mean(0), f.mean(0))
+                                        - log_pearson(o.mean(0), f.mean(0))),
+        "gap_spearman": lambda a, f, o: (spearman(a.mean(0), f.mean(0))
+                                         - spearman(o.mean(0), f.mean(0))),
+    }
+    return {k: bootstrap(s, A, F, O, **kw) for k, s in stats_.items()}
+
+
+def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 1000,
+                      seed: int = 0) -> dict:
+    r"""Spearman and :math:`W_1` of each prediction against a measured profile, with bootstrap
+    intervals over the measured windows, and paired differences between predictions.
+
+    Chapter *Prediction vs measurement*.  ``per_window`` is (n, L), the measured influence per
+    window; ``predictions`` maps a name to a fixed profile of length L (held fixed: only the
+    measurement is resampled).  Returns ``{("rho", m): ci, ("w1", m): ci}`` for every prediction
+    ``m`` and, for every ``(a, b)`` in ``pairs``, ``("dw1", a, b)``: :math:`W_1(a) - W_1(b)` and
+    ``("drho", a, b)``: :math:`\rho(b) - \rho(a)` (both > 0 when ``b`` is the better
+    prediction).  Each ``ci`` is an ``(estimate, low, high)`` tuple of :func:`bootstrap`.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 windows, a prediction of the wrong length, or an unknown name in ``pairs``.
+    """
+    P = np.asarray(per_window, dtype=np.float64)
+    if P.ndim != 2 or P.shape[0] < 2:
+        raise ValueError(f"per_window must be (n >= 2, L), got shape {P.shape}")
+    preds = {m: _profile(f"prediction {m!r}", q) for m, q in predictions.items()}
+    for m, q in preds.items():
+        if q.size != P.shape[1]:
+            raise ValueError(f"prediction {m!r} has {q.size} positions, the windows {P.shape[1]}")
+    kw = dict(n_boot=n_boot, seed=seed)
+    out = {}
+    for m, q in preds.items():
+        out["rho", m] = bootstrap(lambda X, q=q: spearman(q, X.mean(0)), P, **kw)
+        out["w1", m] = bootstrap(lambda X, q=q: wasserstein(q, X.mean(0)), P, **kw)
+    for a, b in pairs:
+        if a not in preds or b not in preds:
+            raise ValueError(f"unknown prediction in pair {(a, b)!r}")
+        qa, qb = preds[a], preds[b]
+        out["dw1", a, b] = bootstrap(
+            lambda X: wasserstein(qa, X.mean(0)) - wasserstein(qb, X.mean(0)), P, **kw)
+        out["drho", a, b] = bootstrap(
+            lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0)), P, **kw)
     return out

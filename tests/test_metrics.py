@@ -178,3 +178,56 @@ def test_window_intervals():
         metrics.window_intervals(P[:1])
     with pytest.raises(ValueError, match="positions"):
         metrics.window_intervals(P, reference=base[:-1])
+
+
+def test_agreement_vs_floor_sees_a_real_change_and_not_a_null_one():
+    rng = np.random.default_rng(1)
+    L, n = 80, 10
+    base = 1.0 / (1.0 + np.minimum(np.arange(L), L - 1 - np.arange(L)))
+    noisy = lambda prof: prof * np.exp(0.15 * rng.normal(size=(n, L)))  # noqa: E731
+    same, fresh = noisy(base), noisy(base)
+    null = metrics.agreement_vs_floor(same, fresh, noisy(base), n_boot=300)
+    assert null["gap_pearson"][1] < 0 < null["gap_pearson"][2]
+    changed = base * np.exp(np.sin(np.arange(L) / 5.0))  # a different shape
+    real = metrics.agreement_vs_floor(same, fresh, noisy(changed), n_boot=300)
+    assert real["gap_pearson"][1] > 0 and real["gap_spearman"][1] > 0
+    with pytest.raises(ValueError, match="share a shape"):
+        metrics.agreement_vs_floor(same, fresh[:, :-1], same)
+
+
+def test_profile_summary_on_the_theory_row():
+    from posbias_nb import theory
+    t = theory.influence(128, 12, 0.1)
+    P = t * np.exp(0.05 * np.random.default_rng(2).normal(size=(6, 128)))
+    s = metrics.profile_summary(P, depth=12, n_boot=200)
+    assert abs(s["alpha"] - 0.1) < 0.01 and s["rho_ci"][1] > 0.8
+    assert s["ptv_ci"][1] <= s["ptv"] * 1.05 and s["first_mid"] > 5
+    with pytest.raises(ValueError, match="n >= 2"):
+        metrics.profile_summary(P[:1])
+
+
+def test_bidirectional_closed_form_matches_the_rollout():
+    from posbias_nb import rollout, theory
+    L, H, a = 40, 6, 0.2
+    row = rollout.rollout(rollout.bidirectional(L), rollout.constant(H, a))
+    assert np.allclose(row, theory.bidirectional_influence(L, H, a))
+    with pytest.raises(ValueError, match="alpha"):
+        theory.bidirectional_influence(L, H, 1.5)
+
+
+def test_prediction_scores_rank_a_good_and_a_bad_prediction():
+    rng = np.random.default_rng(3)
+    L = 60
+    truth = np.exp(-np.arange(L) / 10.0) + np.exp((np.arange(L) - L) / 5.0)
+    P = truth * np.exp(0.1 * rng.normal(size=(8, L)))
+    out = metrics.prediction_scores(P, {"good": truth, "bad": truth[::-1]},
+                                    pairs=[("bad", "good")], n_boot=200)
+    assert out["dw1", "bad", "good"][1] > 0 and out["drho", "bad", "good"][1] > 0
+    assert out["rho", "good"][1] > 0.5
+    # the counterexample: a prediction identical to the other gives a difference of exactly 0
+    same = metrics.prediction_scores(P, {"a": truth, "b": truth}, pairs=[("a", "b")], n_boot=200)
+    assert same["dw1", "a", "b"] == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="unknown prediction"):
+        metrics.prediction_scores(P, {"a": truth}, pairs=[("a", "z")], n_boot=200)
+    with pytest.raises(ValueError, match="positions"):
+        metrics.prediction_scores(P, {"a": truth[:-1]})

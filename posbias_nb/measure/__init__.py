@@ -27,6 +27,7 @@ from . import logits, retrieval, train
 from .cached import (MODES, capture, library_versions, measured_influence, positional_kernel,
                      predict, profile, shared_profile)
 from .hooks import attention_logits, capture_model, n_heads
+from .logits import init_logits, key_spread_ratio
 from .jacobian import METHODS, PROBE_DISTS, TARGETS, hutchinson, influence_profile
 from .text import SOURCES, STDLIB_MODULES, corpus_digest, stdlib_corpus, text_batch
 
@@ -36,5 +37,6 @@ __all__ = [
     "influence_profile", "hutchinson",
     "capture_model", "attention_logits", "n_heads",
     "profile", "shared_profile", "capture", "measured_influence", "predict",
-    "positional_kernel", "library_versions", "logits", "retrieval", "train",
+    "positional_kernel", "library_versions", "init_logits", "key_spread_ratio",
+    "logits", "retrieval", "train",
 ]

@@ -11,7 +11,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["normalize", "spearman", "wasserstein", "peak_to_valley", "mean_position", "fit_alpha",
-           "bootstrap", "attention_share", "log_pearson", "robust_peak_to_valley", "spike_factors",
+           "bootstrap", "attention_share", "auc", "log_pearson", "robust_peak_to_valley", "spike_factors",
            "window_intervals", "profile_summary", "agreement_vs_floor",
            "prediction_scores"]
 
@@ -557,3 +557,23 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
         out["drho", a, b] = bootstrap(
             lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0)), P, **kw)
     return out
+
+
+def auc(score_, label) -> float:
+    """Area under the ROC curve of ``score_`` for the binary ``label`` (Mann–Whitney, ties
+    count one half); NaN when only one class is present (chapter :ref:`ch-retrieval`, does the
+    gold value's influence predict a correct answer).
+
+    Examples
+    --------
+    >>> auc([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1])
+    1.0
+    """
+    from scipy.stats import rankdata
+
+    s, y = np.asarray(score_, dtype=float), np.asarray(label, dtype=bool)
+    n1, n0 = int(y.sum()), int((~y).sum())
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    r = rankdata(s)
+    return float((r[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))

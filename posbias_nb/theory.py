@@ -91,19 +91,9 @@ def _log_alpha_terms(alpha: float) -> tuple[float, float]:
 
 def _log_rows(L: int, max_depth: int, a: float):
     """Yield the log last rows of N^H for H = 0, 1, ..., max_depth (one recursion pass)."""
-    log_keep, log_a = _log_alpha_terms(a)
-    log_i = np.log(np.arange(1, L + 1, dtype=np.float64))
-    v = np.full(L, -np.inf)
-    v[-1] = 0.0
-    yield v
-    for _ in range(max_depth):
-        if a == 0.0:
-            yield v
-            continue
-        # suffix sum of v_i / i, in log space: logaddexp accumulated from the right
-        s = np.logaddexp.accumulate((v - log_i)[::-1])[::-1]
-        v = s if a == 1.0 else np.logaddexp(log_keep + v, log_a + s)
-        yield v
+    start = np.full(L, -np.inf)
+    start[-1] = 0.0
+    return _log_recursion(start, max_depth, a)
 
 
 def log_influence(L: int, depth: int, alpha=1.0) -> np.ndarray:

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from posbias_nb import metrics
 from posbias_nb.measure import retrieval as R
 
 VOCAB = 300  # the -tiny twins' vocabulary: byte-level prompts
@@ -232,10 +233,10 @@ def test_retrieval_link_shares(prior, monkeypatch):
 
 
 def test_auc_and_link_stats():
-    assert R.auc([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1]) == 1.0
-    assert R.auc([0.9, 0.8, 0.2, 0.1], [0, 0, 1, 1]) == 0.0
-    assert R.auc([0.5, 0.5], [0, 1]) == 0.5
-    assert np.isnan(R.auc([0.1, 0.2], [1, 1]))
+    assert metrics.auc([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1]) == 1.0
+    assert metrics.auc([0.9, 0.8, 0.2, 0.1], [0, 0, 1, 1]) == 0.0
+    assert metrics.auc([0.5, 0.5], [0, 1]) == 0.5
+    assert np.isnan(metrics.auc([0.1, 0.2], [1, 1]))
     rng = np.random.default_rng(0)
     x = rng.random((10, 5))
     s = R.link_stats(x, x + 0.01 * rng.random((10, 5)), "curve")

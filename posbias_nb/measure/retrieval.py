@@ -79,14 +79,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import cache
+from .. import cache, metrics
 from .._validate import positive_int
 
 __all__ = [
     "TASKS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
     "kv_pairs", "kv_prompt", "slot_items", "haystack_sentences", "needle_prompt",
     "build_prompts", "score", "summarize", "retrieval_run", "retrieval_link",
-    "auc", "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
+    "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
     "edge_ratios", "CSV_COLUMNS", "to_csv_rows",
 ]
 
@@ -729,19 +729,6 @@ def edge_ratios(link: dict, middle: float = 0.5) -> np.ndarray:
     return np.array(out)
 
 
-def auc(score_, label) -> float:
-    """Area under the ROC curve of ``score_`` for the binary ``label`` (Mann–Whitney, ties
-    count one half); NaN when only one class is present."""
-    from scipy.stats import rankdata
-
-    s, y = np.asarray(score_, dtype=float), np.asarray(label, dtype=bool)
-    n1, n0 = int(y.sum()), int((~y).sum())
-    if n1 == 0 or n0 == 0:
-        return float("nan")
-    r = rankdata(s)
-    return float((r[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
-
-
 def _spearman(x, y) -> float:
     from scipy.stats import spearmanr
 
@@ -785,9 +772,9 @@ def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> 
         if kind == "within":
             return _spearman(a - a.mean(0), b - b.mean(0))
         if kind == "auc":
-            return auc(a.ravel(), b.ravel() > 0.5)
+            return metrics.auc(a.ravel(), b.ravel() > 0.5)
         if kind == "auc_within":
-            return auc((a - a.mean(0)).ravel(), b.ravel() > 0.5)
+            return metrics.auc((a - a.mean(0)).ravel(), b.ravel() > 0.5)
         if kind == "r2":
             u, w = np.log(a.mean(0)), b.mean(0)
             if np.ptp(u) == 0 or np.ptp(w) == 0:

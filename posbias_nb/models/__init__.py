@@ -14,13 +14,17 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 This package imports nothing of :mod:`posbias_nb.measure` (data flows measure -> models), and
 importing it loads no torch: torch and transformers are imported when a model is built.
 """
-from . import configs, patches, weights
+from . import configs, loading, patches, weights
 from .loading import DTYPES, check_device, load, load_encoder, packaged_tokenizer
 from .patches import decoder_layers, fix_falcon_eager_alibi, has_rope, rope_modules, set_rope
 from .weights import HubCache
 from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, WEIGHTS, ZOO, ModelSpec,
                   PretrainedSource, build_config, check_weights, describe,
                   missing_weights_message, names, resolve, zoo_table)
+
+# No network from this package, ever; and keep tqdm.auto's "IProgress not found" notice (transformers
+# imports it) off the chapters' stderr.  An environment setting, not a registration.
+loading._env_offline()
 
 __all__ = [
     "ZOO", "WEIGHTS", "DTYPES", "ALIBI_MODELS", "PRETRAINED_NAMES", "ModelSpec",

@@ -262,6 +262,15 @@ def binomial_weights(depth: int, alpha) -> np.ndarray:
     return np.exp(logc + k * np.log(a) + (depth - k) * np.log1p(-a))
 
 
+def _unit_positions(x) -> tuple[np.ndarray, bool]:
+    """``x`` as a 1-D float64 array of relative positions in (0, 1], and whether it was a scalar."""
+    xa = np.asarray(x, dtype=np.float64)
+    bad = ~((xa > 0) & (xa <= 1))
+    if np.any(bad):
+        raise ValueError(f"x must lie in (0, 1], got {xa[bad].ravel()[0]!r}")
+    return np.atleast_1d(xa), xa.ndim == 0
+
+
 def density(x, depth: int, alpha=1.0):
     r"""Smooth part of the continuum influence density at relative position ``x`` in (0, 1].
 
@@ -299,12 +308,7 @@ def density(x, depth: int, alpha=1.0):
     """
     depth = positive_int("depth", depth, minimum=0)
     a = unit_interval_float("alpha", alpha)
-    xa = np.asarray(x, dtype=np.float64)
-    bad = ~((xa > 0) & (xa <= 1))
-    if np.any(bad):
-        raise ValueError(f"x must lie in (0, 1], got {xa[bad].ravel()[0]!r}")
-    scalar = xa.ndim == 0
-    xa = np.atleast_1d(xa)
+    xa, scalar = _unit_positions(x)
     if depth == 0 or a == 0.0:
         out = np.zeros_like(xa)
         return float(out[0]) if scalar else out
@@ -413,12 +417,7 @@ def log_density(x, depth: int, alpha=1.0):
     """
     depth = positive_int("depth", depth, minimum=0)
     a = unit_interval_float("alpha", alpha)
-    xa = np.asarray(x, dtype=np.float64)
-    bad = ~((xa > 0) & (xa <= 1))
-    if np.any(bad):
-        raise ValueError(f"x must lie in (0, 1], got {xa[bad].ravel()[0]!r}")
-    scalar = xa.ndim == 0
-    xa = np.atleast_1d(xa)
+    xa, scalar = _unit_positions(x)
     out = np.full(xa.shape, -np.inf)
     if depth > 0 and a > 0.0:
         t = -np.log(xa)

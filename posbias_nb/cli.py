@@ -1,20 +1,23 @@
 """The ``posbias`` command (also ``python -m posbias_nb``).
 
-Every subcommand writes a profile as CSV (``position,influence[,stderr]``) or JSON (arrays
-``position`` and ``influence`` plus ``meta``) to stdout or ``--out FILE``.  Bad input prints one
-line on stderr and exits with status 2, never a traceback.
+Every subcommand parses its flags, calls one function that returns a
+:class:`posbias_nb.results.Result`, and writes it in one way: CSV (its ``table()``; a profile is
+``position,influence[,stderr]``) or JSON (its ``to_json()``: arrays plus ``meta``), to stdout or
+``--out FILE`` (checked writable before any computation).  Every flag with a sensible value has it
+as the default (``--help`` shows them).  Bad input prints one line on stderr and exits with
+status 2, never a traceback.
 """
 from __future__ import annotations
 
 import argparse
 import io
-import json
+import os
 import sys
 from typing import Sequence
 
 from . import __version__
 
-__all__ = ["main", "write_profile"]
+__all__ = ["main", "build_parser"]
 
 
 class UsageError(Exception):
@@ -31,41 +34,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, help="write to FILE instead of stdout")
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
-
-
-def write_profile(columns: dict, meta: dict, fmt: str, out) -> None:
-    """Write named equal-length columns (first ``position``) as CSV or JSON, with metadata."""
-    if fmt == "json":
-        obj = {k: [v if isinstance(v, (int, float)) else str(v) for v in col]
-               for k, col in columns.items()}
-        obj["meta"] = meta
-        out.write(json.dumps(obj) + "\n")
-        return
-    names = list(columns)
-    out.write(",".join(names) + "\n")
-    for row in zip(*columns.values()):
-        out.write(",".join(_fmt(v) for v in row) + "\n")
-
-
-def _cmd_theory(args) -> tuple[dict, dict]:
-    from . import theory
-
-    alpha = args.alpha
-    if args.exact:
-        row = theory.influence(args.length, args.depth, alpha=alpha, exact=True)
-        values = [f"{q.numerator}/{q.denominator}" if q.denominator != 1 else str(q.numerator)
-                  for q in row]
-    else:
-        values = [float(v) for v in theory.influence(args.length, args.depth, alpha=alpha)]
-    meta = {"command": "theory", "length": args.length, "depth": args.depth, "alpha": alpha,
-            "exact": bool(args.exact), "version": __version__}
-    return {"position": list(range(1, args.length + 1)), "influence": values}, meta
-
-
 def _quiet_libraries() -> None:
     """Keep library chatter off stderr (the contract: a progress bar, or one error line)."""
     import os
@@ -78,131 +46,68 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
 
 
-def _cmd_profile(args) -> tuple[dict, dict]:
-    _quiet_libraries()
-    from . import measure, models
+# Each command: parse (argparse), call one function that returns a Result, write it (main).
 
-    exact = bool(args.exact)
-    try:
-        info = models.describe(args.model)
-        res = measure.profile(
-            args.model, weights=args.weights, length=args.length, rope=not args.no_rope,
-            method="exact" if exact else "probes", probes=args.probes, batch=args.batch,
-            seed=args.seed, target=args.target, source=args.source, device=args.device,
-            progress=not args.quiet, dtype=args.dtype, device_map=args.device_map)
-    except OSError as e:  # unreadable local directory, broken weight files: one line, exit 2
-        raise ValueError(f"cannot load {args.model!r}: {str(e).strip().splitlines()[0]}") from None
-    L = args.length
-    columns = {"position": list(range(1, L + 1)),
-               "influence": [float(v) for v in res["influence"]]}
-    estimate = not exact and args.target == "hidden"
-    if estimate:
-        columns["stderr"] = [float(v) for v in res["stderr"]]
-    meta = {
-        "command": "profile", "model": info["name"], "family": info["family"],
-        "n_layers": info["n_layers"], "weights": args.weights, "rope": not args.no_rope,
-        "length": L, "seed": args.seed, "batch": args.batch, "target": args.target,
-        "method": "probes" if estimate else "exact", "probes": args.probes if estimate else None,
-        "source": args.source, "device": args.device, "dtype": args.dtype,
-        "device_map": args.device_map,
-        "output": "last token, final hidden state after the final norm"
-        if args.target == "hidden" else "probability of the argmax next token",
-        "version": __version__, **measure.library_versions(),
-    }
-    if args.batch > 1:
-        meta["batch_stderr"] = [float(v) for v in res["batch_stderr"]]
-    return columns, meta
+def _cmd_theory(args):
+    from .measure.runs import theory_run
+
+    return theory_run(args.length, args.depth, alpha=args.alpha, exact=args.exact)
 
 
-def _cmd_models(args) -> tuple[dict, dict]:
-    _quiet_libraries()
-    from . import models
+def _cmd_profile(args):
+    from .measure.runs import profile_run
 
-    rows = models.zoo_table()
-    columns = {
-        "name": [r["name"] for r in rows],
-        "family": [r["family"] for r in rows],
-        "layers": [r["n_layers"] for r in rows],
-        "width": [r["hidden_size"] for r in rows],
-        "context": [r["max_length"] for r in rows],
-        "rope": ["yes" if r["has_rope"] else "no" for r in rows],
-        "pretrained_installed": ["yes" if r["pretrained_available"] else "no" for r in rows],
-        # free text: commas would split a CSV field (write_profile does not quote)
-        "pretrained_source": [r["pretrained_source"].replace(",", ";") for r in rows],
-    }
-    return columns, {"command": "models", "version": __version__}
+    return profile_run(args.model, weights=args.weights, length=args.length,
+                       rope=not args.no_rope, exact=bool(args.exact), probes=args.probes,
+                       batch=args.batch, seed=args.seed, target=args.target, source=args.source,
+                       device=args.device, dtype=args.dtype, device_map=args.device_map,
+                       progress=not args.quiet)
 
 
-def _cmd_rollout(args) -> tuple[dict, dict]:
-    _quiet_libraries()
-    from . import measure
+def _cmd_models(args):
+    from .measure.runs import models_run
 
-    try:
-        cap = measure.capture(args.model, weights=args.weights, length=args.length, batch=args.batch,
-                      seed=args.seed)
-    except OSError as e:
-        raise ValueError(f"cannot load {args.model!r}: {str(e).strip().splitlines()[0]}") from None
-    lam = [float(v) for v in cap["lam"]]
-    meta = {"command": "rollout", "model": cap["model"], "family": cap["family"],
-            "weights": args.weights, "length": args.length, "seed": args.seed,
-            "batch": args.batch, "mode": args.mode, "n_layers": len(lam),
-            "sum_lambda": float(sum(lam)),
-            "lambda_definition": "mean over tokens and sequences of |Attn(Norm x)| / "
-                                 "(|x| + |Attn(Norm x)|), x the residual stream entering the layer",
-            "version": __version__, **measure.library_versions()}
-    if args.lambdas:
-        return {"layer": list(range(1, len(lam) + 1)), "lambda": lam}, meta
-    row = measure.predict(cap, args.mode)
-    columns = {"position": list(range(1, args.length + 1)),
-               "influence": [float(v) for v in row]}
-    if args.format == "json":  # JSON arrays need not share a length: one lambda per layer
-        columns["lambda"] = lam
-    return columns, meta
+    return models_run()
 
 
-def _load_errors_one_line(model: str, call):
-    """Run ``call()``; an unreadable model directory becomes one ValueError line."""
-    try:
-        return call()
-    except OSError as e:  # unreadable local directory, broken weight files: one line, exit 2
-        raise ValueError(f"cannot load {model!r}: {str(e).strip().splitlines()[0]}") from None
+def _cmd_rollout(args):
+    from .measure.runs import rollout_run
+
+    return rollout_run(args.model, weights=args.weights, length=args.length, mode=args.mode,
+                       batch=args.batch, seed=args.seed, lambdas=args.lambdas)
 
 
 def _cmd_retrieval(args):
-    _quiet_libraries()
-    from .measure import retrieval
+    from .experiments.retrieval import retrieval_run
 
-    res = _load_errors_one_line(args.model, lambda: retrieval.retrieval_run(
-        args.model, task=args.task, positions=args.positions, examples=args.examples,
-        length=args.length, seed=args.seed, progress=not args.quiet, weights=args.weights))
-    columns = {c: list(res[c]) for c in retrieval.CSV_COLUMNS}
-    return columns, res["meta"], res
+    return retrieval_run(args.model, task=args.task, positions=args.positions,
+                         examples=args.examples, length=args.length, seed=args.seed,
+                         progress=not args.quiet, weights=args.weights)
 
 
 def _cmd_train(args):
-    _quiet_libraries()
-    from .measure import train
+    from .experiments.remedies import train_run
 
-    res = train.train_run(args.task, args.layers, args.width, args.length, args.steps,
-                          seed=args.seed, answer_positions=args.answer_positions,
-                          remedy=args.remedy, residual_scale=args.residual_scale,
-                          device=args.device, progress=not args.quiet)
-    obj = train.to_json(res)
-    half = train.steps_to_threshold(res["curve"], res["curve_steps"], 0.5)
-    columns = {"position": [int(p) for p in obj["position"]], "accuracy": obj["accuracy"],
-               "loss": obj["loss"], "steps_to_half": [float(v) for v in half],
-               "grad_init": obj["grad_init"]}
-    return columns, obj["meta"], obj
+    return train_run(args.task, args.layers, args.width, args.length, args.steps,
+                     seed=args.seed, answer_positions=args.answer_positions, remedy=args.remedy,
+                     residual_scale=args.residual_scale, device=args.device,
+                     progress=not args.quiet)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="posbias", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="posbias", description=__doc__.splitlines()[0],
+                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--version", action="version", version=f"posbias {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    _add = sub.add_parser
+
+    def add_parser(name, **kw):  # every subcommand shows its defaults in --help
+        return _add(name, formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kw)
+    sub.add_parser = add_parser
 
     t = sub.add_parser("theory", help="last row of ((1-alpha) I + alpha M)^depth (Cesàro theory)")
-    t.add_argument("--length", type=int, required=True, help="sequence length L >= 1")
-    t.add_argument("--depth", type=int, required=True, help="number of layers H >= 0")
+    t.add_argument("--length", type=int, default=1024, help="sequence length L >= 1")
+    t.add_argument("--depth", type=int, default=12, help="number of layers H >= 0")
     t.add_argument("--alpha", default="1", help="attention share in [0, 1] (e.g. 0.5 or 1/2)")
     t.add_argument("--exact", action="store_true", help="exact rationals (p/q strings)")
     _common(t)
@@ -216,10 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random initialization (seeded) or installed pretrained weights")
     p.add_argument("--no-rope", action="store_true",
                    help="rotate every position by angle 0 (RoPE models only)")
-    p.add_argument("--length", type=int, required=True, help="sequence length L >= 2")
+    p.add_argument("--length", type=int, default=512, help="sequence length L >= 2")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--probes", type=int, default=8,
-                   help="Hutchinson probes K >= 2 (default 8); output has a stderr column")
+                   help="Hutchinson probes K >= 2; output has a stderr column")
     g.add_argument("--exact", action="store_true",
                    help="exact Jacobian norms (all hidden-size output directions; slow)")
     p.add_argument("--seed", type=int, default=0, help="seed of weights, text and probes")
@@ -247,13 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rollout", help="influence profile predicted by the rollout of the "
                                        "model's measured attention kernels and shares")
     p.add_argument("--model", required=True, help="zoo name (see `posbias models`)")
-    p.add_argument("--weights", choices=["random", "pretrained"], default="random")
-    p.add_argument("--length", type=int, required=True, help="sequence length L >= 2")
+    p.add_argument("--weights", choices=["random", "pretrained"], default="random",
+                   help="random initialization (seeded) or installed pretrained weights")
+    p.add_argument("--length", type=int, default=128, help="sequence length L >= 2")
     p.add_argument("--mode", choices=["attention", "residual", "positional", "content"], default="residual",
-                   help="residual (measured lambda and kernels; default), attention (lambda = 1), "
+                   help="residual (measured lambda and kernels), attention (lambda = 1), "
                         "positional (measured lambda, content-free kernel), content")
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and the text windows")
-    p.add_argument("--batch", type=int, default=2, help="sequences averaged (default 2)")
+    p.add_argument("--batch", type=int, default=2, help="sequences averaged")
     p.add_argument("--lambdas", action="store_true",
                    help="print the measured lambda per layer instead of the profile")
     _common(p)
@@ -263,14 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
                                          "gold position (key-value or needle in a haystack)")
     r.add_argument("--model", required=True, help="zoo name or local Hugging Face directory")
     r.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
-                   help="installed pretrained weights (default) or random initialization")
+                   help="installed pretrained weights or random initialization")
     r.add_argument("--task", choices=["kv", "needle"], default="kv",
                    help="key-value retrieval (Liu et al. 2023) or a needle in stdlib prose")
     r.add_argument("--positions", type=int, default=7,
-                   help="gold positions P >= 2, first and last included (default 7)")
+                   help="gold positions P >= 2, first and last included")
     r.add_argument("--examples", type=int, default=10,
-                   help="examples E >= 1, each asked at every position (default 10)")
-    r.add_argument("--length", type=int, required=True,
+                   help="examples E >= 1, each asked at every position")
+    r.add_argument("--length", type=int, default=350,
                    help="approximate prompt length in tokens")
     r.add_argument("--seed", type=int, default=0, help="seed of pairs, haystacks and needles")
     r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
@@ -279,19 +185,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a small causal transformer on a synthetic task and "
                                      "measure accuracy, influence and lambda per position")
-    t.add_argument("--task", choices=["kv", "needle"], required=True,
+    from .experiments.remedies import CHAPTER  # the remedies chapter's configuration
+
+    t.add_argument("--task", choices=["kv", "needle"], default=CHAPTER["task"],
                    help="key-value associative recall or a needle among look-alikes")
-    t.add_argument("--layers", type=int, required=True, help="layers, 2..8")
-    t.add_argument("--width", type=int, required=True, help="width, 32..128 (multiple of 16)")
-    t.add_argument("--length", type=int, required=True, help="context length, 32..256")
-    t.add_argument("--steps", type=int, required=True, help="AdamW steps >= 1")
+    t.add_argument("--layers", type=int, default=CHAPTER["layers"], help="layers, 2..8")
+    t.add_argument("--width", type=int, default=CHAPTER["width"],
+                   help="width, 32..128 (multiple of 16)")
+    t.add_argument("--length", type=int, default=CHAPTER["length"],
+                   help="context length, 32..256")
+    t.add_argument("--steps", type=int, default=CHAPTER["steps"], help="AdamW steps >= 1")
     t.add_argument("--seed", type=int, default=0, help="seed of init, data and evaluation")
     t.add_argument("--answer-positions", choices=["uniform", "edges", "start"],
-                   default="uniform", help="where the training answers sit (default uniform)")
+                   default="uniform", help="where the training answers sit")
     t.add_argument("--remedy", choices=["none", "weighted", "oversample", "curriculum"],
-                   default="none", help="the seed paper's remedies (default none)")
+                   default="none", help="the seed paper's remedies")
     t.add_argument("--residual-scale", type=float, default=1.0,
-                   help="attention output projections divided by X at init (default 1)")
+                   help="attention output projections divided by X at init")
     t.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu or cuda")
     t.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     _common(t)
@@ -299,25 +209,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_writable(path: str) -> None:
+    """ValueError (one line) unless ``path`` can be created or overwritten."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise ValueError(f"--out {path!r} is a directory")
+    if not os.path.isdir(folder):
+        raise ValueError(f"--out {path!r}: folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ValueError(f"--out {path!r} is not writable")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    from .results import write
+
     try:
         args = parser.parse_args(argv)
         if args.command is None:
             raise UsageError("a command is required: " + ", ".join(
                 sorted(parser._subparsers._group_actions[0].choices)))
-        out = args.func(args)
+        if args.out:
+            _check_writable(args.out)  # before any computation, not after it
+        _quiet_libraries()
+        result = args.func(args)
         buf = io.StringIO()
-        if len(out) == 3 and args.format == "json":  # (columns, meta, the full JSON object)
-            buf.write(json.dumps(out[2]) + "\n")
-        else:
-            write_profile(out[0], out[1], args.format, buf)
+        write(result, args.format, buf)
         if args.out:
             with open(args.out, "w") as f:
                 f.write(buf.getvalue())
         else:
             sys.stdout.write(buf.getvalue())
-    except (UsageError, ValueError, FileNotFoundError, ModuleNotFoundError) as e:
+    except (UsageError, ValueError, OSError, ModuleNotFoundError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"posbias: error: {msg}", file=sys.stderr)
         return 2

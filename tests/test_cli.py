@@ -35,7 +35,7 @@ def test_theory_json_to_file(tmp_path):
     (["theory", "--length", "5", "--depth", "2", "--alpha", "1.5"], "alpha"),
     (["theory", "--length", "5", "--depth", "2", "--alpha", "x"], "alpha"),
     (["theory", "--length", "five", "--depth", "2"], "--length"),
-    (["theory", "--length", "5"], "--depth"),
+    (["theory", "--length", "5", "--depth", "x"], "--depth"),
     (["frobnicate"], "invalid choice"),
     ([], "command is required"),
 ])

@@ -91,18 +91,18 @@ def test_attention_only_and_residual_match_rollout():
 
 def test_positional_kernels():
 
-    assert np.allclose(measure.positional_kernel("gpt2", 5, 4), rollout.uniform_causal(5))
-    assert np.allclose(measure.positional_kernel("bloom", 5, 4), rollout.alibi(5, 4))
+    assert np.allclose(measure.config_kernel("gpt2", 5, 4), rollout.uniform_causal(5))
+    assert np.allclose(measure.config_kernel("bloom", 5, 4), rollout.alibi(5, 4))
     cfg = models.build_config("falcon-rw-1b")  # head size 64: logits (bias included) / 8
-    assert np.allclose(measure.positional_kernel("falcon", 5, 32, cfg),
+    assert np.allclose(measure.config_kernel("falcon", 5, 32, cfg),
                        rollout.alibi(5, 32, scale=1 / 8))
-    assert np.allclose(measure.positional_kernel("mpt", 5, 16, models.build_config("mpt-1b")),
+    assert np.allclose(measure.config_kernel("mpt", 5, 16, models.build_config("mpt-1b")),
                        rollout.alibi(5, 16))
 
 
 def test_content_mode_matches_mean_diagonal():
     c = measure.capture("qwen2-tiny", "random", length=12, batch=2, seed=0)
-    K = measure.positional_kernel("qwen2", 12, 4)
+    K = measure.config_kernel("qwen2", 12, 4)
     for t in range(c["A"].shape[0]):
         target = float(np.diagonal(c["A"][t]).mean())
         d = rollout.matched_diag(K, target)
@@ -152,12 +152,11 @@ def _parser():
 def _run(argv):
     import io
 
-    from posbias_nb import cli
+    from posbias_nb import results
 
     args = _parser().parse_args(argv)
-    cols, meta = args.func(args)
     buf = io.StringIO()
-    cli.write_profile(cols, meta, args.format, buf)
+    results.write(args.func(args), args.format, buf)
     return buf.getvalue()
 
 
@@ -211,7 +210,7 @@ def test_positional_kernel_is_the_models_content_free_attention(name, qkv):
         if getattr(mod, "bias", None) is not None:
             mod.bias.zero_()
     res = measure.capture_model(m, _ids(m, L=12, B=1))
-    K = measure.positional_kernel(info["family"], 12, info["n_heads"], m.config)
+    K = measure.config_kernel(info["family"], 12, info["n_heads"], m.config)
     for t in range(res["A"].shape[0]):  # Falcon rounds its ALiBi bias to bfloat16
         assert np.allclose(res["A"][t], K, atol=5e-3), (name, t)
 

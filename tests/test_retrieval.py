@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from posbias_nb import metrics
-from posbias_nb.measure import retrieval as R
+from posbias_nb.experiments import retrieval as R
+from posbias_nb.tasks import retrieval as T
+from posbias_nb.measure import entry
+from posbias_nb.measure.scoring import score
 
 VOCAB = 300  # the -tiny twins' vocabulary: byte-level prompts
 
@@ -39,23 +42,23 @@ def test_kv_prompt_is_liu_et_al_format():
         'Key: "test key2"',
         "Corresponding value:",
     ])
-    assert R.kv_prompt(data, "test key2") == gold
+    assert T.kv_prompt(data, "test key2") == gold
     with pytest.raises(ValueError, match="nope"):
-        R.kv_prompt(data, "nope")
+        T.kv_prompt(data, "nope")
 
 
 def test_slot_items_include_ends_and_refuse_collisions():
-    assert R.slot_items(17, 7).tolist() == [0, 3, 5, 8, 11, 13, 16]
-    assert R.slot_items(7, 7).tolist() == list(range(7))
+    assert T.slot_items(17, 7).tolist() == [0, 3, 5, 8, 11, 13, 16]
+    assert T.slot_items(7, 7).tolist() == list(range(7))
     with pytest.raises(ValueError, match="6 items"):
-        R.slot_items(6, 7)
+        T.slot_items(6, 7)
     with pytest.raises(ValueError, match="positions"):
-        R.slot_items(10, 1)
+        T.slot_items(10, 1)
 
 
 @pytest.fixture(scope="module")
 def kv():
-    return R.build_prompts(None, "kv", positions=4, examples=3, length=260, seed=5,
+    return T.build_prompts(None, "kv", positions=4, examples=3, length=260, seed=5,
                            vocab_size=VOCAB)
 
 
@@ -92,8 +95,8 @@ def test_kv_same_pairs_at_every_position(kv):
 
 
 def test_kv_length_rule_tracks_length():
-    small = R.build_prompts(None, "kv", 3, 1, 220, 0, vocab_size=VOCAB)
-    big = R.build_prompts(None, "kv", 3, 1, 600, 0, vocab_size=VOCAB)
+    small = T.build_prompts(None, "kv", 3, 1, 220, 0, vocab_size=VOCAB)
+    big = T.build_prompts(None, "kv", 3, 1, 600, 0, vocab_size=VOCAB)
     assert big["n_items"] > small["n_items"]
     for P, L in ((small, 220), (big, 600)):
         got = len(P["records"][0]["prompt_ids"])
@@ -101,7 +104,7 @@ def test_kv_length_rule_tracks_length():
 
 
 def test_needle_prompts():
-    P = R.build_prompts(None, "needle", positions=3, examples=2, length=1200, seed=1,
+    P = T.build_prompts(None, "needle", positions=3, examples=2, length=1200, seed=1,
                         vocab_size=VOCAB)
     recs = P["records"]
     for e in range(2):
@@ -131,13 +134,13 @@ def test_needle_prompts():
 ])
 def test_bad_input_raises(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        R.build_prompts(None, vocab_size=VOCAB, **kwargs)
+        T.build_prompts(None, vocab_size=VOCAB, **kwargs)
 
 
 def test_prompts_are_deterministic():
-    a = R.build_prompts(None, "kv", 3, 2, 300, seed=3, vocab_size=VOCAB)["records"]
-    b = R.build_prompts(None, "kv", 3, 2, 300, seed=3, vocab_size=VOCAB)["records"]
-    c = R.build_prompts(None, "kv", 3, 2, 300, seed=4, vocab_size=VOCAB)["records"]
+    a = T.build_prompts(None, "kv", 3, 2, 300, seed=3, vocab_size=VOCAB)["records"]
+    b = T.build_prompts(None, "kv", 3, 2, 300, seed=3, vocab_size=VOCAB)["records"]
+    c = T.build_prompts(None, "kv", 3, 2, 300, seed=4, vocab_size=VOCAB)["records"]
     assert [r["prompt_ids"] for r in a] == [r["prompt_ids"] for r in b]
     assert [r["prompt_ids"] for r in a] != [r["prompt_ids"] for r in c]
 
@@ -197,7 +200,7 @@ def test_retrieval_run_json_deterministic(tmp_path, monkeypatch):
     kw = dict(task="kv", positions=3, examples=2, length=220, seed=0, weights="random")
     a = R.retrieval_run("gpt2-tiny", **kw)
     monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
-    R._LOADED.clear()
+    entry.forget()
     b = R.retrieval_run("gpt2-tiny", **kw)
     assert json.dumps(a) == json.dumps(b)  # same seed, same output; cache round-trip exact
     assert a["position"] == [0, 1, 2] and len(a["examples"]) == 6
@@ -206,10 +209,12 @@ def test_retrieval_run_json_deterministic(tmp_path, monkeypatch):
         assert all(lo <= m <= hi for lo, m, hi in zip(a[k + "_low"], a[k], a[k + "_high"]))
     rec = a["examples"][0]
     assert set(rec) >= {"gold_index", "prompt_ids", "answer_ids", "logprob", "correct"}
-    assert R.score(R._load("gpt2-tiny", "random", 0)[0], rec["prompt_ids"],
+    assert score(R._load("gpt2-tiny", "random", 0)[0], rec["prompt_ids"],
                    rec["answer_ids"])[0] == pytest.approx(rec["logprob"], abs=1e-9)
     assert a["meta"]["n_items"] >= 3 and a["meta"]["task"] == "kv"
-    assert len(R.to_csv_rows(a)) == 3 and len(R.to_csv_rows(a)[0]) == len(R.CSV_COLUMNS)
+    table = a.table()
+    assert list(table) == list(R.CSV_COLUMNS) and all(len(v) == 3 for v in table.values())
+    assert json.loads(json.dumps(a.to_json()))["meta"] == json.loads(json.dumps(a["meta"]))
     with pytest.raises(ValueError, match="no-such-model"):
         R.retrieval_run("no-such-model", **kw)
     with pytest.raises(ValueError, match="positions"):

@@ -324,7 +324,10 @@ def test_property_causal_diagonal_is_product_of_diagonals(data):
     if len(lam) == 0:
         return
     P = rollout.rollout(K, lam, full=True)
-    diag = np.prod(1 - lam[:, None] * (1 - np.diagonal(K, axis1=1, axis2=2)), axis=0)
+    # (1 - lam) + lam * d: a sum of two non-negative terms, no cancellation when d is tiny
+    # (the old reference 1 - lam * (1 - d) lost digits there; issue 17, part 0)
+    d = np.diagonal(K, axis1=1, axis2=2)
+    diag = np.prod((1 - lam[:, None]) + lam[:, None] * d, axis=0)
     np.testing.assert_allclose(np.diag(P), diag, rtol=1e-10, atol=1e-300)
     assert np.diag(P).min() >= rollout.control(K, lam).prod_keep_delta * (1 - 1e-10) - 1e-300
 

@@ -1,53 +1,56 @@
-"""The remedies lab (posbias_nb.measure.train): tasks, determinism, a tiny run, bad input."""
+"""The remedies lab (posbias_nb.experiments.remedies, posbias_nb.tasks.synthetic): tasks, determinism, a tiny run, bad input."""
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
 import pytest
 
-from posbias_nb.measure import train
+from posbias_nb import results
+from posbias_nb.experiments import remedies as train
+from posbias_nb.tasks import synthetic
 
 TINY = dict(task="kv", layers=2, width=32, length=32, steps=3, checkpoints=2, batch=4,
             cache=False)
 
 
-@pytest.mark.parametrize("task", train.TASKS)
+@pytest.mark.parametrize("task", synthetic.TASKS)
 def test_answer_is_where_asked(task):
     rng = np.random.default_rng(0)
     L = 48
     pos = np.array([1, 7, 20, 33, L - 3])
-    ids, tgt = train.make_batch(task, pos, L, rng, distractors=3)
+    ids, tgt = synthetic.make_batch(task, pos, L, rng, distractors=3)
     assert ids.shape == (5, L) and tgt.shape == (5,)
-    assert np.all(ids[:, 0] == train.BOS)
-    assert np.all(np.isin(tgt, train.VALUES))
+    assert np.all(ids[:, 0] == synthetic.BOS)
+    assert np.all(np.isin(tgt, synthetic.VALUES))
     for b, p in enumerate(pos):
         if task == "needle":
-            assert ids[b, p] == tgt[b] and ids[b, -1] == train.MARKER
+            assert ids[b, p] == tgt[b] and ids[b, -1] == synthetic.MARKER
             # the needle's token occurs nowhere else; exactly 3 look-alikes elsewhere
-            assert np.sum(np.isin(ids[b], train.VALUES)) == 1
-            assert np.sum(np.isin(ids[b], train.DISTRACT)) == 3
+            assert np.sum(np.isin(ids[b], synthetic.VALUES)) == 1
+            assert np.sum(np.isin(ids[b], synthetic.DISTRACT)) == 3
         else:
-            k = np.flatnonzero(train.KEYS == ids[b, -1])[0]
-            assert ids[b, p] == train.PAIRS[k * train.N_VALUES + (tgt[b] - train.VALUES[0])]
-            pairs = ids[b][np.isin(ids[b], train.PAIRS)]
+            k = np.flatnonzero(synthetic.KEYS == ids[b, -1])[0]
+            assert ids[b, p] == synthetic.PAIRS[k * synthetic.N_VALUES + (tgt[b] - synthetic.VALUES[0])]
+            pairs = ids[b][np.isin(ids[b], synthetic.PAIRS)]
             assert pairs.size == 4
-            keys = (pairs - train.PAIRS[0]) // train.N_VALUES
+            keys = (pairs - synthetic.PAIRS[0]) // synthetic.N_VALUES
             assert len(set(keys.tolist())) == 4 and np.sum(keys == k) == 1
 
 
 def test_placements():
     rng = np.random.default_rng(1)
     L = 64
-    for placement in train.PLACEMENTS:
-        p = train.sample_positions(rng, 4000, L, placement)
+    for placement in synthetic.PLACEMENTS:
+        p = synthetic.sample_positions(rng, 4000, L, placement)
         assert p.min() >= 1 and p.max() <= L - 3
-    w = round(train.EDGE_FRAC * (L - 3))
-    start = train.sample_positions(rng, 4000, L, "start")
+    w = round(synthetic.EDGE_FRAC * (L - 3))
+    start = synthetic.sample_positions(rng, 4000, L, "start")
     assert np.mean(start <= w) > 0.8
-    edges = train.sample_positions(rng, 4000, L, "edges")
+    edges = synthetic.sample_positions(rng, 4000, L, "edges")
     assert np.mean((edges <= w) | (edges > L - 3 - w)) > 0.8
-    assert 0.3 < np.mean(train.sample_positions(rng, 4000, L, "uniform") <= (L - 3) / 2) < 0.7
+    assert 0.3 < np.mean(synthetic.sample_positions(rng, 4000, L, "uniform") <= (L - 3) / 2) < 0.7
 
 
 def test_tiny_run_and_determinism():
@@ -62,10 +65,12 @@ def test_tiny_run_and_determinism():
         assert np.array_equal(a[k], b[k]), k
     assert not np.array_equal(a["grad_init_value"], c["grad_init_value"])
     assert a["meta"]["task"] == "kv"
-    js = json.loads(json.dumps(train.to_json(a)))
+    js = json.loads(json.dumps(a.to_json()))
     assert {"position", "accuracy", "influence", "lambda", "curve", "meta"} <= set(js)
     assert js["meta"]["seed"] == 3 and len(js["curve"][0]) == P
-    csv = train.to_csv(a)
+    buf = io.StringIO()
+    results.write(a, "csv", buf)
+    csv = buf.getvalue()
     assert csv.splitlines()[0] == "position,accuracy,loss,steps_to_half,grad_init"
     assert len(csv.splitlines()) == P + 1
 

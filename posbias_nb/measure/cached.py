@@ -1,8 +1,8 @@
 r"""Cached entry points: load a model of the zoo, read text, measure, store on disk.
 
-Each function here checks its arguments once (:func:`_checked`), builds one cache key from every
-argument that changes the numbers (model fingerprint, weights, seed, sizes, corpus digest,
-versions of torch and transformers), and calls the measurement
+Each function here checks its arguments once and builds one cache key from every argument that
+changes the numbers (model fingerprint, weights, seed, sizes, corpus digest and window rule,
+versions of torch and transformers), through the shared helper :mod:`~posbias_nb.measure.entry`, and calls the measurement
 (:mod:`~posbias_nb.measure.jacobian`, :mod:`~posbias_nb.measure.hooks`) only on a miss.  A hit
 loads no model.
 
@@ -22,45 +22,16 @@ import numpy as np
 
 from .. import cache, models, rollout
 from .._validate import choice, positive_int
+from ..tasks.text import SOURCES, corpus_digest, text_batch
+from .entry import checked, library_versions, run_key
 from .hooks import capture_model, n_heads
 from .jacobian import METHODS, TARGETS, influence_profile
-from .text import SOURCES, corpus_digest, text_batch
 
 __all__ = ["profile", "shared_profile", "capture", "measured_influence", "predict",
-           "positional_kernel", "MODES", "library_versions"]
+           "config_kernel", "MODES", "library_versions"]
 
 MODES = ("attention", "residual", "positional", "content")
 _CAPTURE_DEF = "capture-v1"  # bump when the definition of A or lambda changes
-
-
-def _version(pkg: str) -> str:
-    try:
-        return metadata.version(pkg)
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        return "absent"
-
-
-def library_versions() -> dict:
-    """The versions of torch and transformers: part of every cache key and of ``meta``."""
-    return {"torch": _version("torch"), "transformers": _version("transformers")}
-
-
-def _checked(model, weights: str, length: int, batch: int, seed: int) -> dict:
-    """Validate the arguments every measurement shares; return :func:`models.describe`."""
-    info = models.check_weights(model, weights)
-    length = positive_int("length", length, minimum=2)
-    positive_int("batch", batch)
-    positive_int("seed", seed, minimum=0)
-    if info["max_length"] is not None and length > info["max_length"]:
-        raise ValueError(f"length {length} is beyond the context of {info['name']} "
-                         f"({info['max_length']} tokens)")
-    return info
-
-
-def _key(info: dict, weights: str, length: int, batch: int, seed: int, **extra) -> dict:
-    return {"model": info["name"], "fingerprint": info["fingerprint"], "weights": weights,
-            "seed": seed, "length": int(length), "batch": int(batch), **extra,
-            **library_versions()}
 
 
 def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bool = True,
@@ -74,7 +45,7 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
     Loads the model (:func:`posbias_nb.models.loading.load` with ``seed``, ``rope``, ``device``,
     ``dtype``, ``device_map`` and the fused ``"sdpa"`` attention, the same function as
     ``"eager"``), draws ``batch`` windows of ``length`` tokens
-    (:func:`~posbias_nb.measure.text.text_batch` with ``seed``) and runs
+    (:func:`~posbias_nb.tasks.text.text_batch` with ``seed``) and runs
     :func:`~posbias_nb.measure.jacobian.influence_profile` (probes seeded with ``seed``).  One ``seed``
     thus fixes the weights, the text and the probes.
 
@@ -90,7 +61,7 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
         target, source, dtype; CUDA requested but absent; pretrained weights not installed;
         ``rope=False`` for a model without RoPE.
     """
-    info = _checked(model, weights, length, batch, seed)
+    info = checked(model, weights, length, batch, seed)
     choice("method", method, METHODS)
     choice("target", target, TARGETS)
     choice("source", source, SOURCES)
@@ -106,7 +77,7 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
     chunk = positive_int("chunk", chunk)
     if device_map is None:
         models.check_device(device)
-    params = _key(info, weights, length, batch, seed, rope=bool(rope),
+    params = run_key(info, weights, length, batch, seed, rope=bool(rope),
                   method="exact" if exact else "probes", probes=None if exact else probes,
                   target=target, source=source,
                   corpus=corpus_digest() if source == "text" else None,
@@ -162,12 +133,12 @@ def shared_profile(name: str, weights: str, length: int, *, batch: int = 1, prob
     ValueError
         Bad weights, length, position, probes; weights or tokenizer package not installed.
     """
-    info = _checked(name, weights, length, batch, seed)
+    info = checked(name, weights, length, batch, seed)
     probes = positive_int("probes", probes, minimum=2)
     pos = position if position >= 0 else length + position
     if not 0 <= pos < length:
         raise ValueError(f"position {position} outside 0..{length - 1}")
-    params = _key(info, weights, length, batch, seed, probes=probes, position=pos,
+    params = run_key(info, weights, length, batch, seed, probes=probes, position=pos,
                   corpus=corpus_digest(), attn="sdpa")
 
     def compute():
@@ -192,8 +163,8 @@ def shared_profile(name: str, weights: str, length: int, *, batch: int = 1, prob
 
 
 def _capture_key(model, weights, length, batch, seed) -> tuple[dict, dict]:
-    info = _checked(model, weights, length, batch, seed)
-    params = _key(info, weights, length, batch, seed, text_seed=seed, source="text",
+    info = checked(model, weights, length, batch, seed)
+    params = run_key(info, weights, length, batch, seed, text_seed=seed, source="text",
                   corpus=corpus_digest(), definition=_CAPTURE_DEF, attn="eager",
                   falcon_alibi_fix=info["family"] == "falcon" or None)
     params["seed"] = seed if weights == "random" else None
@@ -241,7 +212,7 @@ def capture(model: str, weights: str = "random", length: int = 128, batch: int =
 
     Loads ``model`` (:func:`posbias_nb.models.loading.load`, eager attention, weights seeded with
     ``seed``), draws ``batch`` text windows of ``length`` tokens
-    (:func:`~posbias_nb.measure.text.text_batch` with ``seed``: the windows :func:`profile` reads for
+    (:func:`~posbias_nb.tasks.text.text_batch` with ``seed``: the windows :func:`profile` reads for
     the same seed) and runs :func:`~posbias_nb.measure.hooks.capture_model`.
 
     Returns
@@ -295,7 +266,7 @@ def measured_influence(model: str, weights: str = "random", length: int = 128, b
 # Predictions
 
 
-def positional_kernel(family: str, L: int, heads: int, config=None) -> np.ndarray:
+def config_kernel(family: str, L: int, heads: int, config=None) -> np.ndarray:
     r"""The content-free kernel of an architecture, read from its transformers ``config``:
     :func:`posbias_nb.rollout.positional_kernel` with the ALiBi switch, head size and MPT's
     ``alibi_bias_max`` taken from the config (needed for Falcon and MPT only).  Chapter
@@ -329,7 +300,7 @@ def predict(captured: dict, mode: str = "residual") -> np.ndarray:
     * ``"attention"`` — :math:`\lambda_t = 1`, :math:`K_t = A_t` measured;
     * ``"residual"`` — measured :math:`\lambda_t` and :math:`A_t`;
     * ``"positional"`` — measured :math:`\lambda_t`, the architecture's content-free kernel
-      (:func:`positional_kernel`; the authors' ``no_content`` setting);
+      (:func:`config_kernel`; the authors' ``no_content`` setting);
     * ``"content"`` — measured :math:`\lambda_t`, :math:`K_t = (1-d_t) K + d_t I` with
       :math:`d_t` = :func:`posbias_nb.rollout.matched_diag` matching each layer's measured mean
       self-attention.
@@ -357,7 +328,7 @@ def predict(captured: dict, mode: str = "residual") -> np.ndarray:
     name = str(captured.get("model"))
     cfg = models.build_config(name) if name in models.ZOO else None
     family = str(captured.get("family", getattr(cfg, "model_type", "")))
-    K = positional_kernel(family, L, int(captured["n_heads"]), cfg)
+    K = config_kernel(family, L, int(captured["n_heads"]), cfg)
     if mode == "positional":
         return rollout.rollout(K, lam)
     diag = np.diagonal(A, axis1=1, axis2=2).mean(axis=1)

@@ -8,7 +8,7 @@ the predictions).  Every hook is removed when the run ends.  Chapter :ref:`ch-pr
 
 What is measured, exactly
 -------------------------
-For a batch of ``B`` sequences of ``L`` tokens (:func:`posbias_nb.measure.text.text_batch`, the same
+For a batch of ``B`` sequences of ``L`` tokens (:func:`posbias_nb.tasks.text.text_batch`, the same
 windows :func:`posbias_nb.measure.cached.profile` reads for the same ``seed``):
 
 * :math:`A_t` — the attention probabilities of layer ``t`` (``attn_implementation="eager"``,

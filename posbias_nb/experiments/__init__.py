@@ -1,0 +1,17 @@
+"""Whole studies built on the measurements: one layer above :mod:`posbias_nb.measure`.
+
+=========================  ==================================================================
+:mod:`.retrieval`          retrieval runs (key-value, needle) scored per gold position, and
+                           their link to the influence prior
+:mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and
+                           their statistics
+:mod:`.replay`             cached replays of the structural theory's published configurations
+=========================  ==================================================================
+
+Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` (the rows the
+CSV output writes), ``meta`` and ``to_json()``.  Nothing below this package imports it; the
+chapters and the ``posbias`` command call it.  Importing it loads no torch.
+"""
+from . import remedies, replay, retrieval
+
+__all__ = ["retrieval", "remedies", "replay"]

@@ -1,0 +1,113 @@
+"""The results of the measurement-level ``posbias`` commands, as :class:`~posbias_nb.results.Result`.
+
+``posbias theory``, ``profile``, ``rollout`` and ``models`` each call one function here and write
+what it returns (``table()`` as CSV, ``to_json()`` as JSON); the experiments
+(:mod:`posbias_nb.experiments`) build their own results the same way.  The formats:
+
+* a profile: columns ``position`` (1..L) and ``influence`` (plus ``stderr`` for an estimate);
+  JSON adds ``lambda`` (one per layer) for a rollout;
+* ``meta``: what was run (model, weights, sizes, seed, versions).
+"""
+from __future__ import annotations
+
+from .. import __version__, models, theory
+from ..results import Result
+from .cached import capture, predict, profile
+from .entry import library_versions
+
+__all__ = ["theory_run", "profile_run", "rollout_run", "models_run"]
+
+
+def theory_run(length: int, depth: int, alpha="1", exact: bool = False) -> Result:
+    """The last row of :math:`((1-\\alpha) I + \\alpha M)^H` (:func:`posbias_nb.theory.influence`)
+    as a result; exact rationals are written as ``p/q`` strings."""
+    if exact:
+        row = theory.influence(length, depth, alpha=alpha, exact=True)
+        values = [f"{q.numerator}/{q.denominator}" if q.denominator != 1 else str(q.numerator)
+                  for q in row]
+    else:
+        values = [float(v) for v in theory.influence(length, depth, alpha=alpha)]
+    meta = {"command": "theory", "length": length, "depth": depth, "alpha": alpha,
+            "exact": bool(exact), "version": __version__}
+    return Result({"position": list(range(1, length + 1)), "influence": values}, meta=meta,
+                  columns=("position", "influence"))
+
+
+def _one_line_load_errors(model, call):
+    try:
+        return call()
+    except OSError as e:  # unreadable local directory, broken weight files
+        raise ValueError(f"cannot load {model!r}: {str(e).strip().splitlines()[0]}") from None
+
+
+def profile_run(model, weights: str = "random", length: int = 1024, *, rope: bool = True,
+                exact: bool = False, probes: int = 8, batch: int = 1, seed: int = 0,
+                target: str = "hidden", source: str = "text", device: str = "cpu",
+                dtype: str = "float32", device_map=None, progress: bool = False) -> Result:
+    """:func:`posbias_nb.measure.profile` as the result of ``posbias profile``."""
+    info = models.describe(model)
+    res = _one_line_load_errors(model, lambda: profile(
+        model, weights=weights, length=length, rope=rope,
+        method="exact" if exact else "probes", probes=probes, batch=batch, seed=seed,
+        target=target, source=source, device=device, progress=progress, dtype=dtype,
+        device_map=device_map))
+    estimate = not exact and target == "hidden"
+    data = {"position": list(range(1, length + 1)),
+            "influence": [float(v) for v in res["influence"]]}
+    columns = ["position", "influence"]
+    if estimate:
+        data["stderr"] = [float(v) for v in res["stderr"]]
+        columns.append("stderr")
+    meta = {
+        "command": "profile", "model": info["name"], "family": info["family"],
+        "n_layers": info["n_layers"], "weights": weights, "rope": bool(rope),
+        "length": length, "seed": seed, "batch": batch, "target": target,
+        "method": "probes" if estimate else "exact", "probes": probes if estimate else None,
+        "source": source, "device": device, "dtype": dtype, "device_map": device_map,
+        "output": "last token, final hidden state after the final norm"
+        if target == "hidden" else "probability of the argmax next token",
+        "version": __version__, **library_versions(),
+    }
+    if batch > 1:
+        meta["batch_stderr"] = [float(v) for v in res["batch_stderr"]]
+    return Result(data, meta=meta, columns=columns)
+
+
+def rollout_run(model, weights: str = "random", length: int = 128, *, mode: str = "residual",
+                batch: int = 2, seed: int = 0, lambdas: bool = False) -> Result:
+    """The rollout prediction of ``posbias rollout`` (:func:`posbias_nb.measure.predict` of the
+    measured :func:`posbias_nb.measure.capture`), or with ``lambdas`` the measured
+    :math:`\\lambda_t` per layer."""
+    cap = _one_line_load_errors(model, lambda: capture(model, weights=weights, length=length,
+                                                       batch=batch, seed=seed))
+    lam = [float(v) for v in cap["lam"]]
+    meta = {"command": "rollout", "model": cap["model"], "family": cap["family"],
+            "weights": weights, "length": length, "seed": seed, "batch": batch, "mode": mode,
+            "n_layers": len(lam), "sum_lambda": float(sum(lam)),
+            "lambda_definition": "mean over tokens and sequences of |Attn(Norm x)| / "
+                                 "(|x| + |Attn(Norm x)|), x the residual stream entering the layer",
+            "version": __version__, **library_versions()}
+    if lambdas:
+        return Result({"layer": list(range(1, len(lam) + 1)), "lambda": lam}, meta=meta,
+                      columns=("layer", "lambda"))
+    row = predict(cap, mode)
+    data = {"position": list(range(1, length + 1)), "influence": [float(v) for v in row],
+            "lambda": lam}  # JSON arrays need not share a length: one lambda per layer
+    return Result(data, meta=meta, columns=("position", "influence"))
+
+
+def models_run() -> Result:
+    """The zoo (:func:`posbias_nb.models.zoo_table`) as the result of ``posbias models``."""
+    rows = models.zoo_table()
+    data = {
+        "name": [r["name"] for r in rows],
+        "family": [r["family"] for r in rows],
+        "layers": [r["n_layers"] for r in rows],
+        "width": [r["hidden_size"] for r in rows],
+        "context": [r["max_length"] for r in rows],
+        "rope": ["yes" if r["has_rope"] else "no" for r in rows],
+        "pretrained_installed": ["yes" if r["pretrained_available"] else "no" for r in rows],
+        # free text: a comma would split a CSV field
+        "pretrained_source": [r["pretrained_source"].replace(",", ";") for r in rows],
+    }
+    return Result(data, meta={"command": "models", "version": __version__}, columns=tuple(data))

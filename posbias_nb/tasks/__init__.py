@@ -1,0 +1,16 @@
+"""Pure data generators: what the measurements and experiments feed to a model.  No torch.
+
+=========================  ==================================================================
+:mod:`.text`               the offline text corpus (stdlib docstrings) and seeded, disjoint
+                           token windows
+:mod:`.retrieval`          key-value and needle-in-a-haystack retrieval prompts, with the gold
+                           item moved across positions
+:mod:`.synthetic`          the synthetic training data of the remedies lab: token layout,
+                           answer placements, batches
+=========================  ==================================================================
+
+A tokenizer object is only called here; nothing in this package imports torch or a model.
+"""
+from . import retrieval, synthetic, text
+
+__all__ = ["text", "retrieval", "synthetic"]

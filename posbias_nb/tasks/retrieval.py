@@ -1,0 +1,284 @@
+r"""Retrieval prompts: key-value (Liu et al. 2023) and needle in a haystack, pure data.
+
+Chapter *From prior to behaviour* (``book/retrieval.md``); the experiment that scores them is
+:mod:`posbias_nb.experiments.retrieval` (its module docstring states the prompt formats, the
+length rule and the answer leads).  Each prompt set is built so that **only the position of the
+gold item changes** from one prompt to the next.  This module imports no torch: a tokenizer is
+only called, and a model without one reads UTF-8 bytes.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from .._validate import choice, positive_int
+
+__all__ = ["TASKS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "kv_pairs", "kv_prompt",
+           "slot_items", "haystack_sentences", "needle_prompt", "build_prompts", "check_args"]
+
+TASKS = ("kv", "needle")
+KV_INSTRUCTION = "Extract the value corresponding to the specified key in the JSON object below."
+NEEDLE_INSTRUCTION = ("Read the text below. Somewhere in it is a secret code; "
+                      "answer the question about it.")
+_HEX = "0123456789abcdef"
+_HEX_LEN = 8
+
+# --------------------------------------------------------------------------------------------
+# Prompt construction (pure: no torch)
+
+
+def _hexes(rng, count: int, taken: set) -> list[str]:
+    out = []
+    while len(out) < count:
+        s = "".join(rng.choice(list(_HEX), size=_HEX_LEN))
+        if s not in taken:
+            taken.add(s)
+            out.append(s)
+    return out
+
+
+def kv_pairs(n_pairs: int, rng) -> list[tuple[str, str]]:
+    """``n_pairs`` random (key, value) pairs of 8 lower-case hex digits; all strings distinct."""
+    taken: set = set()
+    keys = _hexes(rng, n_pairs, taken)
+    vals = _hexes(rng, n_pairs, taken)
+    return list(zip(keys, vals))
+
+
+def kv_prompt(pairs, key: str) -> str:
+    """The key–value retrieval prompt of Liu et al. (2023) for ``pairs`` and the asked ``key``
+    (chapter *From prior to behaviour*)."""
+    pairs = list(pairs)
+    if len(pairs) < 1:
+        raise ValueError(f"kv_prompt needs at least one pair, got {pairs!r}")
+    if key not in [k for k, _ in pairs]:
+        raise ValueError(f"key {key!r} is not among the pairs")
+    rows = []
+    for i, (k, v) in enumerate(pairs):
+        rows.append(("{" if i == 0 else " ") + f'"{k}": "{v}"'
+                    + ("}" if i == len(pairs) - 1 else ","))
+    return (f"{KV_INSTRUCTION}\n\nJSON data:\n" + "\n".join(rows)
+            + f'\n\nKey: "{key}"\nCorresponding value:')
+
+
+def slot_items(n_items: int, positions: int) -> np.ndarray:
+    """Item index of each of the ``positions`` gold slots: ``round(k (n-1)/(P-1))``, first and
+    last always included.  ValueError if two slots would share an item (``n_items < P``)."""
+    positions = positive_int("positions", positions, minimum=2)
+    n_items = positive_int("n_items", n_items, minimum=1)
+    idx = np.rint(np.arange(positions) * (n_items - 1) / (positions - 1)).astype(int)
+    if len(set(idx.tolist())) != positions:
+        raise ValueError(f"length too small: {n_items} items cannot hold {positions} distinct "
+                         "gold positions (raise the length or lower the positions)")
+    return idx
+
+
+@lru_cache(maxsize=1)
+def haystack_sentences() -> tuple[str, ...]:
+    """The sentences of :func:`posbias_nb.measure.stdlib_corpus`, whitespace collapsed, split
+    after ``.``, ``!`` or ``?``; those of 20 to 300 characters that contain no hex-like 8-letter
+    word are kept, in corpus order."""
+    from .text import stdlib_corpus  # noqa: PLC0415 (same layer, pure)
+
+    text = " ".join(stdlib_corpus().split())
+    out = []
+    for s in re.split(r"(?<=[.!?])\s+", text):
+        if 20 <= len(s) <= 300 and not re.search(r"\b[0-9a-f]{8}\b", s):
+            out.append(s)
+    return tuple(out)
+
+
+def needle_prompt(sentences, depth_index: int, key: str, value: str) -> str:
+    """The needle prompt: instruction, the haystack ``sentences`` with the needle inserted
+    before sentence ``depth_index`` (``len(sentences)``: after the last), the question."""
+    sentences = list(sentences)
+    if not 0 <= depth_index <= len(sentences):
+        raise ValueError(f"depth_index must lie in 0..{len(sentences)}, got {depth_index!r}")
+    body = sentences[:depth_index] + [_needle(key, value)] + sentences[depth_index:]
+    return (f"{NEEDLE_INSTRUCTION}\n\n" + " ".join(body)
+            + f"\n\nQuestion: What is the secret code for {key}?\nAnswer:")
+
+
+def _needle_lead(key: str) -> str:
+    return f"The secret code for {key} is"
+
+
+def _needle(key: str, value: str) -> str:
+    return f"The secret code for {key} is {value}."
+
+
+# --------------------------------------------------------------------------------------------
+# Tokenization
+
+
+class _Codec:
+    """Text -> ids for one tokenizer (or bytes), with the chat template where there is one."""
+
+    def __init__(self, tok, vocab_size: int):
+        self.tok = tok
+        self.vocab = int(vocab_size)
+        self.chat = bool(tok is not None and getattr(tok, "chat_template", None))
+
+    def render(self, content: str, lead: str = "") -> tuple[str, int]:
+        """(full prompt text, offset of ``content`` inside it); ``lead`` starts the answer
+        (after the generation prompt of a chat template, after a space otherwise)."""
+        if not self.chat:
+            return content + (" " + lead if lead else ""), 0
+        text = self.tok.apply_chat_template([{"role": "user", "content": content}],
+                                            tokenize=False, add_generation_prompt=True)
+        return text + lead, text.index(content)
+
+    def encode(self, text: str, prompt: bool) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids and character offsets; special tokens only for a prompt without template."""
+        if self.tok is None:
+            ids, offs = [], []
+            for i, ch in enumerate(text):
+                for b in ch.encode("utf-8"):
+                    ids.append(b % self.vocab)
+                    offs.append((i, i + 1))
+            return ids, offs
+        special = prompt and not self.chat
+        enc = self.tok(text, add_special_tokens=special, return_offsets_mapping=True)
+        return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text, prompt=False)[0])
+
+
+def _span(offsets, c0: int, c1: int) -> tuple[int, int]:
+    """Token range [t0, t1) whose characters overlap [c0, c1)."""
+    hit = [i for i, (a, b) in enumerate(offsets) if b > c0 and a < c1 and b > a]
+    if not hit:
+        raise ValueError("the gold value was not found among the prompt's tokens")
+    return hit[0], hit[-1] + 1
+
+
+def check_args(task, positions, examples, length, seed):
+    """Validate the arguments of a retrieval run; return them as ints (ValueError naming a bad one)."""
+    choice("task", task, TASKS)
+    positions = positive_int("positions", positions, minimum=2)
+    examples = positive_int("examples", examples, minimum=1)
+    length = positive_int("length", length, minimum=2)
+    seed = positive_int("seed", seed, minimum=0)
+    return task, positions, examples, length, seed
+
+
+def build_prompts(tokenizer, task: str, positions: int, examples: int, length: int,
+                  seed: int = 0, vocab_size: int | None = None) -> dict:
+    """All prompts of a run: ``examples x positions`` records, example-major.
+
+    Parameters
+    ----------
+    tokenizer : Hugging Face tokenizer or None
+        None reads bytes (needs ``vocab_size``).
+    task, positions, examples, length, seed :
+        As in :func:`retrieval_run` (module docstring: the length rule).
+
+    Returns
+    -------
+    dict
+        ``records``: list of dicts with ``example``, ``gold_index`` (slot ``k``), ``item`` (the
+        gold item's index among the ``n_items``), ``content`` (task text), ``text`` (rendered
+        prompt), ``prompt_ids``, ``answer_ids``, ``value``, ``span`` (token range of the gold
+        value in the prompt); ``n_items``, ``items`` (slot -> item), ``chat`` (bool).
+
+    Raises
+    ------
+    ValueError
+        Unknown task, ``positions < 2``, ``examples < 1``, a length too small for ``positions``
+        distinct items, ``vocab_size`` missing for bytes.
+    """
+    task, positions, examples, length, seed = check_args(task, positions, examples, length,
+                                                          seed)
+    if tokenizer is None and vocab_size is None:
+        raise ValueError("a byte-level prompt (tokenizer None) needs vocab_size")
+    codec = _Codec(tokenizer, vocab_size if vocab_size is not None else len(tokenizer))
+    rngs = [np.random.default_rng([seed, e, 0x5E7]) for e in range(examples)]
+    records = []
+    if task == "kv":
+        probe = kv_pairs(8, np.random.default_rng([seed, 0, 0x5E7]))
+
+        def tokens(pairs):
+            return len(codec.encode(codec.render(kv_prompt(pairs, pairs[0][0]), '"')[0],
+                                    True)[0])
+
+        t2, t8 = tokens(probe[:2]), tokens(probe)
+        per = max((t8 - t2) / 6.0, 1e-9)
+        n = 2 + int(round((length - t2) / per))
+        if n < 2:
+            raise ValueError(f"length {length} is too small for the kv task: two pairs already "
+                             f"take {t2} tokens")
+        if n < positions:
+            raise ValueError(f"length {length} is too small for {positions} gold positions in "
+                             f"the kv task: it holds {n} pairs")
+        items = slot_items(n, positions)
+        sets = [kv_pairs(n, r) for r in rngs]
+        for e, pairs in enumerate(sets):
+            gold, others = pairs[0], pairs[1:]
+            for k, it in enumerate(items):
+                order = others[:it] + [gold] + others[it:]
+                content = kv_prompt(order, gold[0])
+                c0 = _value_at(content, gold)
+                slots = [(_value_at(content, order[j]), _value_at(content, order[j]) + _HEX_LEN)
+                         for j in items]
+                records.append(_record(codec, e, k, int(it), content, gold[1], c0,
+                                       answer=gold[1], lead='"', slots=slots))
+    else:
+        sents = haystack_sentences()
+        t0 = len(codec.encode(codec.render(needle_prompt([], 0, "0a1b2c3d", "4e5f6a7b"),
+                                           _needle_lead("0a1b2c3d"))[0], True)[0])
+        budget = length - t0
+        if budget < positions:
+            raise ValueError(f"length {length} is too small for the needle task: the prompt "
+                             f"without haystack already takes {t0} tokens")
+        for e, rng in enumerate(rngs):
+            key, value = _hexes(rng, 2, set())
+            start = int(rng.integers(0, len(sents)))
+            hay, used = [], 0
+            i = start
+            while used < budget and len(hay) < len(sents):
+                s = sents[i % len(sents)]
+                used += codec.count(" " + s)
+                hay.append(s)
+                i += 1
+            if len(hay) + 1 < positions:
+                raise ValueError(f"length {length} is too small for {positions} gold positions "
+                                 f"in the needle task: the haystack holds {len(hay)} sentences")
+            items = slot_items(len(hay) + 1, positions)
+            for k, it in enumerate(items):
+                content = needle_prompt(hay, int(it), key, value)
+                needle = _needle(key, value)
+                c0 = content.index(needle) + len(needle) - len(value) - 1
+                body = hay[:it] + [needle] + hay[it:]
+                starts = np.cumsum([0] + [len(b) + 1 for b in body]) + len(NEEDLE_INSTRUCTION) + 2
+                slots = []
+                for j, jt in enumerate(items):
+                    if j == k:
+                        slots.append((c0, c0 + len(value)))
+                    else:  # the haystack sentence that starts at this slot's boundary
+                        i = min(int(jt), len(hay) - 1)
+                        b = i if i < it else i + 1
+                        slots.append((int(starts[b]), int(starts[b]) + len(body[b])))
+                records.append(_record(codec, e, k, int(it), content, value, c0,
+                                       answer=" " + value, lead=_needle_lead(key), slots=slots))
+        n = None
+    n_items = n if task == "kv" else None
+    return {"records": records, "n_items": n_items, "chat": codec.chat, "codec": codec,
+            "items": [int(r["item"]) for r in records[:positions]]}
+
+
+def _value_at(content: str, pair) -> int:
+    return content.index(f'"{pair[0]}": "{pair[1]}"') + len(f'"{pair[0]}": "')
+
+
+def _record(codec, e, k, item, content, value, c0, answer, lead="", slots=()):
+    text, off = codec.render(content, lead)
+    ids, offs = codec.encode(text, prompt=True)
+    ans, _ = codec.encode(answer, prompt=False)
+    span = _span(offs, off + c0, off + c0 + len(value))
+    slot_spans = [_span(offs, off + a, off + b) for a, b in slots]
+    return {"example": e, "gold_index": k, "item": item, "content": content, "text": text,
+            "prompt_ids": ids, "answer_ids": ans, "value": value, "span": span,
+            "slot_spans": slot_spans}

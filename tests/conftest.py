@@ -1,0 +1,44 @@
+"""Shared test set-up: derandomized property tests on CI, and one isolated cache per test.
+
+Hypothesis profiles (select with ``HYPOTHESIS_PROFILE``; the Makefile's ``unit`` target selects
+``ci``):
+
+* ``ci``  -- ``derandomize=True`` and no example database, so a run is the same every time and a
+  failure found once is not replayed from a local ``.hypothesis`` folder: CI cannot fail by chance.
+* ``dev`` -- random exploration with more examples (``make unit-explore``), for local bug hunting.
+
+Every test runs with ``POSBIAS_CACHE_DIR`` pointing at its own temporary folder, so no test reads
+or writes the user's cache and no test sees another's results.  De-quantized pretrained weights
+are not measurements: they stay where the chapters put them (``POSBIAS_WEIGHTS_DIR``), so the
+tests of packaged weights reuse them instead of de-quantizing again.
+"""
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def _shared_weights_dir() -> str:
+    if os.environ.get("POSBIAS_WEIGHTS_DIR"):
+        return os.environ["POSBIAS_WEIGHTS_DIR"]
+    d = os.environ.get("POSBIAS_CACHE_DIR", "")
+    if d.lower() == "off":
+        return str(Path(os.environ.get("TMPDIR", "/tmp")) / "posbias_nb" / "weights")
+    return str((Path(d) if d else Path.home() / ".cache" / "posbias_nb") / "weights")
+
+
+_WEIGHTS = _shared_weights_dir()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Each test gets a fresh, empty measurement cache; shared de-quantized weights stay visible."""
+    monkeypatch.setenv("POSBIAS_WEIGHTS_DIR", _WEIGHTS)
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path_factory.mktemp("posbias-cache")))
+    yield

@@ -29,7 +29,7 @@ def _ids(m, L=12, B=3, seed=0):
 
 @pytest.mark.parametrize("name", TINY)
 def test_kernels_stochastic_causal_and_lambda_in_unit_interval(name):
-    m, _, _ = models.load(name, "random", seed=1)
+    m, _, _ = models.load(name, "random", seed=1, attn="eager")
     res = measure.capture_model(m, _ids(m))
     A, lam = res["A"], res["lam"]
     T = models.describe(name)["n_layers"]
@@ -56,7 +56,7 @@ def test_alibi_zoo_entries_have_real_sizes():
 
 def test_lambda_and_kernel_by_hand_gpt2():
     """Recompute A_t and lambda_t of a tiny GPT-2 from its weights and hidden states."""
-    m, _, _ = models.load("gpt2-tiny", "random", seed=3)
+    m, _, _ = models.load("gpt2-tiny", "random", seed=3, attn="eager")
     ids = torch.as_tensor(_ids(m, L=10, B=2, seed=5))
     res = measure.capture_model(m, ids.numpy())
     with torch.no_grad():
@@ -203,7 +203,7 @@ def test_cli_bad_mode_is_usage_error():
                                        ("mpt-tiny", "attn.Wqkv")])
 def test_positional_kernel_is_the_models_content_free_attention(name, qkv):
     """With queries and keys zeroed, the model's own attention is its positional kernel."""
-    m, _, info = models.load(name, "random", seed=0)
+    m, _, info = models.load(name, "random", seed=0, attn="eager")
     for layer in models.decoder_layers(m):
         mod = layer.get_submodule(qkv)
         mod.weight.zero_()

@@ -14,7 +14,18 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "posbias_nb"
-NUMERICS = ("posbias_nb.theory", "posbias_nb.rollout", "posbias_nb.metrics")
+NUMERICS = ("posbias_nb.theory", "posbias_nb.rollout", "posbias_nb.metrics", "posbias_nb.stats")
+#: The layers from the top down (DESIGN.md): a module may import only its own layer or lower ones.
+LAYERS = (
+    ("cli", ("posbias_nb.cli", "posbias_nb.__main__")),
+    ("experiments", ("posbias_nb.experiments",)),
+    ("measure", ("posbias_nb.measure",)),
+    ("models/tasks", ("posbias_nb.models", "posbias_nb.tasks")),
+    ("numerics", ("posbias_nb.theory", "posbias_nb.rollout", "posbias_nb.metrics",
+                  "posbias_nb.stats")),
+    ("support", ("posbias_nb.cache", "posbias_nb.plots", "posbias_nb.notebook",
+                 "posbias_nb.results", "posbias_nb._validate", "posbias_nb.data")),
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -103,10 +114,52 @@ def _reaches(graph, start: str, prefix: str) -> bool:
     return any(n == prefix or n.startswith(prefix + ".") for n in seen - {start})
 
 
+def _layer_of(module: str) -> int | None:
+    for i, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    return None
+
+
+def layer_violations(graph) -> list[tuple[str, str]]:
+    """Edges that go up the table of :data:`LAYERS` (support modules may be used by every layer
+    and use the numerics; the package root ``posbias_nb`` is exempt)."""
+    bad = []
+    for m, deps in graph.items():
+        lm = _layer_of(m)
+        if lm is None:
+            continue
+        for d in deps:
+            ld = _layer_of(d)
+            if ld is None:
+                continue
+            if ld < lm and not (LAYERS[lm][0] == "support" and LAYERS[ld][0] == "numerics"):
+                bad.append((m, d))
+    return sorted(bad)
+
+
+def test_layer_checker_rejects_an_upward_import():
+    g = {"posbias_nb.measure.cached": {"posbias_nb.experiments.retrieval"},
+         "posbias_nb.tasks.text": {"posbias_nb.measure.entry"},
+         "posbias_nb.experiments.retrieval": {"posbias_nb.measure.entry"}}
+    assert layer_violations(g) == [("posbias_nb.measure.cached", "posbias_nb.experiments.retrieval"),
+                                   ("posbias_nb.tasks.text", "posbias_nb.measure.entry")]
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in import_graph() if m != "posbias_nb" and _layer_of(m) is None] == []
+
+
+def test_imports_flow_down_the_layers():
+    """cli -> experiments -> measure -> models/tasks -> numerics (DESIGN.md)."""
+    assert layer_violations(import_graph()) == []
+
+
 @pytest.mark.parametrize("module", NUMERICS)
 def test_pure_numerics_depend_on_nothing_heavy(module):
     g = import_graph()
-    for layer in ("posbias_nb.models", "posbias_nb.measure", "posbias_nb.cli"):
+    for layer in ("posbias_nb.models", "posbias_nb.measure", "posbias_nb.tasks",
+                  "posbias_nb.experiments", "posbias_nb.cli"):
         assert not _reaches(g, module, layer), f"{module} reaches {layer}"
 
 
@@ -129,6 +182,29 @@ def test_graph_reader_sees_lazy_imports(tmp_path):
     assert any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))
 
 
+def test_nothing_below_experiments_imports_it():
+    g = import_graph()
+    below = [m for m in g if not m.startswith(("posbias_nb.experiments", "posbias_nb.cli",
+                                               "posbias_nb.__main__"))]
+    assert not [m for m in below if any(d.startswith("posbias_nb.experiments") for d in g[m])]
+
+
+def test_tasks_reach_no_model_code():
+    g = import_graph()
+    for m in [m for m in g if m.startswith("posbias_nb.tasks")]:
+        for layer in ("posbias_nb.models", "posbias_nb.measure", "posbias_nb.experiments"):
+            assert not _reaches(g, m, layer), f"{m} reaches {layer}"
+
+
+def test_tasks_import_no_torch():
+    code = ("import sys; import posbias_nb.tasks, posbias_nb.tasks.text, "
+            "posbias_nb.tasks.retrieval, posbias_nb.tasks.synthetic; "
+            "bad = [m for m in ('torch', 'transformers') if m in sys.modules]; "
+            "print(','.join(bad)); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, f"importing tasks loaded: {r.stdout.strip()} {r.stderr}"
+
+
 def test_numerics_import_no_torch():
     code = ("import sys; import posbias_nb.theory, posbias_nb.rollout, posbias_nb.metrics; "
             "bad = [m for m in ('torch', 'transformers') if m in sys.modules]; "
@@ -138,7 +214,7 @@ def test_numerics_import_no_torch():
 
 
 def test_package_imports_load_no_torch_and_register_nothing():
-    code = ("import sys; from posbias_nb import models, measure, cli; "
+    code = ("import sys; from posbias_nb import models, measure, experiments, tasks, cli; "
             "print('torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

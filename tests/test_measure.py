@@ -196,7 +196,7 @@ def test_profile_rejects_bad_arguments(kw, needle, monkeypatch):
 
 @pytest.mark.parametrize("name", ["gpt2-tiny", "qwen2-tiny"])
 def test_attention_logits_match_eager_probabilities(name):
-    m, _, _ = models.load(name, seed=1)
+    m, _, _ = models.load(name, seed=1, attn="eager")  # output_attentions below needs eager
     ids = measure.text_batch(None, 12, 2, vocab_size=300)
     lg = measure.attention_logits(m, ids)
     assert lg.shape == (2, 2, 4, 12)

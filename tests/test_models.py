@@ -202,3 +202,24 @@ def test_device_map_cpu_gives_todays_numbers(tmp_path, monkeypatch):
     assert np.array_equal(today["influence"], mapped["influence"])
     half = measure.profile(str(d), dtype="bfloat16", **kw)
     assert not np.array_equal(today["influence"], half["influence"])  # the switch does act
+
+
+def test_describe_memo_needs_no_transformers_on_a_hit(tmp_path):
+    """A second describe() of a zoo model reads the on-disk memo: no transformers, no torch, the
+    same answer (the start-up of a cached `posbias profile`)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from posbias_nb import models; d = models.describe('gpt2'); "
+            "print(json.dumps([d, 'transformers' in sys.modules, 'torch' in sys.modules]))")
+    env = dict(os.environ, POSBIAS_CACHE_DIR=str(tmp_path))
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                      text=True, check=True).stdout) for _ in range(2)]
+    assert runs[0][1] is True          # the first call built the config
+    assert runs[1][1:] == [False, False]  # the hit imported neither
+    assert runs[0][0] == runs[1][0]
+    env["POSBIAS_CACHE_DIR"] = "off"  # no cache: computed every time, the same answer
+    off = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                    text=True, check=True).stdout)
+    assert off[0] == runs[0][0]

@@ -295,18 +295,7 @@ def describe(name_or_path) -> dict:
     """
     r = resolve(name_or_path)
     if isinstance(r, ModelSpec):
-        cfg = r.build_config()
-        src = r.pretrained
-        return {
-            "kind": "zoo", "name": r.name, "family": r.family, "description": r.description,
-            "n_layers": config_int(cfg, "layers"), "hidden_size": config_int(cfg, "width"),
-            "n_heads": config_int(cfg, "heads"),
-            "max_length": r.max_length, "has_rope": config_has_rope(cfg),
-            "pretrained_available": bool(src is not None and src.available()),
-            "pretrained_source": src.describe() if src is not None else "none known offline",
-            "fingerprint": hashlib.sha256(cfg.to_json_string(use_diff=False).encode())
-            .hexdigest()[:16] + (":" + src.describe() if src is not None else ""),
-        }
+        return _describe_zoo(r)
     cfg = dir_config(r)
     files = weights_files(r)
     h = hashlib.sha256()
@@ -326,6 +315,64 @@ def describe(name_or_path) -> dict:
         "pretrained_available": bool(files), "pretrained_source": str(r),
         "fingerprint": h.hexdigest()[:16],
     }
+
+
+def _code_digest() -> str:
+    """SHA-256 of the code that defines the zoo's configurations (this module, configs)."""
+    h = hashlib.sha256()
+    for f in (Path(__file__), Path(configs.__file__)):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _describe_zoo(r: "ModelSpec") -> dict:
+    """:func:`describe` of a zoo entry, memoised on disk: building a config imports transformers
+    (and torch), which costs seconds, while a cached measurement needs only this description.
+    The memo's key holds the code that defines the configs, the transformers version and the
+    state of the pretrained source, so any change that could change the answer recomputes it."""
+    import json
+    from importlib import metadata
+
+    from ..cache import cache_dir
+
+    src = r.pretrained
+    try:
+        tv = metadata.version("transformers")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        tv = "absent"
+    state = (src.describe(), bool(src.available())) if src is not None else None
+    blob = json.dumps([r.name, tv, _code_digest(), state], default=str).encode()
+    d = cache_dir()
+    path = None if d is None else d / "describe" / f"{hashlib.sha256(blob).hexdigest()}.json"
+    if path is not None and path.is_file():
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass  # unreadable memo: recompute
+    cfg = r.build_config()
+    info = {
+        "kind": "zoo", "name": r.name, "family": r.family, "description": r.description,
+        "n_layers": config_int(cfg, "layers"), "hidden_size": config_int(cfg, "width"),
+        "n_heads": config_int(cfg, "heads"),
+        "max_length": r.max_length, "has_rope": config_has_rope(cfg),
+        "pretrained_available": bool(src is not None and src.available()),
+        "pretrained_source": src.describe() if src is not None else "none known offline",
+        "fingerprint": hashlib.sha256(cfg.to_json_string(use_diff=False).encode())
+        .hexdigest()[:16] + (":" + src.describe() if src is not None else ""),
+    }
+    if path is not None:
+        import os
+        import tempfile
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                json.dump(info, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache folder: no memo, same answer
+    return info
 
 
 def zoo_table() -> list[dict]:

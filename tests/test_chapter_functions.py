@@ -1,0 +1,77 @@
+"""Functions that the chapters use and that had no test of their own (issue 17): the attention
+logits at init (chapter *The U at birth*), the shape maps (chapter *Residuals*), the figures."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from posbias_nb import theory
+
+
+# ------------------------------------------------------------------ measure.logits
+def test_key_spread_ratio_known_values_and_shape_errors():
+    from posbias_nb.measure import key_spread_ratio
+
+    on = np.zeros((2, 3, 4, 5))
+    on[..., :] = np.arange(5.0)  # std over keys sqrt(2) in every head
+    off = 2 * on
+    r = key_spread_ratio(on, off)
+    assert r.shape == (2, 3) and np.allclose(r, 2.0)
+    with pytest.raises(ValueError, match="one shape"):
+        key_spread_ratio(on, off[..., :4])
+    with pytest.raises(ValueError, match="one shape"):
+        key_spread_ratio(on[0], off[0])
+
+
+@pytest.mark.slow
+def test_init_logits_rope_on_off_cached_and_validated(monkeypatch):
+    pytest.importorskip("torch")
+    from posbias_nb import measure, models
+
+    a = measure.init_logits("qwen2-tiny", length=10, batch=2, seed=1)
+    assert a["on"].shape == a["off"].shape == (2, 2, 4, 10)
+    assert a["input_ids"].shape == (2, 10)
+    assert not np.allclose(a["on"], a["off"])  # switching RoPE off changes the logits
+    monkeypatch.setattr(models, "load", lambda *x, **k: pytest.fail("cache miss"))
+    b = measure.init_logits("qwen2-tiny", length=10, batch=2, seed=1)
+    assert np.array_equal(a["on"], b["on"]) and np.array_equal(a["off"], b["off"])
+    with pytest.raises(ValueError, match="rotary"):
+        measure.init_logits("gpt2-tiny", length=10, batch=1)  # learned positions: nothing to switch
+
+
+# ------------------------------------------------------------------ theory.shape_map
+def test_shape_map_against_direct_rows():
+    L, H, alphas = 40, 5, (1.0, 0.5)
+    m = theory.shape_map(L, H, alphas)
+    assert m["log10_peak_to_valley"].shape == (2, H)
+    for ia, a in enumerate(alphas):
+        for h in range(1, H + 1):
+            row = theory.influence(L, h, alpha=a)
+            assert m["log10_peak_to_valley"][ia, h - 1] == pytest.approx(
+                np.log10(row.max() / row.min()), rel=1e-9)
+            assert m["argmin"][ia, h - 1] == int(np.argmin(row)) + 1
+            u = np.log10(min(row[0], row[-1]) / row.min())
+            assert m["log10_u_depth"][ia, h - 1] == pytest.approx(u, abs=1e-9)
+    # without residuals (alpha = 1) the last token is not a second arm: one arm, no U at depth 1
+    assert m["log10_u_depth"][0, 0] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="alpha"):
+        theory.shape_map(L, H, (0.0,))
+    with pytest.raises(ValueError):
+        theory.shape_map(1, H, (0.5,))
+
+
+# ------------------------------------------------------------------ plots
+def test_figures_have_labelled_axes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from posbias_nb import plots
+
+    fig = plots.u_shape_figure(L=64, depth=3)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_yscale() == "log"
+    L = 32
+    rows = {"a": theory.influence(L, 3, 0.5), "b": theory.influence(L, 3, 1.0)}
+    fig, (ax, ax2) = plots.force_figure(L, rows, [0.5, 1.0], [0.4, 0.3], "alpha")
+    assert ax.get_xlabel() and ax.get_ylabel() and ax2.get_xlabel() == "alpha"
+    assert len(ax.get_lines()) == 2

@@ -7,13 +7,16 @@ Chapters :ref:`ch-init`, :ref:`ch-after`, :ref:`ch-rollout` and :ref:`ch-predict
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy import stats
 
-__all__ = ["normalize", "spearman", "wasserstein", "peak_to_valley", "mean_position", "fit_alpha",
-           "bootstrap", "attention_share", "auc", "log_pearson", "robust_peak_to_valley", "spike_factors",
-           "window_intervals", "profile_summary", "agreement_vs_floor",
-           "prediction_scores"]
+__all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasserstein",
+           "peak_to_valley", "mean_position", "fit_alpha", "bootstrap", "attention_share", "auc",
+           "log_pearson", "robust_peak_to_valley", "spike_factors", "window_intervals",
+           "profile_summary", "agreement_vs_floor", "prediction_scores", "self_spike",
+           "paired_ptv_ratio", "decades", "is_mark", "spike_census"]
 
 
 def _profile(name: str, p) -> np.ndarray:
@@ -25,6 +28,113 @@ def _profile(name: str, p) -> np.ndarray:
     if np.any(a < 0):
         raise ValueError(f"{name} has a negative value: {a[a < 0][0]!r}")
     return a
+
+
+# --------------------------------------------------------------------------------------------
+# The regions of a context: one definition for every chapter and experiment
+
+
+class Regions(NamedTuple):
+    """The three pre-declared regions of a context of ``L`` positions, as slices of a length-``L``
+    array (0-indexed): ``first``, ``middle`` and ``last``.  See :func:`regions`."""
+
+    first: slice
+    middle: slice
+    last: slice
+
+    def indices(self, name: str) -> np.ndarray:
+        """The 0-indexed positions of region ``name`` (``"first"``, ``"middle"`` or ``"last"``)."""
+        s = getattr(self, name) if name in self._fields else None
+        if s is None:
+            raise ValueError(f"region must be one of {', '.join(self._fields)}, got {name!r}")
+        return np.arange(s.start, s.stop)
+
+
+def regions(L: int, ends: int = 1) -> Regions:
+    r"""The first, middle and last region of a context of ``L`` positions — the one definition
+    the book uses wherever it speaks of "the middle".
+
+    Chapters :ref:`ch-init`, :ref:`ch-after` (the ratios *first / middle* and *last / middle* of
+    :func:`profile_summary`) and, through the experiments, the retrieval and remedies chapters.
+
+    With :math:`a = \lfloor L/4 + 1/2 \rfloor` (``L/4`` rounded half up):
+
+    - ``first`` is the first ``ends`` positions, ``[0, ends)``;
+    - ``last`` is the last ``ends`` positions, ``[L - ends, L)``;
+    - ``middle`` is the **central half**, ``[a, L - a)``: :math:`L - 2a` positions, symmetric
+      about the centre, :math:`L/2` of them when 4 divides :math:`L` (one more or one fewer
+      otherwise).
+
+    Why this definition.  The middle is declared before any data is seen, from ``L`` alone, so it
+    can never be "the worst position found".  Half of the context is wide enough that a median or
+    a sum over it averages many positions of a measured profile (hundreds at ``L = 512``), yet it
+    stays clear of both arms of the U: at every length the quarter at each end is left out.  It
+    is the same rule for a profile of 16k positions as for seven gold-answer slots of a retrieval
+    prompt (``regions(7)``: first = slot 0, last = slot 6, middle = the three central slots
+    2, 3, 4).  For ``L`` divisible by 4 it is exactly ``p[L // 4: 3 * L // 4]``, the middle the
+    chapters used before.
+
+    Parameters
+    ----------
+    L : int
+        Number of positions, at least 3 (a middle needs a position that is neither first nor
+        last).
+    ends : int
+        Positions in each of ``first`` and ``last`` (default 1: the first and the last token).
+        At most ``a``, so that the three regions never overlap.
+
+    Returns
+    -------
+    Regions
+        A named tuple of three slices; ``Regions.indices(name)`` gives the positions as an array.
+
+    Raises
+    ------
+    ValueError
+        For ``L < 3`` or a non-integer ``L``, or ``ends`` outside ``1..a``.
+
+    Examples
+    --------
+    >>> r = regions(8)
+    >>> r.first, r.middle, r.last
+    (slice(0, 1, None), slice(2, 6, None), slice(7, 8, None))
+    >>> regions(7).indices("middle").tolist()
+    [2, 3, 4]
+    >>> regions(1024, ends=20).last
+    slice(1004, 1024, None)
+    """
+    from ._validate import positive_int
+
+    L = positive_int("L", L, minimum=3)
+    a = (L + 2) // 4  # floor(L/4 + 1/2)
+    ends = positive_int("ends", ends)
+    if ends > a:
+        raise ValueError(f"ends must be at most {a} for L = {L} (the quarter left out at each "
+                         f"end of the middle), got {ends}")
+    return Regions(slice(0, ends), slice(a, L - a), slice(L - ends, L))
+
+
+def middle_share(profile) -> float:
+    r"""The share of a profile's total in the middle region, :math:`\sum_{j \in \text{middle}}
+    p_j / \sum_j p_j`, with the middle of :func:`regions` (the central half).
+
+    Chapters :ref:`ch-remedies` and :ref:`ch-replay` (how much influence reaches mid-context).
+    A flat profile gives about 1/2; a U gives less.
+
+    Raises
+    ------
+    ValueError
+        For a profile with fewer than 3 positions, a negative or non-finite entry, or a sum of 0.
+
+    Examples
+    --------
+    >>> middle_share([1, 1, 1, 1, 1, 1, 1, 1])
+    0.5
+    >>> middle_share([4, 1, 0, 0, 0, 0, 1, 4])
+    0.0
+    """
+    p = normalize(profile)
+    return float(p[regions(p.size).middle].sum())
 
 
 def normalize(p) -> np.ndarray:
@@ -57,20 +167,46 @@ def _pair(p, q):
     return a, b
 
 
-def spearman(p, q) -> float:
-    """Spearman rank correlation between two profiles of the same length.
+def spearman(x, y) -> float:
+    """Spearman rank correlation between two arrays of the same shape.
 
-    Chapters :ref:`ch-init` (theory against measurement) and :ref:`ch-prediction` (rollout
-    against gradient).
+    Chapters :ref:`ch-init` (theory against measurement), :ref:`ch-prediction` (rollout against
+    gradient) and :ref:`ch-retrieval` (prior against outcome, per example).  The one Spearman of
+    the package:
+
+    - any finite real values (profiles, accuracies, scores centred per position, so negative
+      entries are fine); arrays of any dimension are flattened, element ``i`` of ``x`` paired
+      with element ``i`` of ``y``;
+    - ties get their average rank (``scipy.stats.spearmanr``);
+    - a **constant** input (every value tied) has no rank correlation: the result is NaN, with no
+      warning (:func:`bootstrap` drops such replicates);
+    - a NaN or infinite value is an error, not a result: it raises.
+
+    Raises
+    ------
+    ValueError
+        Shapes that differ, fewer than 2 values, or a non-finite value.
 
     Examples
     --------
     >>> spearman([1, 2, 3], [10, 20, 40])
     1.0
+    >>> spearman([[1, 2], [3, 4]], [[-1, -2], [-3, -4]])
+    -1.0
+    >>> spearman([1, 1, 1], [1, 2, 3])
+    nan
     """
-    a, b = _pair(p, q)
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"x and y differ in length/shape: {a.shape} vs {b.shape}")
+    a, b = a.ravel(), b.ravel()
     if a.size < 2:
-        raise ValueError(f"Spearman needs at least 2 positions, got {a.size}")
+        raise ValueError(f"Spearman needs at least 2 values, got {a.size}")
+    for name, v in (("x", a), ("y", b)):
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{name} has a non-finite value: {v[~np.isfinite(v)][0]!r}")
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
     return float(stats.spearmanr(a, b).statistic)
 
 
@@ -181,7 +317,11 @@ def fit_alpha(profile, depth: int, criterion: str = "log") -> float:
 
 
 def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed: int = 0):
-    r"""Percentile bootstrap interval of ``statistic(*samples)``.
+    r"""Percentile bootstrap interval of ``statistic(*samples)``: an alias of
+    :func:`posbias_nb.stats.bootstrap` with ``method="percentile"``, kept for the callers that
+    predate :mod:`posbias_nb.stats`.  At a handful of units it under-covers (about 84% at 5
+    units for a nominal 95%, :mod:`posbias_nb.stats`); new code uses the stats module's BCa or
+    t intervals.
 
     Every measured verdict of chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction`.
 
@@ -222,38 +362,10 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     >>> est, lo < est < hi
     (4.5, True)
     """
-    from ._validate import positive_int
+    from . import stats
 
-    if not samples:
-        raise ValueError("bootstrap needs at least one sample")
-    arrs = [np.asarray(s) for s in samples]
-    n = arrs[0].shape[0] if arrs[0].ndim else 0
-    for a in arrs:
-        if a.ndim == 0 or a.shape[0] != n:
-            raise ValueError("samples must share their length along axis 0, got "
-                             f"{[x.shape[0] if x.ndim else None for x in arrs]}")
-    if n < 2:
-        raise ValueError(f"bootstrap needs at least 2 units along axis 0, got {n}")
-    n_boot = positive_int("n_boot", n_boot, minimum=100)
-    seed = positive_int("seed", seed, minimum=0)
-    try:
-        level = float(level)
-    except (TypeError, ValueError):
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}") from None
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    estimate = float(statistic(*arrs))
-    rng = np.random.default_rng([seed, 0xB007])
-    reps = np.empty(n_boot)
-    for b in range(n_boot):
-        idx = rng.integers(0, n, size=n)
-        with np.errstate(all="ignore"):
-            reps[b] = float(statistic(*(a[idx] for a in arrs)))
-    ok = reps[np.isfinite(reps)]
-    if ok.size < n_boot / 2:
-        raise ValueError(f"only {ok.size} of {n_boot} bootstrap replicates are finite")
-    lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
-    return estimate, float(lo), float(hi)
+    return stats.bootstrap(statistic, *samples, n_boot=n_boot, level=level, seed=seed,
+                           method="percentile")
 
 
 def attention_share(x_norm, a_norm):
@@ -429,8 +541,9 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
     - ``ptv`` and ``jmin``: :func:`robust_peak_to_valley` (``ends``) with its bootstrap interval
       over windows (``ptv_ci``, a tuple ``(estimate, low, high)``), and ``ptv_max`` the plain
       largest-over-smallest ratio (decided by two single positions; for reference only);
-    - ``first_mid`` and ``last_mid``: the first and last entry over the median of the middle half
-      (positions L/4 .. 3L/4); ``head_mid``: the mean of the first 8 over the same median;
+    - ``first_mid`` and ``last_mid``: the first and last entry over the median of the middle
+      region of :func:`regions` (the central half); ``head_mid``: the mean of the first 8 over
+      the same median;
       ``late_early``: median of the last quarter (last token excluded) over that of the second;
     - ``rho_seq``: the median Spearman correlation between pairs of single windows.
 
@@ -453,7 +566,8 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
         raise ValueError(f"per_window must be (n >= 2, L >= 8), got shape {P.shape}")
     n, L = P.shape
     p = normalize(P.mean(0))
-    mid = np.median(p[L // 4: 3 * L // 4])
+    middle = regions(L).middle
+    mid = np.median(p[middle])
     ptv, jmin = robust_peak_to_valley(p, ends)
     pairs = list(combinations(range(n), 2))[:28]
     out = dict(p=p, L=L, n_windows=n, ptv=ptv, jmin=jmin, ptv_max=peak_to_valley(p)[0],
@@ -464,7 +578,7 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
     if depth is not None:
         a = fit_alpha(p, depth)
         t = theory.influence(L, depth, a)
-        tmid = np.median(t[L // 4: 3 * L // 4])
+        tmid = np.median(t[middle])
         out.update(H=depth, alpha=a, alpha_last=fit_alpha(p, depth, criterion="last"), t=t,
                    ptv_t=robust_peak_to_valley(t, ends)[0],
                    jmin_t=robust_peak_to_valley(t, ends)[1],
@@ -557,6 +671,182 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
         out["drho", a, b] = bootstrap(
             lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0)), P, **kw)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter *After training*: spikes, the paired gain, and which tokens carry the spikes
+
+
+def self_spike(profile, index: int) -> float:
+    r"""How far one position stands above the rest: :math:`p_i / \mathrm{median}_{j \ne i} p_j`.
+
+    Chapter :ref:`ch-after` (:eq:`eq-bidir`): the output position's own spike in a bidirectional
+    encoder, measured (on the mean profile over windows) and predicted (on
+    ``theory.bidirectional_influence``).  Scale-free: the profile need not be normalized.
+
+    Raises
+    ------
+    ValueError
+        For a bad profile, fewer than 2 positions, ``index`` outside the profile, or a median of
+        the others equal to 0.
+
+    Examples
+    --------
+    >>> self_spike([1, 1, 9, 1], 2)
+    9.0
+    >>> self_spike([1, 2, 3, 4], -1)
+    2.0
+    """
+    a = _profile("profile", profile)
+    if a.size < 2:
+        raise ValueError(f"self_spike needs at least 2 positions, got {a.size}")
+    i = int(index)
+    if not -a.size <= i < a.size:
+        raise ValueError(f"index {index} outside a profile of {a.size} positions")
+    med = np.median(np.delete(a, i))
+    if med <= 0:
+        raise ValueError("the other positions have median 0: the spike is infinite")
+    return float(a[i] / med)
+
+
+def paired_ptv_ratio(per_window_a, per_window_b, *, ends: float = 0.02, n_boot: int = 2000,
+                     seed: int = 0) -> tuple[float, float, float]:
+    r"""How many times deeper the U of ``a`` is than that of ``b``, paired over windows:
+    :math:`\mathrm{ptv}(\bar a) / \mathrm{ptv}(\bar b)` with :func:`robust_peak_to_valley` on the
+    mean profiles, and its :func:`bootstrap` interval (windows resampled jointly).
+
+    Chapter :ref:`ch-after`: a pretrained model against its random-init twin reading the same
+    token ids, the scale-free test of "deepened tenfold".
+
+    Returns
+    -------
+    (estimate, low, high) : tuple of float
+
+    Raises
+    ------
+    ValueError
+        Arrays of different shapes, not (n >= 2, L), or a bad profile.
+
+    Examples
+    --------
+    >>> U = np.array([[8.0, 2, 1, 1, 2, 8], [9.0, 2, 1, 1, 2, 9]])
+    >>> paired_ptv_ratio(U, U, ends=0.1, n_boot=100)
+    (1.0, 1.0, 1.0)
+    """
+    A = np.asarray(per_window_a, dtype=np.float64)
+    B = np.asarray(per_window_b, dtype=np.float64)
+    if A.shape != B.shape or A.ndim != 2 or A.shape[0] < 2:
+        raise ValueError(f"per_window_a and per_window_b must share a shape (n >= 2, L), got "
+                         f"{A.shape} and {B.shape}")
+
+    def ratio(X, Y):
+        return robust_peak_to_valley(X.mean(0), ends)[0] / robust_peak_to_valley(Y.mean(0), ends)[0]
+
+    return bootstrap(ratio, A, B, n_boot=n_boot, seed=seed)
+
+
+def decades(ci, candidates=(1, 2, 3)) -> list[int]:
+    r"""The powers of ten :math:`k` a ratio's interval is compatible with, reading "about
+    :math:`10^k`" as :math:`|\log_{10} r - k| \le 1/2` for some :math:`r` in the interval.
+
+    Chapter :ref:`ch-after` (the seed paper's "about :math:`10^2`", "about :math:`10^3`").
+    ``ci`` is ``(estimate, low, high)`` (only ``low`` and ``high`` are read) or ``(low, high)``.
+
+    Raises
+    ------
+    ValueError
+        For a nonpositive or non-finite bound, or ``low > high``.
+
+    Examples
+    --------
+    >>> decades((150.0, 60.0, 250.0))
+    [2]
+    >>> decades((40.0, 20.0, 3500.0))
+    [1, 2, 3]
+    >>> decades((5.0, 4.0, 6.0), candidates=(2, 3))
+    []
+    """
+    lo, hi = (float(v) for v in tuple(ci)[-2:])
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= 0 or lo > hi:
+        raise ValueError(f"need 0 < low <= high, finite, got {lo!r}, {hi!r}")
+    llo, lhi = np.log10(lo), np.log10(hi)
+    return [int(k) for k in candidates if llo <= k + 0.5 and lhi >= k - 0.5]
+
+
+def is_mark(token: str) -> bool:
+    """Whether a decoded token is punctuation, whitespace or a newline only (no letter, digit
+    or other symbol).
+
+    Chapter :ref:`ch-after`: are the spikes of a trained profile on punctuation (an
+    attention-sink picture) or on words?  ASCII punctuation (``string.punctuation``) counts; the
+    empty string (a token that decodes to nothing) counts as a mark.
+
+    Examples
+    --------
+    >>> [is_mark(t) for t in (" ", "\\n", ").", " the", "x.", "42", "")]
+    [True, True, True, False, False, False, True]
+    """
+    import string
+
+    s = str(token).strip()
+    return all(c in string.punctuation for c in s)
+
+
+def spike_census(profile, ids, words, top: int = 10, half_width: int = 16) -> dict:
+    r"""Which tokens carry the largest spikes of one window's profile.
+
+    Chapter :ref:`ch-after` (*Which tokens carry the spikes*).  The spike factor of each position
+    is :func:`spike_factors` (``half_width``); the last position, the output itself, is left out.
+    The ``top`` positions with the largest factor are compared with the whole window:
+
+    - ``top``: their 0-indexed positions, largest first; ``f_top``: the median of their factors;
+      ``f_first``: the first position's factor; ``first_top``: 1.0 if position 0 is among them;
+    - ``mark_top`` and ``mark_base``: the share of :func:`is_mark` tokens among the spikes and
+      among all positions (the output left out);
+    - ``rep_top`` and ``rep_base``: the same for tokens whose id occurs more than once in the
+      window.
+
+    Parameters
+    ----------
+    profile : array_like, shape (L,)
+        One window's influence profile.
+    ids : array_like of int, shape (L,)
+        The token ids of the window.
+    words : sequence of str, length L
+        The decoded tokens.
+
+    Raises
+    ------
+    ValueError
+        Lengths that differ, ``top`` outside ``1..L-1``, or as :func:`spike_factors`.
+
+    Examples
+    --------
+    >>> c = spike_census([1, 1, 9, 1, 1, 1, 1, 5], [5, 6, 7, 6, 8, 9, 10, 11],
+    ...                  [" a", " b", ".", " b", " c", " d", " e", " f"], top=1, half_width=2)
+    >>> c["top"].tolist(), c["mark_top"], c["rep_top"]
+    ([2], 1.0, 0.0)
+    """
+    from ._validate import positive_int
+
+    a = _profile("profile", profile)
+    ids = np.asarray(ids).ravel()
+    words = [str(w) for w in words]
+    if not (a.size == ids.size == len(words)):
+        raise ValueError(f"profile, ids and words differ in length: {a.size}, {ids.size}, "
+                         f"{len(words)}")
+    top = positive_int("top", top)
+    if top > a.size - 1:
+        raise ValueError(f"top must be at most {a.size - 1} (the output left out), got {top}")
+    f = spike_factors(a, half_width)[:-1]
+    best = np.argsort(f, kind="stable")[::-1][:top]
+    mark = np.array([is_mark(w) for w in words[:-1]])
+    _, inv, counts = np.unique(ids, return_inverse=True, return_counts=True)
+    repeated = (counts[inv] > 1)[:-1]
+    return dict(top=best, first_top=float(0 in best), f_first=float(f[0]),
+                f_top=float(np.median(f[best])), mark_top=float(mark[best].mean()),
+                mark_base=float(mark.mean()), rep_top=float(repeated[best].mean()),
+                rep_base=float(repeated.mean()))
 
 
 def auc(score_, label) -> float:

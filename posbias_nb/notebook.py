@@ -1,11 +1,13 @@
-"""Helpers for the chapters: gluing numbers into the prose."""
+"""Helpers for the chapters: gluing numbers into the prose, formatting intervals, building
+the Markdown tables and the verdict tables."""
 from __future__ import annotations
 
 import numbers
 
 import numpy as np
 
-__all__ = ["glue", "interval", "verdict_markdown", "verdict_table", "VERDICT_COLUMNS"]
+__all__ = ["glue", "interval", "bold_best", "markdown_table", "verdict_markdown",
+           "verdict_table", "VERDICT_COLUMNS"]
 
 
 def glue(name: str, value, display: bool = False):
@@ -25,19 +27,89 @@ def glue(name: str, value, display: bool = False):
     return _glue(name, value, display=display)
 
 
-def interval(estimate, low, high, fmt: str = ".3f") -> str:
-    """``"estimate [low, high]"``, each number formatted with ``fmt``.
+def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
+    """``"estimate [low, high]"``, each number formatted with ``fmt``: the one interval formatter
+    of the chapters.
+
+    Called with the three numbers, ``interval(est, lo, hi, ".2f")``, or with one
+    ``(estimate, low, high)`` tuple (what :func:`posbias_nb.metrics.bootstrap` returns),
+    ``interval(ci, ".2f")`` or ``interval(ci, fmt=".2f")``.
+
+    Raises
+    ------
+    ValueError
+        A non-finite number, or a tuple that does not hold exactly three numbers.
 
     Examples
     --------
     >>> interval(0.5, 0.41, 0.6, ".2f")
     '0.50 [0.41, 0.60]'
+    >>> interval((12.0, 9.4, 15.2), ".0f")
+    '12 [9, 15]'
     """
+    if high is None and (low is None or isinstance(low, str)):
+        if isinstance(low, str):
+            fmt = low
+        try:
+            estimate, low, high = estimate
+        except (TypeError, ValueError):
+            raise ValueError("interval: pass (estimate, low, high) or one tuple of three, got "
+                             f"{estimate!r}") from None
     vals = [float(v) for v in (estimate, low, high)]
     if not all(np.isfinite(vals)):
         raise ValueError(f"interval: non-finite value in {vals!r}")
     e, lo, hi = (format(v, fmt) for v in vals)
     return f"{e} [{lo}, {hi}]"
+
+
+def bold_best(values, fmt: str = ".3f", best=min) -> list[str]:
+    """Each value formatted with ``fmt``, the best one (``best``: ``min`` or ``max``) in bold
+    (``**...**``); ties are all bold.
+
+    Chapter :ref:`ch-prediction` (the smallest W₁ of each row of the score table).
+
+    Examples
+    --------
+    >>> bold_best([0.2, 0.1, 0.3], ".1f")
+    ['0.2', '**0.1**', '0.3']
+    """
+    vals = [float(v) for v in values]
+    if not vals:
+        raise ValueError("bold_best needs at least one value")
+    b = best(vals)
+    return [f"**{v:{fmt}}**" if v == b else f"{v:{fmt}}" for v in vals]
+
+
+def markdown_table(columns, rows):
+    """A Markdown table with the header ``columns`` and one line per row of ``rows`` (cells
+    converted with ``str``; a ``|`` in a cell is escaped), as ``IPython.display.Markdown``.
+
+    The table builder of the chapters (:ref:`ch-prediction`).
+
+    Raises
+    ------
+    ValueError
+        No columns, or a row whose number of cells differs from the header's.
+
+    Examples
+    --------
+    >>> print(markdown_table(["a", "b"], [[1, "x|y"]]).data)
+    | a | b |
+    |---|---|
+    | 1 | x\\|y |
+    """
+    from IPython.display import Markdown
+
+    cols = [str(c) for c in columns]
+    if not cols:
+        raise ValueError("markdown_table needs at least one column")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for i, r in enumerate(rows):
+        cells = [str(c).replace("|", "\\|").replace("\n", " ") for c in r]
+        if len(cells) != len(cols):
+            raise ValueError(f"row {i} has {len(cells)} cells, the header {len(cols)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return Markdown("\n".join(lines))
 
 
 VERDICT_COLUMNS = ("claim", "the paper says", "we measure (95% interval)", "verdict")

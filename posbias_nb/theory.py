@@ -48,6 +48,9 @@ __all__ = [
     "converges_to",
     "bidirectional_influence",
     "continuum_tv",
+    "density_series",
+    "first_depth",
+    "bidirectional_alpha",
 ]
 
 
@@ -722,3 +725,90 @@ def continuum_tv(L: int, depth: int, alpha=1.0) -> float:
     True
     """
     return float(0.5 * np.abs(influence(L, depth, alpha) - continuum_row(L, depth, alpha)).sum())
+
+
+def density_series(depth: int, t, alpha):
+    r"""The smooth part :math:`\rho_{H,\alpha}` of :eq:`eq-residual-density` as a SymPy
+    expression in :math:`t = \ln 1/x`:
+    :math:`\sum_{k=1}^{H} \binom{H}{k} \alpha^k (1-\alpha)^{H-k} t^{k-1}/(k-1)!`.
+
+    Chapter :ref:`ch-residual`: the derivation checks it against the Laguerre closed form, its
+    mass and its monotonicity.  ``t`` and ``alpha`` may be SymPy symbols or numbers; the
+    numeric twin is :func:`density`.
+
+    Raises
+    ------
+    ValueError
+        For ``depth < 1``.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> t, a = sp.symbols("t alpha")
+    >>> sp.expand(density_series(2, t, a) - (2 * a * (1 - a) + a**2 * t))
+    0
+    """
+    import sympy as sp
+
+    depth = positive_int("depth", depth)
+    return sum(sp.binomial(depth, k) * alpha**k * (1 - alpha) ** (depth - k) * t ** (k - 1)
+               / sp.factorial(k - 1) for k in range(1, depth + 1))
+
+
+def first_depth(depths, values, level: float):
+    r"""The first depth at which ``values`` reaches ``level`` (``values[i] >= level``), or None
+    if it never does.
+
+    Chapter :ref:`ch-residual` (how deep a stack must be for a peak-to-valley ratio or a U depth
+    of :math:`10^2` or :math:`10^3`, read from a row of :func:`shape_map`).  ``depths`` and
+    ``values`` are aligned 1-D arrays; the first hit in array order is returned, so a value that
+    crosses the level and falls back still counts from its first crossing.
+
+    Raises
+    ------
+    ValueError
+        For arrays of different lengths or a NaN in ``values``.
+
+    Examples
+    --------
+    >>> first_depth([1, 2, 3, 4], [0.5, 1.9, 2.0, 2.5], 2)
+    3
+    >>> first_depth([1, 2, 3], [0.5, 1.0, 1.5], 2) is None
+    True
+    """
+    d = np.asarray(depths).ravel()
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if d.shape != v.shape:
+        raise ValueError(f"depths and values differ in length: {d.size} vs {v.size}")
+    if np.any(np.isnan(v)):
+        raise ValueError("values has a NaN")
+    hit = np.flatnonzero(v >= level)
+    return int(d[hit[0]]) if hit.size else None
+
+
+def bidirectional_alpha(L: int, depth: int, output_share: float) -> float:
+    r"""The attention share :math:`\alpha` at which the output position of
+    :func:`bidirectional_influence` holds ``output_share`` of the (normalized) row: :eq:`eq-bidir`
+    solved for :math:`\alpha`,
+    :math:`\alpha = 1 - \big((s - 1/L)/(1 - 1/L)\big)^{1/H}`.
+
+    Chapter :ref:`ch-after`: :math:`\alpha` fitted on the spike at one output position, then used
+    to predict the spike at another.
+
+    Raises
+    ------
+    ValueError
+        For ``L < 2``, ``depth < 1``, or a share outside :math:`[1/L, 1]` (the row cannot reach it).
+
+    Examples
+    --------
+    >>> row = bidirectional_influence(64, 6, 0.25)
+    >>> round(bidirectional_alpha(64, 6, row[-1]), 12)
+    0.25
+    """
+    L = positive_int("L", L, minimum=2)
+    depth = positive_int("depth", depth)
+    s = float(output_share)
+    if not (np.isfinite(s) and 1.0 / L <= s <= 1.0):
+        raise ValueError(f"output_share must lie in [1/L, 1] = [{1.0 / L:.3g}, 1], got {output_share!r}")
+    return float(1.0 - ((s - 1.0 / L) / (1.0 - 1.0 / L)) ** (1.0 / depth))

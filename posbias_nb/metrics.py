@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasserstein",
            "peak_to_valley", "mean_position", "fit_alpha", "bootstrap", "attention_share", "auc",
@@ -207,7 +206,9 @@ def spearman(x, y) -> float:
             raise ValueError(f"{name} has a non-finite value: {v[~np.isfinite(v)][0]!r}")
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
-    return float(stats.spearmanr(a, b).statistic)
+    from scipy.stats import spearmanr  # imported when used: scipy.stats costs start-up time
+
+    return float(spearmanr(a, b).statistic)
 
 
 def wasserstein(p, q) -> float:

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special as _sp
-from scipy import stats as _st
 
 from ._validate import choice, positive_int
 
@@ -151,6 +150,8 @@ def proportion_interval(successes, n, level: float = 0.95, method: str = "wilson
         raise ValueError(f"successes must be <= n = {n}, got {successes!r}")
     level = _level(level)
     method = choice("method", method, ("wilson", "clopper-pearson"))
+    from scipy import stats as _st  # imported when used: it costs start-up time
+
     ci = _st.binomtest(k, n).proportion_ci(confidence_level=level,
                                            method="wilson" if method == "wilson" else "exact")
     return k / n, float(ci.low), float(ci.high)
@@ -511,6 +512,8 @@ def paired_test(a, b, alternative: str = "two-sided", *, n_resamples: int = 9999
     d = x - y
     n = d.size
     exact = n <= max_exact
+    from scipy import stats as _st
+
     res = _st.permutation_test(
         (d,), lambda s, axis=-1: np.mean(s, axis=axis), permutation_type="samples",
         vectorized=True, n_resamples=(2 ** n if exact else n_resamples),

@@ -171,3 +171,22 @@ def test_profile_device_map_and_dtype_flags(tmp_path, capsys):
     assert cli.main(base + ["--dtype", "float16"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "float16" in err[0]
+
+
+def test_cached_profile_imports_no_torch(tmp_path):
+    """A cache hit of `posbias profile` loads neither torch nor transformers nor scipy.stats:
+    its start-up is the package's own (issue 20; timed in bench/bench_startup.py)."""
+    args = ["profile", "--model", "gpt2-tiny", "--length", "16", "--probes", "2", "--quiet"]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", POSBIAS_CACHE_DIR=str(tmp_path))
+    first = subprocess.run([sys.executable, "-m", "posbias_nb", *args], env=env,
+                           capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    code = ("import sys; from posbias_nb import cli; rc = cli.main(sys.argv[1:]); "
+            "print([m for m in ('torch', 'transformers', 'scipy.stats') if m in sys.modules]); "
+            "sys.exit(rc)")
+    hit = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                         text=True)
+    assert hit.returncode == 0, hit.stderr
+    lines = hit.stdout.strip().splitlines()
+    assert lines[-1] == "[]"
+    assert "\n".join(lines[:-1]) + "\n" == first.stdout  # the same CSV

@@ -5,10 +5,16 @@ shows it on a model of your own.
 
 :func:`load` returns ``(model, tokenizer_or_None, info)``: a ``*ForCausalLM`` in eval mode,
 float32 by default (``dtype="bfloat16"`` for large models), gradients of the parameters switched
-off, attention implementation ``"eager"`` by default (so attention probabilities can be captured
-through hooks; ``attn="sdpa"`` computes the same function faster).  Random weights are seeded:
-``torch.manual_seed(seed)`` right before the model is built, so the same seed gives bit-identical
-weights.  Random-init zoo models have no tokenizer offline (``None``; see
+off, attention implementation ``"sdpa"`` by default: the fused kernel (PyTorch's
+``scaled_dot_product_attention``), which never stores the ``L x L`` attention matrix, so the
+memory of a forward and backward pass grows linearly in the length (SmolLM2-135M, L = 2048,
+4 probes: 27 s and 3.7 GB against 86 s and 10.2 GB eager).  Where a model class has no fused
+path (BLOOM, MPT in transformers 5) the same function runs unfused (``info["attn"]`` says which).
+Anything that reads attention probabilities (hooks, ``output_attentions=True``;
+:func:`posbias_nb.measure.hooks.capture_model`) must ask for ``attn="eager"``.
+
+Random weights are seeded: ``torch.manual_seed(seed)`` right before the model is built, so the
+same seed gives bit-identical weights.  Random-init zoo models have no tokenizer offline (``None``; see
 :func:`posbias_nb.measure.text.text_batch` for the fallback, and :func:`packaged_tokenizer` for the
 tokenizer of a packaged model without its weights).
 
@@ -32,11 +38,14 @@ DTYPES = ("float32", "bfloat16")
 
 
 def check_device(device: str) -> str:
-    """Return ``device`` if it is usable here, else raise ValueError (one line)."""
-    import torch
-
+    """Return ``device`` if it is usable here, else raise ValueError (one line).  The CPU needs
+    no check, so torch is imported only for an accelerator (a cached run on the CPU stays fast)."""
     if not isinstance(device, str) or device.split(":")[0] not in ("cpu", "cuda", "mps"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    if device == "cpu":
+        return device
+    import torch
+
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("device 'cuda' requested but CUDA is not available on this machine")
     if device == "mps" and not torch.backends.mps.is_available():
@@ -58,12 +67,17 @@ def _supports(cfg, attn: str) -> bool:
     return bool(getattr(cls, "_supports_sdpa", False))
 
 
+def _resolve_attn(cfg, attn: str) -> str:
+    """``attn``, or ``"eager"`` where the model class of ``cfg`` has no such kernel (the same
+    function, unfused: the numbers do not change)."""
+    return attn if _supports(cfg, attn) else "eager"
+
+
 def _from_config(cfg, attn: str, seed: int, dtype: str):
     import torch
     from transformers import AutoModelForCausalLM
 
-    if not _supports(cfg, attn):
-        attn = "eager"  # the same function, unfused: the numbers do not change
+    attn = _resolve_attn(cfg, attn)
     torch.manual_seed(seed)
     return AutoModelForCausalLM.from_config(cfg, attn_implementation=attn,
                                             dtype=getattr(torch, dtype))
@@ -81,7 +95,7 @@ def _env_offline() -> None:
 
 
 def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True,
-         device: str = "cpu", attn: str = "eager", dtype: str = "float32", device_map=None):
+         device: str = "cpu", attn: str = "sdpa", dtype: str = "float32", device_map=None):
     """Build or load a model of the zoo, or a local Hugging Face directory.
 
     Parameters
@@ -99,9 +113,13 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         False switches rotary position embeddings off (:func:`posbias_nb.models.patches.set_rope`).
     device : str
         ``"cpu"`` or ``"cuda"`` (ignored when ``device_map`` is given).
-    attn : str
-        Attention implementation: ``"eager"`` (attention probabilities materialized, hookable) or
-        ``"sdpa"`` (the same function, fused).
+    attn : {"sdpa", "eager"}
+        Attention implementation.  ``"sdpa"`` (default): the fused kernel, memory linear in the
+        length, the fastest on CPU and CUDA; a model class without it (BLOOM, MPT) gets
+        ``"eager"``, for random and pretrained weights alike.  ``"eager"``: the attention
+        probabilities materialized (``L x L`` per head and layer), which hooks and
+        ``output_attentions=True`` need (:func:`posbias_nb.measure.hooks.capture_model` refuses
+        anything else).  Both compute the same function.
     dtype : {"float32", "bfloat16"}
         Parameter dtype.  float32 (the default) is what every chapter uses; bfloat16 halves the
         memory of a large model.
@@ -116,7 +134,8 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         ``model`` is a ``*ForCausalLM`` in eval mode with ``requires_grad`` off for all
         parameters.  ``info`` has ``name``, ``family``, ``weights``, ``seed``, ``rope`` (the
         switch), ``has_rope`` (the architecture), ``n_layers``, ``hidden_size``, ``n_heads``,
-        ``max_length``, ``n_params``, ``attn``, ``device``, ``dtype``, ``device_map``.
+        ``max_length``, ``n_params``, ``attn`` (the implementation the model runs, after the
+        fallback to ``"eager"``), ``device``, ``dtype``, ``device_map``.
 
     Raises
     ------
@@ -142,7 +161,8 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         else:
             if r.pretrained is None or not r.pretrained.available():
                 raise ValueError(missing_weights_message(r))
-            model, tok = r.pretrained.load(attn, device, dtype=dtype, device_map=device_map)
+            model, tok = r.pretrained.load(_resolve_attn(r.build_config(), attn), device,
+                                           dtype=dtype, device_map=device_map)
     else:
         cfg = dir_config(r)
         name, family, max_length = str(r), cfg.model_type, config_max_length(cfg)
@@ -152,7 +172,8 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         else:
             if not weights_files(r):
                 raise ValueError(missing_weights_message(r))
-            model, tok = from_pretrained_dir(r, attn, dtype=dtype, device_map=device_map)
+            model, tok = from_pretrained_dir(r, _resolve_attn(cfg, attn), dtype=dtype,
+                                             device_map=device_map)
     import torch
 
     if device_map is None:
@@ -177,7 +198,7 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         "n_heads": getattr(cfg, "num_attention_heads", getattr(cfg, "n_head", None)),
         "max_length": max_length,
         "n_params": int(sum(p.numel() for p in model.parameters())),
-        "attn": attn,
+        "attn": getattr(cfg, "_attn_implementation", None) or attn,
         "device": str(next(model.parameters()).device) if device_map is not None else device,
         "dtype": dtype,
         "device_map": device_map,

@@ -10,6 +10,7 @@ Pure data: this module imports no torch (a tokenizer object is only called).  Th
 from __future__ import annotations
 
 import hashlib
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -83,20 +84,12 @@ def stdlib_corpus() -> str:
     RuntimeError
         If the standard library's sources are not installed (fewer than 100 000 characters found).
     """
-    import sysconfig
-    from pathlib import Path
-
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
     pieces: list[str] = []
-    for modname in STDLIB_MODULES:
-        rel = Path(*modname.split("."))
-        for path in (stdlib / rel.with_suffix(".py"), stdlib / rel / "__init__.py"):
-            if path.is_file():
-                try:
-                    pieces.extend(_source_docs(str(path)))
-                except (OSError, SyntaxError, UnicodeDecodeError):  # pragma: no cover
-                    pass
-                break
+    for path in _source_files():
+        try:
+            pieces.extend(_source_docs(str(path)))
+        except (OSError, SyntaxError, UnicodeDecodeError):  # pragma: no cover
+            pass
     text = "\n\n".join(pieces)
     if len(text) < 100_000:  # pragma: no cover - sources stripped from this installation
         raise RuntimeError("the standard library's source files are not installed: "
@@ -104,9 +97,54 @@ def stdlib_corpus() -> str:
     return text
 
 
+def _source_files() -> list:
+    import sysconfig
+    from pathlib import Path
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    out = []
+    for modname in STDLIB_MODULES:
+        rel = Path(*modname.split("."))
+        for path in (stdlib / rel.with_suffix(".py"), stdlib / rel / "__init__.py"):
+            if path.is_file():
+                out.append(path)
+                break
+    return out
+
+
+@lru_cache(maxsize=1)
 def corpus_digest() -> str:
-    """SHA-256 (first 16 hex digits) of :func:`stdlib_corpus`: part of every cache key."""
-    return hashlib.sha256(stdlib_corpus().encode("utf-8")).hexdigest()[:16]
+    """SHA-256 (first 16 hex digits) of :func:`stdlib_corpus`: part of every cache key.
+
+    Memoised on disk (in the cache folder), keyed by the path, size and modification time of
+    every source file the corpus is read from and by this module's own code, so a cached
+    measurement does not parse the standard library again; any change to those files
+    recomputes it."""
+    import sys
+    from pathlib import Path
+
+    from ..cache import cache_dir
+
+    h = hashlib.sha256(sys.version.encode() + Path(__file__).read_bytes())
+    for f in _source_files():
+        st = f.stat()
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+    d = cache_dir()
+    memo = None if d is None else d / "corpus" / f"{h.hexdigest()}.txt"
+    if memo is not None and memo.is_file():
+        text = memo.read_text().strip()
+        if len(text) == 16:
+            return text
+    digest = hashlib.sha256(stdlib_corpus().encode("utf-8")).hexdigest()[:16]
+    if memo is not None:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(digest)
+            os.replace(tmp, memo)
+        except OSError:
+            pass  # read-only cache folder: no memo, same digest
+    return digest
 
 
 @lru_cache(maxsize=4)

@@ -1,12 +1,18 @@
 """posbias_nb: the library behind the book *Position bias in transformers, from birth*.
 
-Modules
--------
-theory   exact influence rows of uniform causal attention with residuals (Cesàro powers)
-metrics  comparing and summarising influence profiles
-cache    on-disk, content-addressed cache of expensive results
-plots    the figure style shared by the chapters
-cli      the ``posbias`` command
+Layers, from the top down (each imports only the ones below it; ``tests/test_layering.py``):
+
+=====================  =====================================================================
+``cli``                the ``posbias`` command: parse, call, write a :class:`results.Result`
+``experiments``        whole studies: retrieval, the remedies lab, replays
+``measure``            Jacobian influence, hooks, teacher-forced scores, cached entry points
+``models``, ``tasks``  the zoo, loading and patches; pure data generators (no torch)
+``theory``, ``rollout``, ``metrics``, ``stats``
+                       the numerics (no torch): exact theory, the structural rollout,
+                       comparisons of profiles, intervals and verdict rules
+``cache``, ``results``, ``plots``, ``notebook``
+                       support: on-disk cache, run results, figure style, glue and tables
+=====================  =====================================================================
 """
 __version__ = "0.1.0"
 

@@ -4,18 +4,32 @@ The reference below transcribes the authors' code (ml-uhh/position-bias, src/rol
 content_prior.make_content_prior, positional_encoding.compute_alibi_scores,
 attention.compute_row_softmax / make_multihead_attention, main.add_residual / rollout,
 util.plot_last_row_distribution) loop for loop, so faithful=True is checked against it bit for bit.
+
+The packaged data is pinned to its source by digests recorded in tests/data (see the README
+there): no test reads a file outside the repository.  The cached replay of the chapter,
+posbias_nb.experiments.replay, is tested at the end.
 """
 import copy
+import hashlib
 import json
 import math
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from posbias_nb import rollout
+from posbias_nb import cache, rollout
+from posbias_nb.experiments import replay as exp_replay
 
-ANCHOR = Path("/work/shared/anchors/ml-uhh-rollout-configs.json")
+DIGESTS = json.loads((Path(__file__).parent / "data" / "ml-uhh-rollout-configs.sha256.json")
+                     .read_text())
+MODELS = ["bloom", "bloom-7b1", "falcon-rw-7b", "mpt-7b", "mpt-30b"]
+
+
+def canonical_digest(entry):
+    """The digest recorded in tests/data: SHA-256 of the entry's canonical JSON."""
+    return hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
 
 
 def authors_reference(e):
@@ -174,20 +188,108 @@ def test_replay_rejects_missing_fields_and_non_dicts():
 
 def test_published_configs_cover_five_models_and_three_variants():
     C = rollout.published_configs()
-    models = ["bloom", "bloom-7b1", "falcon-rw-7b", "mpt-7b", "mpt-30b"]
-    for m in models:
+    for m in MODELS:
         for k in (f"no_content/{m}", f"mean_content/fineweb-edu/{m}", f"all_content/fineweb-edu/{m}"):
             assert k in C, k
             assert len(C[k]["lambdas"]) == C[k]["num_layers"]
-    assert set(models) <= set(rollout.published_head_dims())
-    # the packaged lambdas are the ones rollout.published_schedules() rounds
-    pub = rollout.published_schedules()
-    for m in models:
-        np.testing.assert_allclose(pub[m][1], C[f"no_content/{m}"]["lambdas"], atol=6e-5)
+    assert set(MODELS) <= set(rollout.published_head_dims())
+    assert list(rollout.PUBLISHED_MODELS) == MODELS
 
 
-@pytest.mark.skipif(not ANCHOR.exists(), reason="the shared anchor file is not on this machine")
-def test_packaged_data_equals_the_anchor_exactly():
-    src = json.loads(ANCHOR.read_text())["configs"]
-    for k, e in rollout.published_configs().items():
-        assert e == src[k], k
+def test_published_schedules_are_the_packaged_lambdas_exactly():
+    # one copy of the data: the schedules are read from the JSON, to the last digit
+    C, pub = rollout.published_configs(), rollout.published_schedules()
+    assert list(pub) == MODELS
+    for m in MODELS:
+        heads, lam = pub[m]
+        e = C[f"no_content/{m}"]
+        assert heads == e["num_heads"]
+        assert lam.dtype == np.float64
+        np.testing.assert_array_equal(lam, np.array(e["lambdas"]))
+    # a fresh array on every call: a caller's edit does not leak into the next call
+    pub["mpt-7b"][1][0] = -1.0
+    assert rollout.published_schedules()["mpt-7b"][1][0] > 0
+
+
+def test_packaged_file_is_the_recorded_one():
+    raw = (resources.files("posbias_nb") / "data" / "ml-uhh-rollout-configs.json").read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == DIGESTS["packaged"]["sha256"]
+
+
+def test_packaged_entries_equal_the_anchor_exactly():
+    C = rollout.published_configs()
+    assert sorted(C) == sorted(DIGESTS["entries"])
+    for k, e in C.items():
+        assert canonical_digest(e) == DIGESTS["entries"][k], k
+    # the check can fail: one float32 ulp in one content score changes the digest
+    e = copy.deepcopy(C["all_content/fineweb-edu/mpt-7b"])
+    d = np.float32(e["diagonal_scores"][0][0])
+    e["diagonal_scores"][0][0] = float(np.nextafter(d, np.float32(np.inf)))
+    assert canonical_digest(e) != DIGESTS["entries"]["all_content/fineweb-edu/mpt-7b"]
+
+
+# ------------------------------------------------------------ the chapter's cached replay
+@pytest.fixture
+def short_configs(monkeypatch):
+    """The published entries at L = 32 (cheap replays), and a counter of rollout.replay calls."""
+    real_configs, real_replay = rollout.published_configs, rollout.replay
+    calls = []
+
+    def configs():
+        return {k: dict(e, sequence_length=32) for k, e in real_configs().items()}
+
+    def counting(*args, **kw):
+        calls.append(args)
+        return real_replay(*args, **kw)
+
+    monkeypatch.setattr(rollout, "published_configs", configs)
+    monkeypatch.setattr(rollout, "replay", counting)
+    return calls
+
+
+def test_replayed_second_call_is_a_cache_hit_equal_to_the_first(short_configs):
+    key = "mean_content/fineweb-edu/mpt-7b"
+    a = exp_replay.replayed(key, False, 128)
+    assert len(short_configs) == 1
+    b = exp_replay.replayed(key, False, 128)
+    assert len(short_configs) == 1  # served from the cache, not recomputed
+    np.testing.assert_array_equal(a["influence"], b["influence"])
+    assert a.meta == b.meta
+    # the stored file is where the cache says, under the parameters the chapter used
+    params = dict(key=key, entry=canonical_digest(rollout.published_configs()[key]),
+                  faithful=False, head_dim=128)
+    assert cache.load("replay", params) is not None
+    # a different reading is a different entry: computed, not served the first one
+    c = exp_replay.replayed(key, True)
+    assert len(short_configs) == 2
+    assert np.max(np.abs(c["influence"] - a["influence"])) > 1e-3
+
+
+def test_replayed_is_keyed_by_the_entry_content(short_configs, monkeypatch):
+    key = "no_content/mpt-7b"
+    a = exp_replay.replayed(key)
+    edited = rollout.published_configs
+
+    def longer():
+        return {k: dict(e, sequence_length=33) for k, e in edited().items()}
+
+    monkeypatch.setattr(rollout, "published_configs", longer)
+    b = exp_replay.replayed(key)  # same key, other content: recomputed
+    assert len(short_configs) == 2 and a["influence"].size == 32 and b["influence"].size == 33
+
+
+def test_replayed_equals_rollout_replay_and_is_a_result():
+    key = "no_content/bloom-7b1"  # the full L = 256 entry (one shared kernel: about a second)
+    r = exp_replay.replayed(key)
+    want = rollout.replay(rollout.published_configs()[key])
+    np.testing.assert_array_equal(r["influence"], want)
+    t = r.table()
+    assert list(t) == ["position", "influence"] and t["position"] == list(range(1, 257))
+    assert r.meta["key"] == key and r.meta["faithful"] is True and r.meta["sequence_length"] == 256
+    assert r.meta["entry_sha256"] == DIGESTS["entries"][key]
+    assert json.loads(json.dumps(r.to_json()))["meta"]["head_dim"] is None
+
+
+def test_replayed_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="unknown published configuration"):
+        exp_replay.replayed("no_content/gpt-5")

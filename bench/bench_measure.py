@@ -14,8 +14,20 @@
    initialization: exact norms once, then 2 * K_max probes split into disjoint groups of K; the
    relative error against the exact profile and the delta-method standard error it predicts.
 3. The two command-line runs of issue 4's "done" criterion (skipped with ``--quick``).
+4. ``floor``: the influence profile with its defaults against a bare-torch floor measured in the
+   same process, interleaved (floor, profile, floor, profile, ...): one forward pass and K plain
+   backward passes (``torch.autograd.grad`` of ``<z_k, h_L>`` w.r.t. ``inputs_embeds``,
+   ``retain_graph=True``) on the same model, fused attention, the same inputs.  The reported
+   ratio is the median over rounds of profile time / floor time of the same round, so that a
+   neighbour's load shifts both; the old defaults (one graph, 8 probes batched through vmap)
+   are timed in the same rounds.  Cases: random-init GPT-2 at L = 1024 and pretrained
+   SmolLM2-135M at L = 2048, K = 8 (target: ratio <= 1.10).
+5. ``memory``: peak resident memory and time of one profile per fresh subprocess, by length:
+   SmolLM2-135M at L = 2048, 4096, 8192 (layer by layer, the default, and the one-graph path
+   where it fits), Gemma-3-270M at L = 16384; ``--probes`` for the long runs (time grows
+   linearly in K, memory does not: every probe reuses the same stored layer inputs).
 
-Run:  .venv/bin/python bench/bench_measure.py [--quick] [--only jacobian|probes|cli]
+Run:  .venv/bin/python bench/bench_measure.py [--quick] [--only jacobian|probes|cli|floor|memory]
 Writes bench/results/measure.json and prints tables (``--only`` reruns one section and keeps the
 others).  Timings depend on the machine and on whatever else runs on it: the load average at
 the start is recorded; peak memory is reliable, wall time under load is not.
@@ -172,14 +184,196 @@ def bench_cli() -> list[dict]:
     return rows
 
 
+def _floor_time(model, x, Z) -> float:
+    """The bare-torch floor: one forward, K plain backward passes with ``retain_graph``."""
+    import torch
+
+    t0 = time.perf_counter()
+    with torch.enable_grad():
+        h = model.base_model(inputs_embeds=x, use_cache=False).last_hidden_state[0, -1]
+        for z in Z:
+            (g,) = torch.autograd.grad(h, x, grad_outputs=z, retain_graph=True)
+            g[0].double().pow(2).sum(-1)
+    del h, g
+    return time.perf_counter() - t0
+
+
+def floor_case(name: str, weights: str, L: int, K: int, rounds: int) -> dict:
+    """Profile time over the floor's, interleaved in one process (section 4)."""
+    import torch
+
+    from posbias_nb import measure, models
+
+    model, tok, info = models.load(name, weights=weights, seed=0)
+    ids = measure.text_batch(tok, L, 1, seed=0,
+                             vocab_size=model.get_input_embeddings().num_embeddings)
+    x = model.get_input_embeddings()(torch.as_tensor(ids)).detach().requires_grad_(True)
+    gen = torch.Generator().manual_seed(0)
+    Z = torch.randint(0, 2, (K, x.shape[-1]), generator=gen, dtype=torch.float32) * 2 - 1
+    variants = {"default": {}, "old_default_chunk8_one_graph": dict(chunk=8, checkpoint=False)}
+    times: dict = {"floor": []}
+    for r in range(rounds):
+        for v, kw in variants.items():
+            times["floor"].append(_floor_time(model, x, Z))
+            t0 = time.perf_counter()
+            measure.influence_profile(model, ids, probes=K, seed=0, **kw)
+            times.setdefault(v, []).append(time.perf_counter() - t0)
+            print(f"    round {r} {v:30s} {times[v][-1]:7.2f} s  floor {times['floor'][-1]:7.2f} s",
+                  flush=True)
+    fl = np.array(times["floor"]).reshape(rounds, len(variants))
+    out = {"model": name, "weights": weights, "attn": info["attn"], "L": L, "K": K,
+           "rounds": rounds, "floor_seconds": times["floor"]}
+    for j, v in enumerate(variants):
+        t = np.array(times[v])
+        out[v] = {"seconds": t.tolist(), "ratio_median": float(np.median(t / fl[:, j])),
+                  "ratio_min_over_min": float(t.min() / fl.min())}
+    return out
+
+
+def _save_section(key: str, value) -> None:
+    """Update one section of the results file now (re-read first: sections run concurrently)."""
+    cur = json.loads(OUT.read_text()) if OUT.exists() else {}
+    cur[key] = value
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    tmp = OUT.with_suffix(f".json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(cur, indent=2) + "\n")
+    tmp.replace(OUT)
+
+
+def bench_floor(quick: bool, rounds: int = 2) -> list[dict]:
+    cases = [("gpt2", "random", 1024, 8)] if not quick else [("gpt2-tiny", "random", 256, 8)]
+    if not quick:
+        cases.append(("smollm2-135m", "pretrained", 2048, 8))
+    rows = []
+    for name, weights, L, K in cases:
+        r = subprocess.run([sys.executable, __file__, "--floor", name, weights, str(L), str(K),
+                            str(rounds)], capture_output=True, text=True,
+                           env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))
+        if r.returncode:
+            raise RuntimeError(r.stderr[-3000:])
+        row = json.loads(r.stdout.strip().splitlines()[-1])
+        row["load_average_at_end"] = os.getloadavg()
+        rows.append(row)
+        _save_section("floor", rows)
+        print(f"  {name} L={L} K={K}: " + ", ".join(
+            f"{v} ratio {row[v]['ratio_median']:.3f}" for v in
+            ("default", "old_default_chunk8_one_graph")), flush=True)
+    return rows
+
+
+class _Stop(Exception):
+    pass
+
+
+def memory_case(name: str, weights: str, L: int, K: int, checkpoint: str,
+                stop_after: int = 0) -> dict:
+    """One profile in this (fresh) process: baseline and peak RSS, wall time (section 5).
+
+    ``stop_after > 0``: stop once that many layers have been recomputed in the first sweep
+    down the stack (layer-by-layer paths only).  By then the forward pass, the kept graph, the
+    stored layer inputs, the cotangents and one recomputed layer's graph have all been held at
+    once: the peak of the whole run, whose remaining layers and probes repeat the same
+    allocations (``partial: true``, ``seconds`` is the time to that point).
+    """
+    import torch
+
+    from posbias_nb import measure, models
+    from posbias_nb.measure import jacobian
+
+    model, tok, info = models.load(name, weights=weights, seed=0)
+    ids = measure.text_batch(tok, L, 1, seed=0,
+                             vocab_size=model.get_input_embeddings().num_embeddings)
+    cp = {"auto": None, "layers": True, "one-graph": False}[checkpoint]
+    # the baseline is the loaded model with every weight paged in (from_pretrained maps the
+    # weights file: untouched pages are not resident) and the kernels warmed up
+    with torch.no_grad():
+        float(sum(p.double().sum() for p in model.parameters()))
+    measure.influence_profile(model, ids[:, :64], probes=2, seed=0, checkpoint=cp)
+    base = _rss_mb()
+    partial = False
+    if stop_after:
+        orig, calls = jacobian._Layerwise._layer, [0]
+
+        def layer(self, i):
+            calls[0] += 1
+            if calls[0] > stop_after:
+                raise _Stop
+            return orig(self, i)
+
+        jacobian._Layerwise._layer = layer
+    kept = jacobian._kept_layers(model, L) if cp is None else (0 if cp else None)
+    t0 = time.perf_counter()
+    try:
+        measure.influence_profile(model, ids, probes=K, seed=0, checkpoint=cp)
+    except _Stop:
+        partial = True
+    dt = time.perf_counter() - t0
+    return {"model": name, "weights": weights, "attn": info["attn"], "L": L, "K": K,
+            "checkpoint": checkpoint, "kept_layers": kept, "n_layers": info["n_layers"],
+            "partial": partial, "stopped_after_layers": stop_after or None,
+            "seconds": dt, "seconds_per_probe_approx": None if partial else dt / (K + 1.5),
+            "baseline_mb": base, "peak_mb": _rss_mb(), "extra_mb": _rss_mb() - base,
+            "n_params": info["n_params"], "threads": torch.get_num_threads()}
+
+
+MEMORY_CASES = [  # (model, weights, L, K, checkpoint[, stop after N recomputed layers])
+    # the peak of a long run is reached early (see memory_case): on 2 shared cores the long
+    # cases stop after 2 recomputed layers; the rest of the run repeats the same allocations
+    ("smollm2-135m", "pretrained", 8192, 8, "auto", 2),
+    ("smollm2-135m", "pretrained", 2048, 2, "one-graph", 2),
+    ("smollm2-135m", "pretrained", 2048, 8, "auto", 2),
+    ("smollm2-135m", "pretrained", 4096, 8, "auto", 2),
+    ("smollm2-135m", "pretrained", 2048, 2, "layers", 2),
+    ("smollm2-135m", "pretrained", 4096, 2, "layers", 2),
+    ("smollm2-135m", "pretrained", 8192, 2, "layers", 2),
+    ("gemma3-270m", "pretrained", 16384, 8, "auto", 2),
+    ("smollm2-135m", "pretrained", 4096, 2, "one-graph"),
+]
+
+
+def bench_memory(quick: bool, cases=None) -> list[dict]:
+    cases = cases or ([("smollm2-tiny", "random", L, 2, cp) for L in (512, 1024)
+                       for cp in ("one-graph", "layers")] if quick else MEMORY_CASES)
+    rows = []
+    for name, weights, L, K, cp, *stop in cases:
+        r = subprocess.run([sys.executable, __file__, "--memory", name, weights, str(L), str(K),
+                            cp, str(stop[0] if stop else 0)], capture_output=True, text=True,
+                           env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))
+        if r.returncode:
+            rows.append({"model": name, "L": L, "K": K, "checkpoint": cp,
+                         "error": r.stderr.strip().splitlines()[-1:]})
+            _save_section("memory", rows)
+            print(f"  {name} L={L} K={K} {cp}: failed {rows[-1]['error']}", flush=True)
+            continue
+        row = json.loads(r.stdout.strip().splitlines()[-1])
+        row["load_average_at_end"] = os.getloadavg()
+        rows.append(row)
+        _save_section("memory", rows)
+        print(f"  {name} L={L:6d} K={K} {cp:9s} {row['seconds']:8.1f} s  peak "
+              f"{row['peak_mb']:7.0f} MB (+{row['extra_mb']:6.0f} over the loaded model)",
+              flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, no command-line runs")
-    ap.add_argument("--only", choices=["jacobian", "probes", "cli"],
+    ap.add_argument("--only", choices=["jacobian", "probes", "cli", "floor", "memory"],
                     help="run one section and update it in the existing results file")
     ap.add_argument("--one", nargs=3, metavar=("METHOD", "L", "CONFIG"), help=argparse.SUPPRESS)
     ap.add_argument("--cli", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of section 4")
+    ap.add_argument("--floor", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--memory", nargs=6, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.floor:
+        n, w, L, K, R = a.floor
+        print(json.dumps(floor_case(n, w, int(L), int(K), int(R))))
+        return
+    if a.memory:
+        n, w, L, K, cp, stop = a.memory
+        print(json.dumps(memory_case(n, w, int(L), int(K), cp, int(stop))))
+        return
     if a.one:
         print(json.dumps(one(a.one[0], int(a.one[1]), a.one[2])))
         return
@@ -188,7 +382,7 @@ def main() -> None:
         return
     import torch
 
-    result = json.loads(OUT.read_text()) if a.only and OUT.exists() else {}
+    result: dict = {}  # sections are merged into the results file one by one (_save_section)
     result["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(),
                          "torch_threads": torch.get_num_threads(),
                          "torch": torch.__version__, "python": platform.python_version(),
@@ -200,10 +394,14 @@ def main() -> None:
     if a.only in (None, "cli") and not a.quick:
         print("3. the command-line runs of the done criterion")
         result["cli"] = bench_cli()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(OUT)
+    if a.only in (None, "floor"):
+        print("4. profile time / bare-torch floor (interleaved, same process)")
+        result["floor"] = bench_floor(a.quick, a.rounds)
+    if a.only in (None, "memory"):
+        print("5. peak memory and time by length (a fresh process per case)")
+        result["memory"] = bench_memory(a.quick)
+    for k, v in result.items():  # section by section: another section may be running
+        _save_section(k, v)
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 

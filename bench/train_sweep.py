@@ -5,8 +5,9 @@ three remedies, the residual lever at 0.5 and 2), trained for more seeds and ste
 chapter can afford on 2 CPU cores, at the chapter's size or a deeper and longer one.  Each run is
 cached (``posbias_nb.cache``), so an interrupted sweep resumes.  Writes one JSON with, per arm and
 seed: positions, final accuracy, learning curves, lambda at init and after training, the trained
-influence profile; and per arm the bootstrap summaries the chapter reports (middle - ends area
-under the learning curve; the middle share of influence).
+influence profile; and per arm the summaries the chapter reports, each a t interval over seeds
+(``stats.mean_interval``): middle - ends area under the learning curve (the middle of
+``remedies.middle_and_edges``), and the middle share of influence (``metrics.middle_share``).
 
 Run:  make sweep                         (defaults below; SWEEP_ARGS="..." passes options)
       .venv/bin/python bench/train_sweep.py --seeds 10 --steps 1000 --layers 4 --length 128 \
@@ -33,10 +34,11 @@ def main(argv=None) -> int:
     ap.add_argument("--task", default="kv")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--arms", default="all", help="comma-separated names, or 'all'")
+    ap.add_argument("--workers", type=int, default=1, help="runs trained at once (processes)")
     ap.add_argument("--out", default="bench/results/train-sweep.json")
     a = ap.parse_args(argv)
 
-    from posbias_nb import metrics
+    from posbias_nb import metrics, stats
     from posbias_nb.experiments import remedies as train
 
     arms = list(train.ARMS) if a.arms == "all" else a.arms.split(",")
@@ -46,14 +48,17 @@ def main(argv=None) -> int:
     t0 = time.time()
     for arm in arms:
         t = time.time()
-        res = train.run_arms([arm], seeds=range(a.seeds), progress=True, **cfg)[arm]
+        res = train.run_arms([arm], seeds=range(a.seeds), progress=a.workers == 1,
+                             workers=a.workers, **cfg)[arm]
         pos = res[0]["position"]
-        auc = train.units(res, "auc", per_seed=len(res) > 1)  # seeds are the units
-        mm = np.array([train.middle_mass(r["influence"][1:]) for r in res])
+        auc = train.units(res, "auc")  # (seeds, positions): the seeds are the units
+        mm = np.array([metrics.middle_share(r["influence"][1:]) for r in res])
+        c = train.contrast(auc, pos)
         out["arms"][arm] = {
             "position": pos.tolist(),
-            "auc_middle_minus_ends": list(train.middle_vs_edges(auc, pos, a.length)),
-            "influence_middle_share": list(metrics.bootstrap(np.mean, mm)) if len(mm) > 1
+            "auc_middle_minus_ends": list(train.middle_vs_edges(auc, pos)) if len(res) > 1
+            else [float(c[0])] * 3,
+            "influence_middle_share": list(stats.mean_interval(mm)) if len(mm) > 1
             else [float(mm[0])] * 3,
             "runs": [{"seed": s, "accuracy": r["accuracy"].tolist(),
                       "curve": r["curve"].tolist(), "curve_steps": r["curve_steps"].tolist(),

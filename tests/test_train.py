@@ -106,16 +106,112 @@ def test_cuda_absent():
         train.train_run(**{**TINY, "device": "cuda"})
 
 
-def test_steps_to_threshold_and_middle_mass():
+def test_steps_to_threshold():
     curve = np.array([[0.0, 0.0, 0.0], [0.6, 0.2, 0.0], [0.9, 0.7, 0.1]])
     s = train.steps_to_threshold(curve, [0, 10, 20], 0.5)
     assert s.tolist() == [10.0, 20.0, 30.0]  # the last one is censored one interval past the end
-    assert train.middle_mass(np.ones(9)) == pytest.approx(1 / 3)
-    assert train.middle_mass([1, 0, 0, 0, 0, 1.0]) == 0.0
     with pytest.raises(ValueError):
         train.steps_to_threshold(curve, [0, 10], 0.5)
+
+
+def test_one_middle():
+    """The remedies' middle (task design) and the measured middle are metrics.regions."""
+    from posbias_nb import metrics
+
+    assert not hasattr(train, "middle_mass")  # one definition: metrics.middle_share
+    for L in (32, 48, 64, 128):
+        a, b = synthetic.middle_range(L)
+        mid = metrics.regions(L - 3).indices("middle") + 1
+        assert (a, b) == (mid[0], mid[-1])
+    pos = synthetic.eval_positions(64)
+    mid, edge = train.middle_and_edges(pos)
+    assert mid.tolist() == metrics.regions(pos.size).indices("middle").tolist()
+    assert edge.tolist() == [0, pos.size - 1]
+    # the remedies act on every measured middle position
+    a, b = synthetic.middle_range(64)
+    assert np.all((pos[mid] >= a) & (pos[mid] <= b))
     with pytest.raises(ValueError):
-        train.middle_mass([1.0, -np.inf, 1.0])
+        train.middle_and_edges([1, 2])
+
+
+def test_contrast_and_intervals_over_seeds():
+    from posbias_nb import stats
+
+    pos = np.arange(1, 9)
+    rng = np.random.default_rng(0)
+    lag = np.ones((10, 8)) * 0.9 + 0.02 * rng.standard_normal((10, 8))
+    lag[:, 2:6] -= 0.1  # the middle lags by 0.1 in every seed
+    c = train.contrast(lag, pos)
+    assert c.shape == (10,) and np.allclose(c.mean(), -0.1, atol=0.02)
+    est, lo, hi = train.middle_vs_edges(lag, pos)
+    assert (est, lo, hi) == stats.mean_interval(c)
+    assert stats.decide((est, lo, hi), 0, "less") == "holds"
+    # counterexample: no lag, only seed noise -> the interval straddles 0, never "holds"
+    flat = 0.9 + 0.05 * rng.standard_normal((10, 8))
+    assert stats.decide(train.middle_vs_edges(flat, pos), 0, "less") == "inconclusive"
+    # counterexample: the middle leads -> "fails"
+    assert stats.decide(train.middle_vs_edges(1.8 - lag, pos), 0, "less") == "fails"
+    r = train.middle_vs_edges(lag, pos, ratio=True)
+    assert r[1] < r[0] < r[2] < 1
+    with pytest.raises(ValueError):
+        train.contrast(lag[:, :5], pos)
+
+
+def test_arm_difference_is_paired_by_seed():
+    from posbias_nb import stats
+
+    pos = np.arange(1, 9)
+    rng = np.random.default_rng(1)
+    seed_effect = rng.uniform(0.2, 0.9, (10, 1))        # seeds differ a lot ...
+    b = np.repeat(seed_effect, 8, 1)
+    b[:, 2:6] -= 0.1
+    a = b.copy()
+    a[:, 2:6] += 0.03                                   # ... the remedy lifts the middle a little
+    gap = train.arm_difference(a, b, pos, "gap")
+    assert gap[0] == pytest.approx(0.03) and stats.decide(gap, 0, "greater") == "holds"
+    assert train.arm_difference(a, b, pos, "edges")[0] == pytest.approx(0.0)
+    # unpaired (shuffled seeds) the same data cannot resolve it: pairing matters
+    shuffled = train.arm_difference(a[::-1], b, pos, "middle")
+    assert stats.decide(shuffled, 0, "greater") == "inconclusive"
+    with pytest.raises(ValueError):
+        train.arm_difference(a, b[:5], pos)
+    with pytest.raises(ValueError):
+        train.arm_difference(a, b, pos, "ends")
+
+
+def test_predicted_ratio():
+    pos = synthetic.eval_positions(64)
+    assert train.predicted_ratio([1.0], pos, 64) == pytest.approx(1.0)   # uniform: flat
+    r2 = train.predicted_ratio([0.3, 0.3], pos, 64)
+    r8 = train.predicted_ratio([0.3] * 8, pos, 64)
+    assert 0 < r8 < r2 < 1  # the rollout's middle falls behind the ends with depth
+
+
+def test_at_init_matches_train_run_and_depth_sweep():
+    kw = dict(layers=2, width=32, length=32)
+    r = train.train_run(**TINY, seed=2)
+    i = train.at_init(**kw, seed=2, cache=False)
+    for k in ("lambda_init", "influence_init", "grad_init_value", "grad_init_profile"):
+        assert np.array_equal(r[k], i[k]), k
+    assert "influence_init" not in train.at_init(**kw, seed=2, influence=False, cache=False)
+    with pytest.raises(ValueError, match="9"):
+        train.at_init(9, 32, 32, 0, cache=False)
+    d = train.gradient_by_depth((2, 3), seeds=(0, 1), width=32, length=32)
+    assert set(d) == {2, 3}
+    for H, v in d.items():
+        assert v["measured"].shape == (2,) and v["lam"].shape == (2, H)
+        assert np.all(v["measured"] > 0) and np.all((v["predicted"] > 0) & (v["predicted"] < 1))
+        assert v["measured_ci"][1] <= v["measured_ci"][0] <= v["measured_ci"][2]
+    assert d[3]["factorial"] == 0.5
+    with pytest.raises(ValueError):
+        train.gradient_by_depth((2,), seeds=(0,), width=32, length=32)
+
+
+def test_lever_at_init():
+    lev = train.lever_at_init((0.5, 2.0), seeds=(0, 1), layers=2, width=32, length=32)
+    assert np.all(lev[0.5]["lam"] > lev[2.0]["lam"])
+    for v in lev.values():
+        assert np.all((v["measured"] > 0) & (v["measured"] < 1)) and v["predicted"].shape == (2,)
 
 
 def test_cached_run_is_identical(tmp_path, monkeypatch):
@@ -127,3 +223,18 @@ def test_cached_run_is_identical(tmp_path, monkeypatch):
     for k in ("accuracy", "influence", "lambda", "curve"):
         assert np.array_equal(a[k], b[k]), k
     assert b["meta"] == a["meta"]
+
+
+def test_run_arms_workers_match_serial(tmp_path, monkeypatch):
+    """Runs trained in worker processes are the serial runs, bit for bit (through the cache)."""
+    cfg = dict(layers=2, width=32, length=32, steps=2, checkpoints=2, batch=4)
+    serial = {a: [train.train_run(**{**train.CHAPTER, **cfg}, **train.ARMS[a], seed=s,
+                                  cache=False) for s in (0, 1)] for a in ("uniform", "edges")}
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path))
+    par = train.run_arms(("uniform", "edges"), seeds=(0, 1), workers=2, **cfg)
+    for a in serial:
+        for r, q in zip(serial[a], par[a]):
+            for k in ("accuracy", "curve_correct", "influence", "grad_init_value"):
+                assert np.array_equal(r[k], q[k]), (a, k)
+    with pytest.raises(ValueError, match="arm"):
+        train.run_arms(("nope",))

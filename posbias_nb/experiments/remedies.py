@@ -33,9 +33,23 @@ Answer placement during training (``answer_positions``): ``"uniform"`` over ``1.
 ``"edges"``: with probability 0.8 in the first or last 15 % (half each), else uniform.
 The remedies (``remedy``) act on top of that placement at equal compute (same steps, batch and
 learning rate): ``"weighted"`` multiplies the loss of examples whose answer lies in the middle
-third by 4 (weights renormalised per batch); ``"oversample"`` draws half of each batch's answers
-from the middle third; ``"curriculum"`` draws every answer from the middle third for the first
-30 % of the steps, then follows the placement.
+by 4 (weights renormalised per batch); ``"oversample"`` draws half of each batch's answers
+from the middle; ``"curriculum"`` draws every answer from the middle for the first
+30 % of the steps, then follows the placement.  The middle the remedies act on is a task design
+parameter, :func:`posbias_nb.tasks.synthetic.middle_range`: the book's one middle
+(:func:`posbias_nb.metrics.regions`, the central half) of the answer positions; it was the middle
+third before version ``train-v4``.
+
+Measurement and statistics
+--------------------------
+The middle is *measured* with the same definition, declared before the data: the central half of
+the evaluated answer positions (:func:`middle_and_edges`, ``metrics.regions`` on the slots)
+against the first and last slot; the middle of an influence profile is
+:func:`posbias_nb.metrics.middle_share`.  The unit of replication is the **seed** (init,
+training data and held-out set): every interval is a Student *t* interval over per-seed values
+(:func:`posbias_nb.stats.mean_interval`), which covers at a handful of seeds where a percentile
+bootstrap does not; examples within a seed are averaged first (they share an initialization),
+and two arms trained with the same seeds are compared seed by seed.
 
 The structural lever (``residual_scale`` = :math:`\alpha`): the attention output projection of
 every layer is multiplied by :math:`1/\alpha` at init, which at init is the DeepNorm-style
@@ -56,16 +70,17 @@ from ..results import Result
 from ..tasks.synthetic import (BOS, N_KEYS, PLACEMENTS, TASKS, VOCAB, eval_positions, make_batch,
                                middle_range, sample_positions)
 
-__all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "train_run", "steps_to_threshold",
-           "middle_mass", "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
-           "middle_vs_edges", "predicted_profile", "arm_difference", "TABLE_COLUMNS",
-           "JSON_KEYS"]
+__all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "at_init", "train_run",
+           "steps_to_threshold", "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
+           "contrast", "middle_vs_edges", "predicted_profile", "predicted_ratio",
+           "arm_difference", "gradient_by_depth", "lever_at_init", "TABLE_COLUMNS", "JSON_KEYS"]
 
 REMEDIES = ("none", "weighted", "oversample", "curriculum")
 DEVICES = ("cpu", "cuda")
 MIDDLE_WEIGHT, OVERSAMPLE_P, CURRICULUM_FRAC = 4.0, 0.5, 0.3
 # v3: the init gradient is read at the answer token p (v2 read p + 1, a filler token)
-_VERSION = "train-v3"
+# v4: the remedies' middle is the central half of the answer positions (was the middle third)
+_VERSION = "train-v4"
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,6 +166,106 @@ def _grad_at_init(model, ids, target, pos, device):
 
 
 # --------------------------------------------------------------------------------------------
+# At initialization
+
+
+N_EX = 32   # held-out examples per evaluated answer position
+N_PROBE = 8  # held-out sequences for the influence profile and the hooks
+
+
+def _eval_set(task, L, seed, distractors):
+    """The held-out set of a seed: ``N_EX`` examples at each of :func:`eval_positions`."""
+    pos_eval = eval_positions(L)
+    erng = np.random.default_rng([seed, 1])
+    eval_pos = np.repeat(pos_eval, N_EX)
+    eval_ids, eval_tgt = make_batch(task, eval_pos, L, erng, distractors)
+    return pos_eval, eval_pos, eval_ids, eval_tgt
+
+
+class _Deterministic:
+    """Deterministic kernels and, on the CPU, one thread (one fixed reduction order)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        import torch
+
+        self.det = torch.are_deterministic_algorithms_enabled()
+        self.threads = torch.get_num_threads()
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        if self.device == "cpu":
+            torch.set_num_threads(1)  # small models gain nothing from more
+
+    def __exit__(self, *exc):
+        import torch
+
+        torch.use_deterministic_algorithms(self.det)
+        torch.set_num_threads(self.threads)
+
+
+def _init_measures(model, p, influence):
+    from ..measure.jacobian import influence_profile
+
+    pos_eval, eval_pos, eval_ids, eval_tgt = _eval_set(p["task"], p["length"], p["seed"],
+                                                       p["distractors"])
+    probe_ids = eval_ids[::N_EX][:N_PROBE]
+    cap0 = _capture(model, probe_ids)
+    g = _grad_at_init(model, eval_ids, eval_tgt, eval_pos, p["device"])
+    rows = np.arange(len(eval_pos))
+    out = {"position": pos_eval, "lambda_init": cap0["lam"], "A_init": cap0["A"],
+           # the answer is the single (fused key-value, or needle) token at p
+           "grad_init_value": g[rows, eval_pos].reshape(len(pos_eval), N_EX),
+           "grad_init_profile": g.mean(0)}
+    if influence:
+        out["influence_init"] = influence_profile(model, probe_ids, target="hidden",
+                                                  method="exact")["influence"]
+    return out
+
+
+def at_init(layers: int, width: int, length: int, seed: int = 0, residual_scale: float = 1.0,
+            *, task: str = "kv", distractors: int = 3, influence: bool = True,
+            device: str = "cpu", cache: bool = True) -> dict:
+    r"""Measure the lab's model at initialization, without training (chapter :ref:`ch-remedies`).
+
+    The model is :func:`build_model` (the same init as :func:`train_run` with the same ``seed``
+    and ``residual_scale``), measured on the seed's held-out set (the same as :func:`train_run`'s):
+    ``position`` (P,) the evaluated answer positions; ``lambda_init`` (T,) and ``A_init``
+    (T, L, L) from the hooks on ``N_PROBE`` = 8 held-out sequences; ``grad_init_value`` (P, 32)
+    the norm of :math:`\partial \mathcal L / \partial x_p` at the answer token ``p`` per
+    held-out example, ``grad_init_profile`` (L,) that norm at every position averaged over the
+    set; with ``influence``, ``influence_init`` (L,) the exact Jacobian influence profile (hidden
+    target) on the 8 sequences.  Cached (namespace ``"train-init"``); :func:`train_run` reads its
+    init measurements from here, so the arms that share an init share this work.
+
+    Raises
+    ------
+    ValueError
+        As :func:`train_run`, for bad ``layers``, ``width``, ``length``, ``seed``,
+        ``residual_scale``, ``task``, ``distractors`` or ``device``.
+    """
+    (task, layers, width, length, _, seed, _, _, rs, device, distractors, _, _) = _check(
+        task, layers, width, length, 1, seed, "uniform", "none", residual_scale, device,
+        distractors, 2, 2)
+    if not isinstance(influence, (bool, np.bool_)):
+        raise ValueError(f"influence must be True or False, got {influence!r}")
+    p = dict(task=task, layers=layers, width=width, length=length, seed=seed,
+             residual_scale=rs, device=device, distractors=distractors,
+             influence=bool(influence), version=_VERSION, **library_versions())
+
+    def compute():
+        with _Deterministic(device):
+            model = build_model(layers, width, length, seed, rs, device)
+            model.train()
+            return _init_measures(model, p, bool(influence))
+    if cache:
+        from .. import cache as _cache
+
+        return dict(_cache.cached("train-init", p, compute))
+    return {k: np.asarray(v) for k, v in compute().items()}
+
+
+# --------------------------------------------------------------------------------------------
 # Training
 
 
@@ -162,36 +277,22 @@ def _params(task, layers, width, length, steps, seed, answer_positions, remedy, 
                 version=_VERSION, **library_versions())
 
 
-def _train(p: dict, progress: bool) -> dict:
+def _train(p: dict, progress: bool, cache: bool = True) -> dict:
     import torch
     from tqdm import tqdm
 
     from ..measure.jacobian import influence_profile
 
     task, L, steps, dev = p["task"], p["length"], p["steps"], p["device"]
-    det = torch.are_deterministic_algorithms_enabled()
-    threads = torch.get_num_threads()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    if dev == "cpu":
-        torch.set_num_threads(1)  # one fixed reduction order; small models gain nothing from more
-    try:
+    init = at_init(p["layers"], p["width"], L, p["seed"], p["residual_scale"], task=task,
+                   distractors=p["distractors"], device=dev, cache=cache)
+    with _Deterministic(dev):
         model = build_model(p["layers"], p["width"], L, p["seed"], p["residual_scale"], dev)
         model.train()
-        pos_eval = eval_positions(L)
-        n_ex = 32
-        erng = np.random.default_rng([p["seed"], 1])
-        eval_pos = np.repeat(pos_eval, n_ex)
-        eval_ids, eval_tgt = make_batch(task, eval_pos, L, erng, p["distractors"])
+        pos_eval, eval_pos, eval_ids, eval_tgt = _eval_set(task, L, p["seed"], p["distractors"])
+        n_ex = N_EX
         drng = np.random.default_rng([p["seed"], 2])
-
-        probe_ids = eval_ids[::n_ex][:8]
-        cap0 = _capture(model, probe_ids)
-        infl0 = influence_profile(model, probe_ids, target="hidden", method="exact")
-        g = _grad_at_init(model, eval_ids, eval_tgt, eval_pos, dev)
-        rows = np.arange(len(eval_pos))
-        # the answer is the single (fused key-value, or needle) token at p
-        grad_value = g[rows, eval_pos].reshape(len(pos_eval), n_ex)
-        grad_key = grad_value
+        probe_ids = eval_ids[::n_ex][:N_PROBE]
 
         opt = torch.optim.AdamW(model.parameters(), lr=p["lr"], betas=(0.9, 0.98),
                                 weight_decay=0.01)
@@ -235,21 +336,32 @@ def _train(p: dict, progress: bool) -> dict:
         correct, lo = _evaluate(model, eval_ids, eval_tgt, dev)
         cap = _capture(model, probe_ids)
         infl = influence_profile(model, probe_ids, target="hidden", method="exact")
-    finally:
-        torch.use_deterministic_algorithms(det)
-        torch.set_num_threads(threads)
     return {
         "position": pos_eval, "accuracy": correct.reshape(len(pos_eval), n_ex).mean(1),
         "loss": lo.reshape(len(pos_eval), n_ex).mean(1),
         "correct": correct.reshape(len(pos_eval), n_ex),
-        "influence": infl["influence"], "influence_init": infl0["influence"],
-        "lambda": cap["lam"], "lambda_init": cap0["lam"],
-        "A_init": cap0["A"], "A": cap["A"],
+        "influence": infl["influence"], "influence_init": init["influence_init"],
+        "lambda": cap["lam"], "lambda_init": init["lambda_init"],
+        "A_init": init["A_init"], "A": cap["A"],
         "curve": np.array(curve), "curve_loss": np.array(curve_loss), "curve_steps": ck,
         "curve_correct": np.array(curve_correct),
-        "grad_init_value": grad_value, "grad_init_key": grad_key,
-        "grad_init_profile": g.mean(0),
+        "grad_init_value": init["grad_init_value"], "grad_init_key": init["grad_init_value"],
+        "grad_init_profile": init["grad_init_profile"],
     }
+
+
+def _run_params(task, layers, width, length, steps, seed=0, answer_positions="uniform",
+                remedy="none", residual_scale=1.0, device="cpu", distractors=3, batch=32,
+                checkpoints=10, lr=3e-3):
+    """Checked arguments of :func:`train_run`, as the parameters of its cache key."""
+    (task, layers, width, length, steps, seed, answer_positions, remedy, rs, device, distractors,
+     batch, checkpoints) = _check(task, layers, width, length, steps, seed, answer_positions,
+                                  remedy, residual_scale, device, distractors, batch, checkpoints)
+    lr = float(lr)
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    return _params(task, layers, width, length, steps, seed, answer_positions, remedy, rs, device,
+                   distractors, batch, checkpoints, lr)
 
 
 def train_run(task: str, layers: int, width: int, length: int, steps: int, seed: int = 0,
@@ -308,20 +420,14 @@ def train_run(task: str, layers: int, width: int, length: int, steps: int, seed:
         width outside 32..128 or not a multiple of 16, length outside 32..256, steps < 1,
         a negative seed, residual_scale <= 0, or ``"cuda"`` without CUDA.
     """
-    (task, layers, width, length, steps, seed, answer_positions, remedy, rs, device, distractors,
-     batch, checkpoints) = _check(task, layers, width, length, steps, seed, answer_positions,
-                                  remedy, residual_scale, device, distractors, batch, checkpoints)
-    lr = float(lr)
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
-    p = _params(task, layers, width, length, steps, seed, answer_positions, remedy, rs, device,
-                distractors, batch, checkpoints, lr)
+    p = _run_params(task, layers, width, length, steps, seed, answer_positions, remedy,
+                    residual_scale, device, distractors, batch, checkpoints, lr)
     if cache:
         from .. import cache as _cache
 
         out = _cache.cached("train", p, lambda: _train(p, progress))
     else:
-        out = {k: np.asarray(v) for k, v in _train(p, progress).items()}
+        out = {k: np.asarray(v) for k, v in _train(p, progress, cache=False).items()}
     out = dict(out)
     out["steps_to_half"] = steps_to_threshold(out["curve"], out["curve_steps"], 0.5)
     out["grad_init"] = np.asarray(out["grad_init_value"]).mean(1)
@@ -349,16 +455,6 @@ def steps_to_threshold(curve, steps, threshold: float = 0.5) -> np.ndarray:
     censor = s[-1] + (s[-1] - s[-2])
     first = np.where(hit.any(0), s[np.argmax(hit, axis=0)], censor)
     return first
-
-
-def middle_mass(profile) -> float:
-    """Share of a profile's mass (normalised to sum 1) in the middle third of the context."""
-    p = np.asarray(profile, float)
-    if p.ndim != 1 or p.size < 3 or not np.all(np.isfinite(p)) or p.min() < 0 or p.sum() <= 0:
-        raise ValueError("profile must be a finite, nonnegative 1-D array of length >= 3 with "
-                         "positive sum")
-    L = p.size
-    return float(p[L // 3: 2 * L // 3].sum() / p.sum())
 
 
 #: The CSV columns of ``posbias train``: one row per evaluated answer position.
@@ -389,11 +485,20 @@ ARMS = {
 }
 
 
-def run_arms(arms=None, seeds=(0, 1, 2), progress: bool = False, **config) -> dict:
+def _train_cached(kw):
+    train_run(**kw)  # a worker fills the cache; the parent reads it back
+    return None
+
+
+def run_arms(arms=None, seeds=(0, 1, 2), progress: bool = False, workers: int = 1,
+             **config) -> dict:
     """Train every arm for every seed (cached); ``{arm: [result per seed]}``.
 
     ``config`` overrides :data:`CHAPTER` (e.g. more ``steps`` or a ``device`` for the sweep);
-    ``arms`` is a list of names from :data:`ARMS` (default: all).  Chapter :ref:`ch-remedies`.
+    ``arms`` is a list of names from :data:`ARMS` (default: all).  ``workers > 1`` trains that
+    many runs at once in separate processes (each run uses one thread and deterministic kernels,
+    so the numbers are the same bit for bit; the results travel through the cache).
+    Chapter :ref:`ch-remedies`.
     """
     arms = list(ARMS) if arms is None else list(arms)
     for a in arms:
@@ -402,34 +507,60 @@ def run_arms(arms=None, seeds=(0, 1, 2), progress: bool = False, **config) -> di
     seeds = [positive_int("seed", s, minimum=0) for s in seeds]
     if len(seeds) < 1:
         raise ValueError("seeds must not be empty")
+    workers = positive_int("workers", workers)
     cfg = {**CHAPTER, **config}
+    jobs = [dict(**cfg, **ARMS[a], seed=s) for a in arms for s in seeds]
+    if workers > 1:
+        from .. import cache as _cache
+
+        # only the runs not cached yet; without a cache the workers' results could not travel
+        jobs = ([kw for kw in jobs if _cache.load("train", _run_params(**kw)) is None]
+                if _cache.cache_dir() is not None else [])
+    if workers > 1 and len(jobs) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(workers, len(jobs)),
+                                 mp_context=mp.get_context("spawn")) as ex:
+            list(ex.map(_train_cached, jobs))
     return {a: [train_run(**cfg, **ARMS[a], seed=s, progress=progress) for s in seeds]
             for a in arms}
 
 
 # --------------------------------------------------------------------------------------------
-# Summaries over seeds (units for the bootstrap: seed x held-out example)
+# Summaries over seeds (the unit of replication is the seed)
 
 
-def middle_and_edges(position, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices into ``position``: those in the middle third of ``1..length-3``, and the two ends
-    (first and last evaluated position).  Chapter :ref:`ch-remedies`."""
+def middle_and_edges(position) -> tuple[np.ndarray, np.ndarray]:
+    """Indices into the evaluated answer positions: the middle, and the two ends.
+
+    The book's one middle (:func:`posbias_nb.metrics.regions`) applied to the ``P`` evaluated
+    slots: the central half of them, against the first and the last slot.  Declared from ``P``
+    alone, before any data (chapter :ref:`ch-remedies`); with the chapter's eight positions
+    1, 10, 18, 27, 35, 44, 52, 61 the middle is 18, 27, 35, 44.
+
+    >>> middle_and_edges([1, 10, 18, 27, 35, 44, 52, 61])
+    (array([2, 3, 4, 5]), array([0, 7]))
+    """
+    from ..metrics import regions
+
     pos = np.asarray(position)
-    a, b = middle_range(int(length))
-    mid = np.flatnonzero((pos >= a) & (pos <= b))
-    if mid.size == 0 or pos.size < 3:
-        raise ValueError(f"no evaluated position in the middle third {a}..{b}")
-    return mid, np.array([0, pos.size - 1])
+    if pos.ndim != 1 or pos.size < 3:
+        raise ValueError(f"need at least 3 evaluated positions, got {pos.shape}")
+    r = regions(pos.size)
+    return r.indices("middle"), np.r_[r.indices("first"), r.indices("last")]
 
 
-def units(results, what: str = "auc", per_seed: bool = False) -> np.ndarray:
-    """Per-example numbers stacked over seeds: shape (seeds x examples, positions), or with
-    ``per_seed`` the mean over each seed's examples: shape (seeds, positions).
+def units(results, what: str = "auc", per_seed: bool = True) -> np.ndarray:
+    """Per-seed numbers at every evaluated position: shape (seeds, positions); with
+    ``per_seed=False`` one row per seed x held-out example (rows of one seed share an
+    initialization, so they are *not* independent units).
 
     ``what``: ``"auc"`` the accuracy averaged over the checkpoints (the area under the learning
     curve, a learning-speed score in [0, 1]); ``"final"`` the correctness after training;
-    ``"grad"`` the norm of the loss gradient at the answer token at init.  The rows of two arms
+    ``"grad"`` the norm of the loss gradient at the answer token at init.  Rows of two arms
     trained with the same seeds are paired (same init, same held-out examples).
+    Chapter :ref:`ch-remedies`.
     """
     key = {"auc": "curve_correct", "final": "correct", "grad": "grad_init_value"}
     if what not in key:
@@ -442,22 +573,68 @@ def units(results, what: str = "auc", per_seed: bool = False) -> np.ndarray:
     return np.concatenate(out)
 
 
-def middle_vs_edges(u, position, length: int, ratio: bool = False, **boot):
-    """Bootstrap (estimate, low, high) of mean(middle) - mean(edges) (or their ratio) of
-    :func:`units` rows.  Chapter :ref:`ch-remedies`."""
-    from ..metrics import bootstrap
+def contrast(u, position, ratio: bool = False) -> np.ndarray:
+    """Per row of ``u`` (seeds, positions): mean over the middle minus mean over the two ends
+    (:func:`middle_and_edges`), or with ``ratio`` middle over ends.
 
-    mid, edge = middle_and_edges(position, length)
+    >>> contrast([[1.0, 0.5, 0.5, 0.5, 0.5, 1.0]], [1, 2, 3, 4, 5, 6]).tolist()
+    [-0.5]
+    """
+    x = np.asarray(u, float)
+    if x.ndim != 2 or x.shape[1] != np.asarray(position).size:
+        raise ValueError(f"u must be (seeds, positions) with {np.asarray(position).size} "
+                         f"positions, got {x.shape}")
+    mid, edge = middle_and_edges(position)
+    m, e = x[:, mid].mean(1), x[:, edge].mean(1)
+    return m / e if ratio else m - e
 
-    def stat(x):
-        m, e = x[:, mid].mean(), x[:, edge].mean()
-        return m / e if ratio else m - e
-    return bootstrap(stat, np.asarray(u, float), **boot)
+
+def middle_vs_edges(u, position, ratio: bool = False, level: float = 0.95):
+    """(estimate, low, high): Student *t* interval over seeds
+    (:func:`posbias_nb.stats.mean_interval`) of the per-seed :func:`contrast`, middle minus ends
+    (or their ratio).
+
+    ``u`` has one row per seed (:func:`units` with ``per_seed=True``): the seeds are the
+    independent units; a percentile bootstrap over five seeds covers only ~84%, and resampling
+    seed x example rows would ignore that the rows of one seed share an init.
+    Chapter :ref:`ch-remedies`.
+    """
+    from ..stats import mean_interval
+
+    return mean_interval(contrast(u, position, ratio), level=level)
+
+
+def arm_difference(u_a, u_b, position, where: str = "middle", level: float = 0.95):
+    """(estimate, low, high): *t* interval over seeds of the paired difference between two arms
+    trained with the same seeds (same init, same held-out examples), seed by seed: of their
+    means over the ``"middle"`` or the ``"edges"`` positions (:func:`middle_and_edges`), or,
+    for ``"gap"``, of their middle-minus-ends gaps (positive: arm ``a`` has the smaller valley).
+    Chapter :ref:`ch-remedies`.
+
+    >>> a = [[1.0, 0.9, 1.0], [1.0, 0.8, 1.0], [1.0, 0.9, 1.0]]
+    >>> b = [[1.0, 0.5, 1.0], [1.0, 0.6, 1.0], [1.0, 0.4, 1.0]]
+    >>> [round(v, 2) for v in arm_difference(a, b, [1, 2, 3], "gap")]   # 3 seeds: wide
+    [0.37, -0.01, 0.75]
+    """
+    from ..stats import mean_interval
+
+    if where not in ("middle", "edges", "gap"):
+        raise ValueError(f"where must be 'middle', 'edges' or 'gap', got {where!r}")
+    a, b = np.asarray(u_a, float), np.asarray(u_b, float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"arms are not paired: shapes {a.shape} and {b.shape}")
+    mid, edge = middle_and_edges(position)
+    if where == "gap":
+        d = contrast(a, position) - contrast(b, position)
+    else:
+        idx = mid if where == "middle" else edge
+        d = a[:, idx].mean(1) - b[:, idx].mean(1)
+    return mean_interval(d, level=level)
 
 
 def predicted_profile(lambdas, length: int) -> np.ndarray:
     r"""The theory's prediction: residual-aware rollout with uniform causal kernels and the given
-    :math:`\lambda_t` (``rollout.rollout``; chapter :ref:`ch-rollout`, used in
+    :math:`\lambda_t` (``rollout.rollout``; chapter :ref:`ch-rollout`, :eq:`eq-rem-rollout` in
     :ref:`ch-remedies`)."""
     from ..rollout import rollout, uniform_causal
 
@@ -466,26 +643,78 @@ def predicted_profile(lambdas, length: int) -> np.ndarray:
     return rollout([A] * lam.size, lam)
 
 
-def arm_difference(u_a, u_b, position, length: int, where: str = "middle", **boot):
-    """Bootstrap (estimate, low, high) of the paired difference between two arms' :func:`units`
-    (rows paired: same seeds, same held-out examples): of their means over the ``"middle"`` or
-    the ``"edges"`` positions (:func:`middle_and_edges`), or, for ``"gap"``, of their
-    middle-minus-ends gaps (a positive value: arm ``a`` has the smaller valley).
-    Chapter :ref:`ch-remedies`."""
-    from ..metrics import bootstrap
+def predicted_ratio(lambdas, position, length: int) -> float:
+    """The rollout's middle-over-ends ratio of the gradient at the evaluated answer positions
+    (:func:`predicted_profile` read at ``position``, middle and ends of :func:`middle_and_edges`).
 
-    if where not in ("middle", "edges", "gap"):
-        raise ValueError(f"where must be 'middle', 'edges' or 'gap', got {where!r}")
-    a, b = np.asarray(u_a, float), np.asarray(u_b, float)
-    if a.shape != b.shape:
-        raise ValueError(f"arms are not paired: shapes {a.shape} and {b.shape}")
-    mid, edge = middle_and_edges(position, length)
-    if where == "gap":
-        def stat(x, y):
-            return (x[:, mid].mean() - x[:, edge].mean()) - (y[:, mid].mean() - y[:, edge].mean())
-    else:
-        idx = mid if where == "middle" else edge
+    >>> round(predicted_ratio([1.0], [1, 2, 3, 4, 5, 6], 8), 6)   # one uniform layer: flat
+    1.0
+    """
+    pred = predicted_profile(lambdas, length)
+    return float(contrast(pred[np.asarray(position)][None], position, ratio=True)[0])
 
-        def stat(x, y):
-            return x[:, idx].mean() - y[:, idx].mean()
-    return bootstrap(stat, a, b, **boot)
+
+def gradient_by_depth(depths=(2, 4, 8), seeds=range(10), width: int = 64, length: int = 64,
+                      task: str = "kv", level: float = 0.95) -> dict:
+    r"""The seed paper's dead zone, where it can show: the middle-over-ends ratio of the loss
+    gradient at the answer token *at initialization*, over depths, against the rollout's
+    prediction (chapter :ref:`ch-remedies`, :eq:`eq-rem-rollout`).
+
+    For each depth ``H`` and seed, :func:`at_init` (no training) gives the gradient norm at each
+    evaluated answer position (mean over the seed's held-out examples) and :math:`\lambda_t` at
+    init; the measured ratio is its :func:`contrast` (middle / ends), the predicted one
+    :func:`predicted_ratio` from that seed's :math:`\lambda_t`.  Returns ``{H: dict(measured=
+    (seeds,), predicted=(seeds,), lam=(seeds, H), measured_ci=(est, lo, hi), predicted_ci=...,
+    factorial=1/(H-1)!)}``, intervals *t* over seeds.
+
+    Raises
+    ------
+    ValueError
+        A depth outside 2..8, fewer than 2 seeds, or a bad ``width``/``length``/``task``.
+    """
+    from ..stats import mean_interval
+
+    seeds = [positive_int("seed", s, minimum=0) for s in seeds]
+    if len(seeds) < 2:
+        raise ValueError(f"gradient_by_depth needs at least 2 seeds, got {len(seeds)}")
+    out = {}
+    for H in depths:
+        meas, pred, lam = [], [], []
+        for s in seeds:
+            r = at_init(H, width, length, s, task=task, influence=False)
+            pos = r["position"]
+            meas.append(contrast(np.asarray(r["grad_init_value"]).mean(1)[None], pos, True)[0])
+            pred.append(predicted_ratio(r["lambda_init"], pos, length))
+            lam.append(np.asarray(r["lambda_init"]))
+        meas, pred = np.array(meas), np.array(pred)
+        out[int(H)] = dict(measured=meas, predicted=pred, lam=np.array(lam),
+                           measured_ci=mean_interval(meas, level),
+                           predicted_ci=mean_interval(pred, level),
+                           factorial=1 / math.factorial(int(H) - 1))
+    return out
+
+
+def lever_at_init(scales=(0.5, 1.0, 2.0), seeds=range(10), **config) -> dict:
+    r"""The structural lever at init: for each residual scale :math:`\alpha`, per seed,
+    :math:`\lambda_t` at init, the measured middle share of the influence profile at init and the
+    rollout's predicted middle share from those :math:`\lambda_t`
+    (:func:`posbias_nb.metrics.middle_share`, BOS left out; chapter :ref:`ch-remedies`).
+    ``config`` overrides :data:`CHAPTER` (``layers``, ``width``, ``length``, ``task``).
+
+    Returns ``{alpha: dict(lam=(seeds, T), measured=(seeds,), predicted=(seeds,))}``.
+    """
+    from ..metrics import middle_share
+
+    cfg = {**CHAPTER, **config}
+    cfg.pop("steps", None)
+    L = cfg["length"]
+    out = {}
+    for a in scales:
+        lam, meas, pred = [], [], []
+        for s in seeds:
+            r = at_init(cfg["layers"], cfg["width"], L, s, a, task=cfg["task"])
+            lam.append(np.asarray(r["lambda_init"]))
+            meas.append(middle_share(np.asarray(r["influence_init"])[1:]))
+            pred.append(middle_share(predicted_profile(r["lambda_init"], L)[1:]))
+        out[float(a)] = dict(lam=np.array(lam), measured=np.array(meas), predicted=np.array(pred))
+    return out

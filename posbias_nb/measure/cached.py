@@ -25,7 +25,7 @@ from .._validate import choice, positive_int
 from ..tasks.text import SOURCES, corpus_digest, text_batch
 from .entry import checked, library_versions, run_key
 from .hooks import capture_model, n_heads
-from .jacobian import METHODS, TARGETS, influence_profile
+from .jacobian import METHODS, TARGETS, default_chunk, influence_profile
 
 __all__ = ["profile", "shared_profile", "capture", "measured_influence", "predict",
            "config_kernel", "MODES", "library_versions"]
@@ -73,7 +73,7 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
     if not exact:
         probes = positive_int("probes", probes, minimum=2)
     if chunk is None:
-        chunk = 1 if target == "argmax_prob" else (32 if method == "exact" else 8)
+        chunk = 1 if target == "argmax_prob" else default_chunk(method, device)
     chunk = positive_int("chunk", chunk)
     if device_map is None:
         models.check_device(device)

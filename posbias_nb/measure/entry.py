@@ -79,6 +79,7 @@ def loaded(model, weights: str = "random", seed: int = 0, **kw):
     One model is kept (a second one replaces it): entry points that run one after another on
     the same model load it once.  Returns ``(model, tokenizer, info)``.
     """
+    kw.setdefault("attn", "sdpa")  # models.load's default, spelled out: one key per model
     k = (str(model), weights, int(seed), tuple(sorted(kw.items())))
     if k not in _LOADED:
         _LOADED.clear()

@@ -42,13 +42,24 @@ batch* (:math:`\sqrt{\sum_b \mathrm{se}_{bj}^2} / B`, zero for the exact method)
 the estimate may sit from the exact profile of the same sequences; and ``batch_stderr``, the
 spread across sequences (:math:`\mathrm{sd}_b / \sqrt{B}`, zero for :math:`B = 1`).
 
+Cost and memory.  One forward pass, then one backward pass per direction (``chunk`` directions
+per pass; on CPU plain passes are the fastest for probes, :func:`default_chunk`), so the time is within a few
+per cent of the bare floor "one forward, K backward passes".  The autograd graph of the whole
+model (every layer's activations, about 1.3 GB per 1,000 tokens for a 135M-parameter model with
+fused attention) is kept only while it fits in :data:`GRAPH_BUDGET`; beyond it the top layers
+keep their graph and the lower ones are recomputed one at a time from their stored inputs
+(:class:`_Layerwise`), which bounds memory by the budget plus a part linear in :math:`L`
+(:math:`n_\text{layers} L d` floats), at the price of at most one extra forward pass.  Use fused
+attention (``attn="sdpa"``, the default of :func:`posbias_nb.models.loading.load`): eager
+attention stores an :math:`L \times L` matrix per head and layer.
+
 A second target, ``target="argmax_prob"``, is the scalar probability of the argmax next token,
 :math:`p = \mathrm{softmax}(W h_L)_{a}` with :math:`a` the argmax (held fixed, not
 differentiated), whose gradient norm :math:`\lVert \partial p / \partial e_j \rVert_2` is the
 influence the structural theory's authors measure.  A scalar needs one backward pass per sequence,
 so it is always exact (``stderr`` is zero).  Only the last token's logits are computed.
 
-Inputs come from :func:`posbias_nb.measure.text.text_batch`: windows of text that ships with Python itself (docstrings of
+Inputs come from :func:`posbias_nb.tasks.text.text_batch`: windows of text that ships with Python itself (docstrings of
 standard-library modules), or uniformly random tokens.  Everything is seeded; the same arguments
 give the same numbers (on the same machine and thread count: float reductions may round
 differently elsewhere).  :func:`posbias_nb.measure.cached.profile` wraps it all with the on-disk cache.
@@ -140,14 +151,17 @@ def _vjp_rows(out, x, V):
 def default_chunk(method: str, device) -> int:
     """Output directions per backward pass when ``chunk=None``: the fastest measured setting.
 
-    On CPU, plain backward passes (1): batching them through ``is_grads_batched`` (vmap) was
-    measured slower on 2 cores (``bench/bench_measure.py``: random-init GPT-2, L = 1024, 8 probes:
-    8 plain passes 16 s against 27-31 s for one batched pass of 8; the exact method gains nothing
-    from batching either).  On CUDA, batches of 8 probes or 32 exact directions keep the device
-    busy.
+    Probes on CPU: plain backward passes (1).  Batching them through ``is_grads_batched`` (vmap)
+    was measured slower on 2 cores (random-init GPT-2, L = 1024, 8 probes: 8 plain passes 16 s
+    against 27-31 s for one batched pass of 8).  The exact method keeps batches of 32 output
+    directions, its setting before this measurement, on every device: whether plain passes are
+    faster there too has not been measured on a quiet machine.  On CUDA, batches of 8 probes
+    keep the device busy.
     """
+    if method == "exact":
+        return 32
     if str(device).startswith("cuda"):
-        return 32 if method == "exact" else 8
+        return 8
     return 1
 
 
@@ -197,37 +211,44 @@ def _with_hidden(args, kwargs, where, h):
 
 
 class _Layerwise:
-    r"""One forward pass that keeps only what enters each decoder layer, then vector-Jacobian
-    products carried down the stack one layer at a time (chapter :ref:`ch-init`, :eq:`eq-jac-influence`).
+    r"""One forward pass that keeps the autograd graph of only the top ``keep`` decoder layers
+    and the inputs of the others, then vector-Jacobian products carried down the stack
+    (chapter :ref:`ch-init`, :eq:`eq-jac-influence`).
 
-    ``capture`` runs the model once with hooks on its decoder layers: each layer's input is
-    stored detached (so no autograd graph spans the stack), the last layer's output is replaced
-    by a fresh leaf, and the target is computed from that leaf (the final norm, and the LM head
-    for ``"argmax_prob"``): a graph of one norm.  ``sweep`` then takes the cotangents of the
-    target down: for each layer from the top, it recomputes that layer's forward from its stored
-    input (the same kernels on the same numbers) and applies the layer's vector-Jacobian product
-    to every cotangent, then frees the layer's graph.  The chain rule across layers is exactly
-    the one backward pass of the whole graph, so the numbers equal the one-graph path's to float
-    rounding, at the cost of one extra forward pass; memory is the ``n_layers`` stored inputs
-    (:math:`n_\text{layers} L d` floats) plus one layer's graph, instead of every layer's.
+    The forward pass runs with hooks on the decoder layers: the input of each of the lower
+    ``n_layers - keep`` layers is stored detached (no graph spans them); the input of layer
+    ``n_layers - keep`` becomes a fresh leaf, from which the graph of the top layers and the
+    target (the final norm; the LM head for ``"argmax_prob"``) is recorded (``keep = 0``: the leaf
+    is the top layer's output, a graph of one norm).  ``sweep`` takes the cotangents of the
+    target down to that leaf through the kept graph, then for each lower layer from the top it
+    recomputes the layer's forward from its stored input (the same kernels on the same numbers),
+    applies the layer's vector-Jacobian product to every cotangent and frees the layer's graph.
+    The chain rule across layers is exactly one backward pass of the whole graph, so the
+    numbers equal the one-graph path's (bit for bit on CPU in the tests); the cost is one
+    forward pass of the recomputed layers.  Memory: the graph of ``keep`` layers, the stored
+    inputs (:math:`(n_\text{layers} - \text{keep}) L d` floats), one layer's graph and the
+    cotangents (:math:`G L d` floats for ``G`` directions).
 
     The checks below raise :class:`_Unsupported` (the caller falls back to the one-graph path)
     unless the model is a plain chain: layers called once each, in order, each one's input being
     the previous one's output, and no other input of a layer depending on the embeddings.
     """
 
-    def __init__(self, model, x, target):
+    def __init__(self, model, x, target, keep: int = 0):
         import torch
 
         self.layers = _decoder_layers(model)
+        n = len(self.layers)
+        self.n_recompute = n - keep
         self.inputs = []  # (args, kwargs, where) with the hidden states detached
         self.h0 = None  # the first layer's input, as a function of x (GPT-2 adds positions)
         self.leaf = None
         prev = [None]
-        n = len(self.layers)
+        seen = [0]
 
         def pre(mod, args, kwargs):
-            i = len(self.inputs)
+            i = seen[0]
+            seen[0] += 1
             if i >= n or self.layers[i] is not mod:
                 raise _Unsupported("decoder layers called out of order")
             h, where = _hidden_of(args, kwargs)
@@ -238,15 +259,20 @@ class _Layerwise:
             rest = _with_hidden(args, kwargs, where, None)
             if any(t.requires_grad for t in _tensors(rest)):
                 raise _Unsupported("a layer input other than the hidden states needs gradients")
-            args, kwargs = _with_hidden(args, kwargs, where, h.detach())
-            self.inputs.append((args, kwargs, where))
-            return args, kwargs
+            if i < self.n_recompute:
+                args, kwargs = _with_hidden(args, kwargs, where, h.detach())
+                self.inputs.append((args, kwargs, where))
+                return args, kwargs
+            if i == self.n_recompute:  # the bottom of the kept graph
+                self.leaf = h.detach().requires_grad_(True)
+                return _with_hidden(args, kwargs, where, self.leaf)
+            return None
 
         def post(mod, args, kwargs, output):
             h = output[0] if isinstance(output, tuple) else output
             if not isinstance(h, torch.Tensor):
                 raise _Unsupported("a decoder layer returned no tensor")
-            if len(self.inputs) == n:  # the top of the stack: a leaf for the head's graph
+            if seen[0] == n and self.n_recompute == n:  # keep = 0: the leaf is the top output
                 h = self.leaf = h.detach().requires_grad_(True)
                 output = (h, *output[1:]) if isinstance(output, tuple) else h
             prev[0] = h
@@ -262,8 +288,8 @@ class _Layerwise:
         finally:
             for hd in handles:
                 hd.remove()
-        if len(self.inputs) != n or self.leaf is None or not self.out.requires_grad:
-            raise _Unsupported("the target does not depend on the top layer's output")
+        if seen[0] != n or self.leaf is None or not self.out.requires_grad:
+            raise _Unsupported("the target does not depend on the top layers' output")
 
     def _layer(self, i):
         """Recompute layer ``i``: ``(input leaf, output)`` with a graph of this layer only."""
@@ -282,7 +308,8 @@ class _Layerwise:
 
         with torch.enable_grad():
             cot = _vjps(self.out, self.leaf, V, C)
-            for i in reversed(range(len(self.layers))):
+            tick()
+            for i in reversed(range(self.n_recompute)):
                 h, y = self._layer(i)
                 cot = _vjps(y, h, cot, C)
                 del h, y  # this layer's graph goes with them
@@ -290,6 +317,39 @@ class _Layerwise:
             if self.h0 is not x:
                 cot = _vjps(self.h0, x, cot, C)
         return cot
+
+
+#: Bytes of autograd graph the automatic choice (``checkpoint=None``) keeps; the layers beyond
+#: it are recomputed (see :func:`_kept_layers`).
+GRAPH_BUDGET = 2 * 2**30
+
+
+def _graph_bytes_per_layer(model, L: int) -> int:
+    """Rough size of one decoder layer's autograd graph at length ``L``: about ``8 d + 4 f``
+    floats per token (``d`` the width, ``f`` the MLP width: the norms, projections, attention
+    output and MLP activations it saves; 44 kB per token for SmolLM2-135M, 8 d + 4 f = 10752
+    floats, against 2.7 GB / (30 layers x 2048 tokens) measured), plus the ``L x L``
+    probabilities per head that eager attention stores."""
+    cfg = model.config
+    d = model.get_input_embeddings().embedding_dim
+    f = (getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None)
+         or getattr(cfg, "ffn_hidden_size", None) or 4 * d)
+    per_token = 8 * d + 4 * int(f)
+    item = next(model.parameters()).element_size()
+    eager = getattr(cfg, "_attn_implementation", "eager") == "eager"
+    heads = getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", 1) or 1
+    return item * L * per_token + (3 * item * int(heads) * L * L if eager else 0)
+
+
+def _kept_layers(model, L: int, budget: int | None = None) -> int | None:
+    """How many top layers keep their graph within ``budget`` bytes (default
+    :data:`GRAPH_BUDGET`; ``checkpoint=None``); None: all of them (the one-graph path)."""
+    budget = GRAPH_BUDGET if budget is None else budget
+    n = getattr(model.config, "num_hidden_layers", None)
+    per = _graph_bytes_per_layer(model, L)
+    if not n or per * n <= budget:
+        return None
+    return int(budget // per)
 
 
 def _directions(method, target, probes, d, seed, b, probe_dist, device, dtype):
@@ -300,13 +360,6 @@ def _directions(method, target, probes, d, seed, b, probe_dist, device, dtype):
     if method == "exact":
         return torch.eye(d, device=device, dtype=dtype)
     return _probes(probes, d, _probe_generator(seed, b), probe_dist).to(device)
-
-
-def _auto_checkpoint(model, L: int) -> bool:
-    """Layer by layer from ``L >= 1024``: below it the one-graph path's memory is small anyway
-    (a 135M-parameter model keeps about 1.3 GB of graph per 1,000 tokens) and it saves the extra
-    forward pass."""
-    return L >= 1024
 
 
 def influence_profile(model, input_ids, target: str = "hidden", method: str = "probes",
@@ -339,8 +392,8 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
         Seeds the probes (sequence ``b`` uses ``SeedSequence([seed, b, ...])``).
     chunk : int or None
         Output directions per backward pass.  None: the fastest measured on this device
-        (:func:`default_chunk`: plain backward passes on CPU, batches of 8 probes or 32 exact
-        directions on CUDA).  Batching multiplies the backward pass's memory by ``chunk``.
+        (:func:`default_chunk`: probes in plain backward passes on CPU and in batches of 8 on
+        CUDA; exact directions in batches of 32).  Batching multiplies the backward pass's memory by ``chunk``.
         Changes only float rounding.
     probe_dist : {"rademacher", "gaussian"}
         Probe law; both have identity covariance, Rademacher has the smaller variance.
@@ -353,9 +406,12 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
         method groups 32 directions).  Memory: the ``n_layers`` layer inputs plus one layer's
         graph, linear in ``L`` with fused attention; time: one extra forward pass.  False: one
         autograd graph of the whole model, kept for all directions (every layer's activations
-        at once).  None (default): layer by layer from ``L >= 1024`` (:func:`_auto_checkpoint`).
-        A model whose forward is not a plain chain of layers falls back to the one-graph path
-        (``True`` then raises).  Changes only float rounding.
+        at once).  None (default): the one graph while it fits in :data:`GRAPH_BUDGET` (2 GiB,
+        estimated by :func:`_graph_bytes_per_layer`), else the graph of as many top layers as
+        fit and the lower ones recomputed layer by layer: memory at most the budget plus a
+        part linear in ``L``, time at most one extra forward pass.  A model whose forward is
+        not a plain chain of layers falls back to the one-graph path (``True`` then raises).
+        Changes only float rounding.
 
     Returns
     -------
@@ -403,7 +459,11 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
     # directions carried down the stack together (layer by layer): all probes; exact: 32 at a
     # time (their cotangents, G x L x d floats, are what this path keeps besides layer inputs)
     G = n_dir if method == "probes" or target == "argmax_prob" else min(n_dir, C * max(1, 32 // C))
-    layerwise = _auto_checkpoint(model, L) if checkpoint is None else checkpoint
+    if checkpoint is None:
+        keep = _kept_layers(model, L)
+        layerwise = keep is not None
+    else:
+        keep, layerwise = 0, checkpoint
 
     from tqdm import tqdm  # plain bar on stderr (tqdm.auto warns in kernels without widgets)
 
@@ -422,15 +482,14 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
             sq = None
             if layerwise:
                 try:
-                    lw = _Layerwise(model, x, target)
+                    lw = _Layerwise(model, x, target, keep=keep)
                 except _Unsupported as e:
                     if checkpoint:
                         raise ValueError(f"checkpoint=True needs a plain chain of decoder "
                                          f"layers: {e}") from None
                     layerwise = False  # the same for every sequence: decide once
                 else:
-                    n_layers = len(lw.layers)
-                    bar.total = B * -(-n_dir // G) * n_layers
+                    bar.total = B * -(-n_dir // G) * (lw.n_recompute + 1)
                     bar.unit = "layer"
                     sq = torch.cat([_sq(lw.sweep(x, V[g0:g0 + G], C, lambda: bar.update(1)))
                                     for g0 in range(0, n_dir, G)])

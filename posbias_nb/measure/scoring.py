@@ -1,11 +1,21 @@
-r"""Teacher-forced scoring of an answer: log-probability and greedy exact match.
+r"""Teacher-forced scoring of an answer (log-probability and greedy exact match), and greedy
+generation scored by substring match.
 
 Chapter *From prior to behaviour*, eq. ``eq-ret-logprob``.  Used by
 :mod:`posbias_nb.experiments.retrieval`; torch is imported when a score is computed.
+
+:func:`score_batch` scores many prompts in few forward passes: the sequences are **right**-padded
+and stacked.  In a causal model a token never attends to a later one, so the padding after a
+sequence cannot change a logit of that sequence, and no attention mask or position shift is
+needed (left padding would need both); only the per-row positions of the answer are read.  The
+numbers equal :func:`score`'s up to float rounding of batched matrix products
+(``tests/test_retrieval.py`` checks 1e-5).
 """
 from __future__ import annotations
 
-__all__ = ["score", "answer_logits"]
+import numpy as np
+
+__all__ = ["score", "score_batch", "score_hidden", "answer_logits", "generate_greedy"]
 
 
 def answer_logits(model, hidden):
@@ -19,21 +29,102 @@ def answer_logits(model, hidden):
     return logits.float()
 
 
+def _check(p, a):
+    if len(p) < 1 or len(a) < 1:
+        raise ValueError(f"prompt and answer must be non-empty, got {len(p)} and {len(a)} ids")
+
+
 def score(model, prompt_ids, answer_ids) -> tuple[float, bool]:
     r"""Teacher-forced log-probability of the answer and greedy exact match (eq.
     ``eq-ret-logprob``, chapter *From prior to behaviour*): one forward pass over
     ``prompt_ids + answer_ids``; logits only at the ``m`` answer-predicting positions."""
+    lp, ok = score_batch(model, [prompt_ids], [answer_ids], batch=1)
+    return float(lp[0]), bool(ok[0])
+
+
+def score_hidden(model, hidden, prompt_len: int, answer_ids) -> tuple[float, bool]:
+    r"""Eq. ``eq-ret-logprob`` from the final hidden states ``hidden`` (``(L, d)``, one
+    sequence ``prompt + answer``) of a forward pass already made: ``(logprob, correct)``."""
     import torch
 
-    p, a = list(map(int, prompt_ids)), list(map(int, answer_ids))
-    if len(p) < 1 or len(a) < 1:
-        raise ValueError(f"prompt and answer must be non-empty, got {len(p)} and {len(a)} ids")
+    p, a = int(prompt_len), list(map(int, answer_ids))
+    out = torch.log_softmax(answer_logits(model, hidden[p - 1:p + len(a) - 1]).double(), -1)
+    tgt = torch.tensor(a, device=out.device)
+    return float(out.gather(1, tgt[:, None]).sum()), bool((out.argmax(-1) == tgt).all())
+
+
+def score_batch(model, prompts, answers, batch: int = 8, max_tokens: int = 4096):
+    r""":func:`score` of many prompts: ``(logprob, correct)`` numpy arrays in input order.
+
+    Sequences (prompt + answer) are sorted by length and stacked, right-padded, in groups of at
+    most ``batch`` rows and ``max_tokens`` padded tokens (see the module docstring: right
+    padding changes no logit of a causal model).  Chapter *From prior to behaviour*, eq.
+    ``eq-ret-logprob``.
+
+    Raises
+    ------
+    ValueError
+        An empty prompt or answer, or ``prompts`` and ``answers`` of different lengths.
+    """
+    import torch
+
+    P = [list(map(int, p)) for p in prompts]
+    A = [list(map(int, a)) for a in answers]
+    if len(P) != len(A):
+        raise ValueError(f"{len(P)} prompts but {len(A)} answers")
+    for p, a in zip(P, A):
+        _check(p, a)
+    batch = max(int(batch), 1)
+    n = len(P)
+    lens = np.array([len(p) + len(a) for p, a in zip(P, A)])
+    order = np.argsort(lens, kind="stable")
+    lp = np.zeros(n)
+    ok = np.zeros(n, dtype=bool)
     device = next(model.parameters()).device
-    ids = torch.tensor([p + a], dtype=torch.long, device=device)
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and j - i < batch and lens[order[j]] * (j - i + 1) <= max_tokens:
+            j += 1
+        rows = order[i:j]
+        T = int(lens[rows].max())
+        ids = torch.zeros((len(rows), T), dtype=torch.long)
+        for r, q in enumerate(rows):
+            seq = P[q] + A[q]
+            ids[r, :len(seq)] = torch.tensor(seq)
+        with torch.no_grad():
+            h = model.base_model(input_ids=ids.to(device), use_cache=False).last_hidden_state
+            for r, q in enumerate(rows):
+                lp[q], ok[q] = score_hidden(model, h[r], len(P[q]), A[q])
+        i = j
+    return lp, ok
+
+
+def generate_greedy(model, prompt_ids, max_new_tokens: int, stop=None, eos=None) -> list[int]:
+    r"""Greedy decoding of up to ``max_new_tokens`` tokens after ``prompt_ids`` (one prompt; the
+    key-value cache carries the prefix).  Stops early at an ``eos`` id, or when
+    ``stop(generated_ids)`` returns True (e.g. the answer has already appeared).
+
+    The Liu-faithful variant of chapter *From prior to behaviour* (free generation, scored by
+    substring match).  Returns the generated ids (the ``eos`` id included when met).
+    """
+    import torch
+
+    p = list(map(int, prompt_ids))
+    if len(p) < 1:
+        raise ValueError("prompt must be non-empty")
+    eos = set() if eos is None else ({int(eos)} if np.isscalar(eos) else set(map(int, eos)))
+    device = next(model.parameters()).device
+    out: list[int] = []
+    past = None
+    x = torch.tensor([p], dtype=torch.long, device=device)
     with torch.no_grad():
-        h = model.base_model(input_ids=ids, use_cache=False).last_hidden_state[0]
-        lp = torch.log_softmax(answer_logits(model, h[len(p) - 1:len(p) + len(a) - 1]).double(), -1)
-    tgt = torch.tensor(a, device=device)
-    logprob = float(lp.gather(1, tgt[:, None]).sum())
-    correct = bool((lp.argmax(-1) == tgt).all())
-    return logprob, correct
+        for _ in range(int(max_new_tokens)):
+            o = model.base_model(input_ids=x, past_key_values=past, use_cache=True)
+            past = o.past_key_values
+            nxt = int(answer_logits(model, o.last_hidden_state[0, -1:])[0].argmax())
+            out.append(nxt)
+            if nxt in eos or (stop is not None and stop(out)):
+                break
+            x = torch.tensor([[nxt]], dtype=torch.long, device=device)
+    return out

@@ -15,7 +15,7 @@ Anything that reads attention probabilities (hooks, ``output_attentions=True``;
 
 Random weights are seeded: ``torch.manual_seed(seed)`` right before the model is built, so the
 same seed gives bit-identical weights.  Random-init zoo models have no tokenizer offline (``None``; see
-:func:`posbias_nb.measure.text.text_batch` for the fallback, and :func:`packaged_tokenizer` for the
+:func:`posbias_nb.tasks.text.text_batch` for the fallback, and :func:`packaged_tokenizer` for the
 tokenizer of a packaged model without its weights).
 
 Nothing here downloads: configurations are written in code, and pretrained weights are read only

@@ -15,7 +15,8 @@ the query.
 
 Answer placements (``"uniform"``, ``"start"``, ``"edges"``, and ``"middle"`` for the remedies)
 are drawn by :func:`sample_positions`; the middle they refer to is :func:`middle_range`, the
-middle third of the answer positions ``1..L-3``.  Pure numpy: no torch.
+central half of the answer positions ``1..L-3`` (the book's one middle,
+:func:`posbias_nb.metrics.regions`).  Pure numpy: no torch.
 """
 from __future__ import annotations
 
@@ -54,12 +55,24 @@ def eval_positions(length: int, n: int = 8) -> np.ndarray:
 
 
 def middle_range(L: int) -> tuple[int, int]:
-    """The middle third of the answer positions ``1..L-3``: ``(first, last)`` inclusive.
+    """The middle of the answer positions ``1..L-3``: ``(first, last)`` inclusive.
 
-    The remedies lab's pre-declared middle (its ``weighted``, ``oversample`` and ``curriculum``
-    remedies act on it, and its middle-vs-edges statistics read it)."""
-    hi = L - 3
-    return 1 + (hi - 1) // 3, 1 + 2 * (hi - 1) // 3
+    A *task design* parameter: the region where the remedies of chapter :ref:`ch-remedies` act
+    (the ``weighted`` loss, ``oversample`` and ``curriculum`` draw or up-weight answers here).  It
+    is the book's one middle, :func:`posbias_nb.metrics.regions` (the central half), applied to the
+    ``L - 3`` answer positions, so the remedies act where the chapter measures the middle (the
+    central half of the evaluated positions,
+    :func:`posbias_nb.experiments.remedies.middle_and_edges`).
+    Before version ``train-v4`` it was the middle third.
+
+    >>> middle_range(64)
+    (16, 46)
+    """
+    from ..metrics import regions
+
+    hi = int(L) - 3
+    mid = regions(hi).middle            # indices into the answer positions 1..hi
+    return 1 + mid.start, mid.stop      # (1 + start) .. (1 + stop - 1)
 
 
 def sample_positions(rng, n: int, length: int, placement: str) -> np.ndarray:

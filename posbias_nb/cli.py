@@ -82,7 +82,7 @@ def _cmd_retrieval(args):
 
     return retrieval_run(args.model, task=args.task, positions=args.positions,
                          examples=args.examples, length=args.length, seed=args.seed,
-                         progress=not args.quiet, weights=args.weights)
+                         progress=not args.quiet, weights=args.weights, variant=args.variant)
 
 
 def _cmd_train(args):
@@ -179,6 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--length", type=int, default=350,
                    help="approximate prompt length in tokens")
     r.add_argument("--seed", type=int, default=0, help="seed of pairs, haystacks and needles")
+    r.add_argument("--variant", choices=["hex", "liu"], default="hex",
+                   help="hex: 8-hex-digit pairs, forced opening quote, teacher-forced exact "
+                        "match; liu (kv only): Liu et al.'s UUID pairs, no lead, greedy "
+                        "generation scored by substring match")
     r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     _common(r)
     r.set_defaults(func=_cmd_retrieval)

@@ -81,3 +81,35 @@ def test_retrieval_bad_input_is_one_line_exit_2(argv, word, capsys):
     assert cli.main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("posbias: error:") and word in err[0], err
+
+
+@pytest.fixture(scope="module")
+def long_tiny(tmp_path_factory):
+    """A 2-layer GPT-2 reading bytes with a 1024-token context: UUID prompts need > 256 bytes."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    m = GPT2LMHeadModel(GPT2Config(vocab_size=300, n_positions=1024, n_embd=32, n_layer=2,
+                                   n_head=2))
+    path = tmp_path_factory.mktemp("clitiny") / "gpt2-long-tiny"
+    m.save_pretrained(path)
+    return str(path)
+
+
+def test_retrieval_liu_variant_through_the_command(capsys, long_tiny):
+    argv = ["retrieval", "--model", long_tiny, "--weights", "pretrained", "--variant", "liu",
+            "--positions", "3", "--examples", "2", "--length", "400", "--quiet"]
+    assert cli.main(argv + ["--format", "json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["meta"]["variant"] == "liu" and "substring" in obj["meta"]["scoring"]
+    assert len(obj["examples"]) == 6 and all("output" in r for r in obj["examples"])
+    assert "logprob" not in obj
+    assert cli.main(argv) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head == "position,depth,item,accuracy,accuracy_low,accuracy_high"
+    assert cli.main(argv + ["--task", "needle"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "variant" in err[0], err
+    assert cli.main(argv[:-1] + ["--variant", "uuid", "--quiet"]) == 2
+    assert "variant" in capsys.readouterr().err

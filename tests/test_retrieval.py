@@ -187,12 +187,63 @@ def test_exact_match_is_greedy_decoding(tiny):
 
 
 def test_summarize_intervals():
-    gi = np.tile(np.arange(3), 4)
-    ex = np.repeat(np.arange(4), 3)
-    v = np.array([1, 0, 1] * 4, dtype=float)
-    s = R.summarize(gi, ex, v, 3)
+    gi = np.tile(np.arange(3), 6)
+    ex = np.repeat(np.arange(6), 3)
+    v = np.array([1, 0, 1] * 6, dtype=float)
+    s = R.summarize(gi, ex, v, 3, kind="proportion")
     assert s["mean"].tolist() == [1, 0, 1]
     assert (s["low"] <= s["mean"]).all() and (s["mean"] <= s["high"]).all()
+    # 6/6 is never reported as [1, 1] (the percentile bootstrap did): Wilson gives [0.61, 1]
+    assert s["low"][0] == pytest.approx(0.61, abs=0.01) and s["high"][1] > 0.3
+    assert (s["high"] - s["low"] > 0.3).all()
+    m = R.summarize(gi, ex, gi + np.repeat(np.arange(6.0), 3), 3)  # t interval over examples
+    assert m["mean"].tolist() == [2.5, 3.5, 4.5] and (m["low"] < m["mean"]).all()
+
+
+def _batched_vs_single(model, vocab, seed=0):
+    rng = np.random.default_rng(seed)
+    prompts = [rng.integers(0, vocab, int(n)).tolist() for n in rng.integers(5, 40, 7)]
+    answers = [rng.integers(0, vocab, int(n)).tolist() for n in rng.integers(1, 5, 7)]
+    lp, ok = R.score_batch(model, prompts, answers, batch=4)
+    single = [score(model, p, a) for p, a in zip(prompts, answers)]
+    return lp, ok, single
+
+
+def test_batched_scores_equal_the_unbatched_ones(tiny):
+    from posbias_nb.measure.scoring import score_batch
+
+    lp, ok, single = _batched_vs_single(tiny, VOCAB)
+    np.testing.assert_allclose(lp, [s[0] for s in single], atol=1e-5, rtol=0)
+    assert ok.tolist() == [s[1] for s in single]
+    with pytest.raises(ValueError):
+        score_batch(tiny, [[1, 2]], [[]])
+    with pytest.raises(ValueError):
+        score_batch(tiny, [[1, 2]], [[1], [2]])
+
+
+def test_batched_scores_equal_unbatched_on_a_rope_model():
+    from posbias_nb import models
+    from posbias_nb.measure.scoring import score_batch
+
+    m = models.load("qwen2-tiny", weights="random", seed=0)[0]
+    lp, ok, single = _batched_vs_single(m, m.get_input_embeddings().num_embeddings, seed=1)
+    np.testing.assert_allclose(lp, [s[0] for s in single], atol=1e-5, rtol=0)
+    assert ok.tolist() == [s[1] for s in single]
+
+
+def test_greedy_generation_matches_generate(tiny):
+    import torch
+
+    from posbias_nb.measure.scoring import generate_greedy
+
+    prompt = list(range(10, 40))
+    with torch.no_grad():
+        out = tiny.generate(torch.tensor([prompt]), max_new_tokens=6, do_sample=False,
+                            pad_token_id=0)
+    assert generate_greedy(tiny, prompt, 6) == out[0, len(prompt):].tolist()
+    first = out[0, len(prompt)].item()
+    assert generate_greedy(tiny, prompt, 6, eos=first) == [first]
+    assert len(generate_greedy(tiny, prompt, 6, stop=lambda ids: len(ids) == 2)) == 2
 
 
 def test_retrieval_run_json_deterministic(tmp_path, monkeypatch):
@@ -275,7 +326,7 @@ def test_prior_matrices_and_edge_ratios():
             "slot_share": np.array([[.5, .1, .2], [.4, .3, .2], [.4, .1, .6]] * 2),
             "slot_ntok": np.full((6, 3), 2.0),
             "profile_flat": np.concatenate([[4, 1, 1, 1, 8]] * 6).astype(float),
-            "profile_len": np.full(6, 5)}
+            "profile_len": np.full(6, 5)}  # regions(5).middle: positions 1..3
     pm = R.prior_matrices(link)
     np.testing.assert_allclose(pm["gold"][0], [.25, .15, .3])
     np.testing.assert_allclose(pm["positional"][0], [.2, .05, .1])  # mean of non-gold rows / 2
@@ -287,8 +338,168 @@ def test_prior_matrices_and_edge_ratios():
 def test_paired_contrast_and_outcome_matrices():
     M = np.array([[0.0, 1.0], [1.0, 3.0], [2.0, 2.0]])
     est, lo, hi = R.paired_contrast(M, 1, 0)
-    assert est == pytest.approx(1.0) and lo <= est <= hi and lo >= 0.0
+    assert est == pytest.approx(1.0) and lo < est < hi  # t interval: 3 examples, wide
     res = {"examples": [{"example": 0, "gold_index": 0, "logprob": -1.0, "correct": True},
                         {"example": 0, "gold_index": 1, "logprob": -2.0, "correct": False}]}
     out = R.outcome_matrices(res)
     assert out["accuracy"].tolist() == [[1.0, 0.0]] and out["logprob"].tolist() == [[-1.0, -2.0]]
+
+
+# --------------------------------------------------------------------------------------------
+# Pre-declared contrasts, Holm, fixed effects (each check fed a counterexample)
+
+
+def test_region_differences_use_the_declared_middle_not_the_worst():
+    M = np.array([[5.0, 0.0, 2.0, 2.0, 2.0, -9.0, 5.0]])  # worst slot 5 is outside the middle
+    d = R.region_differences(M)
+    assert d["first"][0] == pytest.approx(3.0) and d["last"][0] == pytest.approx(3.0)
+    with pytest.raises(ValueError):
+        R.region_differences(np.zeros((3, 2)))
+
+
+def test_contrast_family_holds_for_a_u_and_not_for_a_flat_truth():
+    rng = np.random.default_rng(0)
+    E = 30
+    u = rng.normal(0, 1, (E, 7)) + np.array([2, 0, 0, 0, 0, 0, 2.0])
+    fam = R.contrast_family({k: v for k, v in R.region_differences(u).items()})
+    assert {v["verdict"] for v in fam.values()} == {"holds"}
+    for v in fam.values():
+        assert v["p_holm"] < 0.05 and v["adjusted"][1] <= v["interval"][1]  # Holm level
+    # counterexample: a flat truth.  Picking the worst middle slot from the data (the old rule)
+    # declares an arm often; the pre-declared middle with Holm rarely does.
+    false_old = false_new = 0
+    for s in range(200):
+        X = np.random.default_rng(s).normal(0, 1, (E, 7))
+        fam = R.contrast_family(R.region_differences(X), seed=s)
+        false_new += any(v["verdict"] == "holds" for v in fam.values())
+        worst = 1 + int(np.argmin(X[:, 1:-1].mean(0)))
+        false_old += max(R.paired_contrast(X, 0, worst)[1], R.paired_contrast(X, 6, worst)[1]) > 0
+    assert false_new <= 0.06 * 200 < false_old
+    # primacy only: the last arm must not hold
+    p = rng.normal(0, 1, (E, 7)) + np.array([2, 0, 0, 0, 0, 0, 0.0])
+    fam = R.contrast_family(R.region_differences(p))
+    assert fam["first"]["verdict"] == "holds" and fam["last"]["verdict"] != "holds"
+
+
+def test_holm_levels_step_down():
+    d = {"a": np.full(30, 1.0) + np.linspace(-0.1, 0.1, 30),
+         "b": np.linspace(-1, 1.2, 30), "c": np.linspace(-1, 1.1, 30)}
+    fam = R.contrast_family(d)
+    assert fam["a"]["level"] == pytest.approx(1 - 0.05 / 3)
+    assert fam["b"]["level"] == fam["c"]["level"] == pytest.approx(1 - 0.05 / 2)
+    assert fam["a"]["verdict"] == "holds" and fam["b"]["verdict"] == "inconclusive"
+
+
+def test_within_removes_example_effects():
+    rng = np.random.default_rng(1)
+    E, P = 30, 7
+    hard = rng.normal(0, 3, (E, 1))  # example difficulty drives both prior and outcome
+    x = hard + rng.normal(0, 1, (E, P))
+    y = hard + rng.normal(0, 1, (E, P))
+    # counterexample: the old "within positions" (position means only) sees a link ...
+    old = metrics.spearman(x - x.mean(0), y - y.mean(0))
+    assert old > 0.5
+    # ... that example fixed effects remove
+    s = R.link_stats(x, y, "within")
+    assert s["low"] < 0 < s["high"]
+    z = hard + x - hard + 0.3 * rng.normal(0, 1, (E, P))  # a real within-example link
+    assert R.link_stats(x, z, "within")["low"] > 0
+
+
+def test_ratio_interval():
+    est, lo, hi = R.ratio_interval(np.full((5, 2), 3.0))
+    assert est == pytest.approx(3.0) and lo == pytest.approx(3.0)
+    est, lo, hi = R.ratio_interval([0.5, 2.0, 1.0, 1.0])  # no U: interval covers 1
+    assert lo < 1 < hi
+    with pytest.raises(ValueError):
+        R.ratio_interval([1.0, 0.0])
+
+
+# --------------------------------------------------------------------------------------------
+# The Liu-faithful variant
+
+
+def test_liu_prompts_have_uuids_and_no_lead():
+    import uuid
+
+    P = T.build_prompts(None, "kv", positions=3, examples=2, length=600, seed=2,
+                        vocab_size=VOCAB, variant="liu")
+    assert P["variant"] == "liu"
+    for r in P["records"]:
+        pairs = re.findall(r'"([0-9a-f-]{36})": "([0-9a-f-]{36})"', r["content"])
+        assert len(pairs) == P["n_items"] >= 3
+        for k, v in pairs:
+            assert uuid.UUID(k).version == 4 and uuid.UUID(v).version == 4
+            assert uuid.UUID(v).variant == uuid.RFC_4122
+        assert r["text"].endswith("Corresponding value:")  # no forced quote
+        a, b = r["span"]
+        assert _bytes(r["prompt_ids"][a:b]) == r["value"] and len(r["value"]) == 36
+    again = T.build_prompts(None, "kv", 3, 2, 600, seed=2, vocab_size=VOCAB, variant="liu")
+    assert [r["text"] for r in again["records"]] == [r["text"] for r in P["records"]]
+    with pytest.raises(ValueError, match="variant"):
+        T.build_prompts(None, "needle", 3, 1, 600, vocab_size=VOCAB, variant="liu")
+    with pytest.raises(ValueError, match="variant"):
+        T.build_prompts(None, "kv", 3, 1, 600, vocab_size=VOCAB, variant="uuid")
+
+
+@pytest.fixture(scope="module")
+def long_tiny(tmp_path_factory):
+    """A 2-layer GPT-2 reading bytes with a 1024-token context (UUID prompts need > 256 bytes),
+    as a local model directory."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    m = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=1024, n_embd=32, n_layer=2,
+                                   n_head=2))
+    path = tmp_path_factory.mktemp("longtiny") / "gpt2-long-tiny"
+    m.save_pretrained(path)
+    return str(path)
+
+
+def test_liu_run_on_a_tiny_model(monkeypatch, long_tiny):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    out = R.retrieval_run(long_tiny, task="kv", positions=3, examples=2, length=400,
+                          seed=0, weights="pretrained", variant="liu")
+    assert out["meta"]["variant"] == "liu" and len(out["examples"]) == 6
+    assert list(out.table()) == list(R.LIU_COLUMNS) and "logprob" not in out
+    for rec in out["examples"]:
+        assert isinstance(rec["output"], str) and rec["correct"] is False  # random weights
+    assert all(lo < hi for lo, hi in zip(out["accuracy_low"], out["accuracy_high"]))
+
+
+def test_liu_substring_match_counts_a_correct_generation(monkeypatch, long_tiny):
+    """A model that copies the value is scored correct: force it by patching the generator."""
+    from posbias_nb.experiments import retrieval as mod
+
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+
+    def echo(model, prompt_ids, n, stop=None, eos=None):
+        text = bytes(i for i in prompt_ids if i < 256).decode()
+        key = re.search(r'Key: "([0-9a-f-]{36})"', text).group(1)
+        val = re.search(f'"{key}": "([0-9a-f-]{{36}})"', text).group(1)
+        return list(f' "{val.upper()}"'.encode())  # case-insensitive match
+
+    monkeypatch.setattr(mod, "generate_greedy", echo)
+    out = R.retrieval_run(long_tiny, task="kv", positions=3, examples=2, length=400,
+                          seed=0, weights="pretrained", variant="liu")
+    assert all(r["correct"] for r in out["examples"]) and out["accuracy"] == [1.0] * 3
+
+
+def test_contrast_family_refuses_a_zero_width_interval():
+    fam = R.contrast_family({"first": np.zeros(6), "last": np.ones(6)})
+    assert fam["first"]["verdict"] == fam["last"]["verdict"] == "not testable"
+
+
+def test_study_one_pass_equals_run_and_link(monkeypatch):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    kw = dict(task="kv", positions=3, examples=2, length=220, seed=0, weights="random")
+    run, link = R.retrieval_study("gpt2-tiny", **kw)
+    ref_run = R.retrieval_run("gpt2-tiny", **kw)
+    ref_link = R.retrieval_link("gpt2-tiny", prior="rollout", **kw)
+    np.testing.assert_allclose([r["logprob"] for r in run["examples"]],
+                               [r["logprob"] for r in ref_run["examples"]], atol=1e-5, rtol=0)
+    assert [r["correct"] for r in run["examples"]] == [r["correct"] for r in ref_run["examples"]]
+    for k in ("slot_share", "share", "profile_flat"):
+        np.testing.assert_allclose(link[k], ref_link[k], atol=1e-8, rtol=1e-6)
+    assert list(run.table()) == list(R.CSV_COLUMNS)

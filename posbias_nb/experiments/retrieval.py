@@ -56,6 +56,19 @@ UTF-8 bytes, byte ``b`` as token ``b mod vocab_size``.
 decoding reproduces ``a`` exactly iff at every step the argmax *given the gold prefix* is the
 gold token, so one teacher-forced forward pass gives both scores.
 
+**Departures from Liu et al.** (:data:`LIU_DEPARTURES`).  The default task (``variant="hex"``)
+uses 8-hex-digit keys and values instead of UUIDs, about 15 pairs (350 tokens) instead of 75,
+140 or 300, a forced opening quote, and teacher-forced exact match instead of free generation
+scored by substring match.  ``variant="liu"`` is the faithful one: version-4 UUID keys and
+values from the seeded generator, no lead (the prompt ends at ``Corresponding value:``), greedy
+generation of up to the value's token count + 8 tokens (:func:`posbias_nb.measure.scoring.generate_greedy`),
+correct when the value appears in the decoded output (case-insensitive).
+
+**Statistics.**  Accuracy per position: Wilson interval; log-probability per position: t
+interval over examples.  The task's U is graded by pre-declared paired contrasts, first and
+last slot against the mean of the central region of :func:`posbias_nb.metrics.regions`
+(:func:`region_differences`), with Holm's correction over the family (:func:`contrast_family`).
+
 **The prior** (:func:`retrieval_link`, :func:`prior_matrices`): an influence profile
 :math:`I_1 \dots I_T` of the prompt positions on the answer position (the last prompt token),
 read per token of the value :math:`S_k` that sits at slot ``k``,
@@ -66,10 +79,12 @@ read per token of the value :math:`S_k` that sits at slot ``k``,
 (eq. ``eq-ret-share``): the *gold* reading :math:`\rho_k(x_{e,k})` (the gold value, in the
 prompt where it sits at slot ``k``) and the *positional* reading (slot ``k`` holding a
 distractor, mean over the other prompts of the example: a content-free prior measured in the very
-prompts of the task).  ``I`` is the gradient influence ``target="argmax_prob"``, the hidden-state
-Jacobian (``target="hidden"``, Hutchinson probes) or the residual-aware rollout row of the
-measured :math:`A_t, \lambda_t` (:func:`posbias_nb.rollout.rollout`).  :func:`link_stats` puts
-numbers with bootstrap intervals on the link.
+prompts of the task).  ``I`` is the hidden-state Jacobian (``prior="hidden"``, Hutchinson
+probes: the chapter's prior, blind to which token the model will produce), the residual-aware
+rollout row of the measured :math:`A_t, \lambda_t` (:func:`posbias_nb.rollout.rollout`), or the
+gradient of the argmax probability (``prior="argmax_prob"``: a *readout* of the answer, since the
+argmax is the answer's first token).  :func:`link_stats` puts numbers with BCa bootstrap
+intervals on the link.
 """
 from __future__ import annotations
 
@@ -77,49 +92,65 @@ import sys
 
 import numpy as np
 
-from .. import cache, metrics
+from .. import cache, metrics, stats
 from .._validate import choice, positive_int
 from ..measure import entry
-from ..measure.scoring import score
+from ..measure.scoring import generate_greedy, score, score_batch
 from ..results import Result
-from ..tasks.retrieval import (KV_INSTRUCTION, NEEDLE_INSTRUCTION, TASKS, build_prompts,
-                               check_args)
+from ..tasks.retrieval import (KV_INSTRUCTION, NEEDLE_INSTRUCTION, TASKS, VARIANTS,
+                               build_prompts, check_args)
 
 __all__ = [
-    "TASKS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
-    "summarize", "retrieval_run", "retrieval_link",
+    "TASKS", "VARIANTS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
+    "LIU_DEPARTURES", "summarize", "retrieval_run", "retrieval_link", "retrieval_study",
     "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
-    "edge_ratios", "CSV_COLUMNS",
+    "edge_ratios", "region_differences", "contrast_family", "ratio_interval", "CSV_COLUMNS",
+    "LIU_COLUMNS",
 ]
 
-PRIORS = ("argmax_prob", "hidden", "rollout")
-_DEF_VERSION = "retrieval-v1"  # bump when the prompts or the scores change
+PRIORS = ("hidden", "rollout", "argmax_prob")
+_DEF_VERSION = "retrieval-v2"  # bump when the prompts or the scores change
 
 #: Liu et al. (2023), mpt-30b-instruct, 140 keys: gold item index and accuracy (their Fig. 7).
 LIU_MPT30B = {"item": [0, 34, 69, 104, 139], "n_items": 140,
               "accuracy": [1.0, 0.936, 0.886, 0.804, 0.962]}
 
+#: Where the chapter's fast task (``variant="hex"``) departs from Liu et al.'s; the ``"liu"``
+#: variant undoes the first, third and fourth.
+LIU_DEPARTURES = (
+    "keys and values are 8 hexadecimal digits, not 36-character UUIDs",
+    "a prompt holds about 15 pairs (350 tokens), not 75, 140 or 300",
+    "the answer is started by a forced opening quote",
+    "scored by teacher-forced exact match, not free generation scored by substring match",
+)
+
 CSV_COLUMNS = ("position", "depth", "item", "accuracy", "accuracy_low", "accuracy_high",
                "logprob", "logprob_low", "logprob_high")
+LIU_COLUMNS = CSV_COLUMNS[:6]
+_MARGIN = 8  # generated tokens beyond the value's own token count (variant "liu")
 
 
 # --------------------------------------------------------------------------------------------
 # Summaries
 
 
-def summarize(gold_index, example, values, positions: int, seed: int = 0,
-              n_boot: int = 2000) -> dict:
-    """Mean of ``values`` per gold position with a 95% percentile bootstrap interval over
-    examples (:func:`posbias_nb.metrics.bootstrap`).  One example: the interval is the point."""
+def summarize(gold_index, example, values, positions: int, kind: str = "mean") -> dict:
+    """Per gold position, the mean of ``values`` over examples with a 95% interval:
+    ``kind="proportion"`` (0/1 values): Wilson (:func:`posbias_nb.stats.proportion_interval`),
+    never zero width; ``kind="mean"``: Student t over examples
+    (:func:`posbias_nb.stats.mean_interval`); one example gives the point itself."""
+    choice("kind", kind, ("mean", "proportion"))
     gi, ex, v = (np.asarray(x) for x in (gold_index, example, values))
     E = int(ex.max()) + 1
     M = np.full((E, positions), np.nan)
     M[ex, gi] = v
     est, lo, hi = [], [], []
     for k in range(positions):
-        col = M[:, k]
-        if E >= 2:
-            m, l, h = metrics.bootstrap(np.mean, col, n_boot=n_boot, seed=seed)
+        col = M[:, k][np.isfinite(M[:, k])]
+        if kind == "proportion":
+            m, l, h = stats.proportion_interval(int(round(col.sum())), col.size)
+        elif col.size >= 2:
+            m, l, h = stats.mean_interval(col)
         else:
             m = l = h = float(col[0])
         est.append(m), lo.append(l), hi.append(h)
@@ -133,7 +164,7 @@ def summarize(gold_index, example, values, positions: int, seed: int = 0,
 def _load(model, weights: str, seed: int):
     from .. import models
 
-    m, tok, info = entry.loaded(model, weights=weights, seed=seed, attn="eager")
+    m, tok, info = entry.loaded(model, weights=weights, seed=seed)  # fused attention (sdpa)
     if tok is None and isinstance(model, str) and model in models.ZOO:
         try:
             tok = models.packaged_tokenizer(model)  # random twin reads the same ids
@@ -144,20 +175,24 @@ def _load(model, weights: str, seed: int):
     return m, tok, info
 
 
-def _params(model, task, positions, examples, length, seed, weights) -> dict:
-    task, positions, examples, length, seed = check_args(task, positions, examples, length, seed)
+def _params(model, task, positions, examples, length, seed, weights, variant="hex") -> dict:
+    task, positions, examples, length, seed = check_args(task, positions, examples, length, seed,
+                                                         variant)
     info = entry.checked(model, weights, length, 1, seed)
     key = entry.run_key(info, weights, length, 1, seed, text=task == "needle", task=task,
                         positions=positions, examples=examples, definition=_DEF_VERSION)
+    if variant != "hex":
+        key["variant"] = variant
     key.pop("batch")
     return key
 
 
-def _prompts_for(model, task, positions, examples, length, seed, weights):
+def _prompts_for(model, task, positions, examples, length, seed, weights, variant="hex"):
     m, tok, info = _load(model, weights, seed)
     P = build_prompts(tok, task, positions, examples, length, seed,
-                      vocab_size=m.get_input_embeddings().num_embeddings)
-    longest = max(len(r["prompt_ids"]) + len(r["answer_ids"]) for r in P["records"])
+                      vocab_size=m.get_input_embeddings().num_embeddings, variant=variant)
+    extra = _MARGIN if variant == "liu" else 0
+    longest = max(len(r["prompt_ids"]) + len(r["answer_ids"]) + extra for r in P["records"])
     if info["max_length"] is not None and longest > info["max_length"]:
         raise ValueError(f"length {length} gives prompts of {longest} tokens, beyond the context "
                          f"of {info['name']} ({info['max_length']} tokens)")
@@ -176,36 +211,62 @@ def _unragged(flat, lens):
     return [flat[e - n:e].tolist() for e, n in zip(ends, lens)]
 
 
-def _scores(model, task, positions, examples, length, seed, weights, progress) -> dict:
-    params = _params(model, task, positions, examples, length, seed, weights)
+def _eos_ids(m, tok):
+    ids = set()
+    for src in (getattr(m, "generation_config", None), getattr(m, "config", None), tok):
+        e = getattr(src, "eos_token_id", None) if src is not None else None
+        if e is not None:
+            ids.update([e] if np.isscalar(e) else list(e))
+    return ids
+
+
+def _scores(model, task, positions, examples, length, seed, weights, progress,
+            variant="hex") -> dict:
+    params = _params(model, task, positions, examples, length, seed, weights, variant)
+    if variant == "liu":
+        params["margin"] = _MARGIN
 
     def compute():
         from tqdm import tqdm
 
-        P, m = _prompts_for(model, task, positions, examples, length, seed, weights)
+        P, m = _prompts_for(model, task, positions, examples, length, seed, weights, variant)
         recs = P["records"]
-        lp = np.zeros(len(recs))
-        ok = np.zeros(len(recs), dtype=bool)
-        for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
-                                   desc=f"retrieval {task}", unit="prompt")):
-            lp[i], ok[i] = score(m, r["prompt_ids"], r["answer_ids"])
         pf, pl = _ragged([r["prompt_ids"] for r in recs])
         af, al = _ragged([r["answer_ids"] for r in recs])
-        return {"example": np.array([r["example"] for r in recs]),
-                "gold_index": np.array([r["gold_index"] for r in recs]),
-                "item": np.array([r["item"] for r in recs]),
-                "span": np.array([r["span"] for r in recs]),
-                "logprob": lp, "correct": ok, "prompt_flat": pf, "prompt_len": pl,
-                "answer_flat": af, "answer_len": al,
-                "n_items": np.array(P["n_items"] if P["n_items"] is not None else -1),
-                "chat": np.array(P["chat"])}
+        out = {"example": np.array([r["example"] for r in recs]),
+               "gold_index": np.array([r["gold_index"] for r in recs]),
+               "item": np.array([r["item"] for r in recs]),
+               "span": np.array([r["span"] for r in recs]),
+               "prompt_flat": pf, "prompt_len": pl, "answer_flat": af, "answer_len": al,
+               "n_items": np.array(P["n_items"] if P["n_items"] is not None else -1),
+               "chat": np.array(P["chat"])}
+        if variant == "hex":
+            lp, ok = score_batch(m, [r["prompt_ids"] for r in recs],
+                                 [r["answer_ids"] for r in recs])
+            out.update(logprob=lp, correct=ok)
+            return out
+        codec = P["codec"]
+        eos = _eos_ids(m, codec.tok)
+        gens, ok = [], np.zeros(len(recs), dtype=bool)
+        for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
+                                   desc="retrieval liu (generation)", unit="prompt")):
+            want = r["value"].lower()
+            g = generate_greedy(m, r["prompt_ids"], len(r["answer_ids"]) + _MARGIN,
+                                stop=lambda ids: want in codec.decode(ids).lower(), eos=eos)
+            gens.append(g)
+            ok[i] = want in codec.decode(g).lower()
+        gf, gl = _ragged(gens)
+        out.update(correct=ok, output_flat=gf, output_len=gl,
+                   output_text=np.array([codec.decode(g) for g in gens], dtype=object))
+        return out
 
-    return cache.cached("retrieval", params, compute)
+    res = cache.cached("retrieval", params, compute)
+    return res
 
 
 def retrieval_run(model, task: str = "kv", positions: int = 7, examples: int = 10,
                   length: int = 350, seed: int = 0, progress: bool = False,
-                  weights: str = "pretrained") -> dict:
+                  weights: str = "pretrained", variant: str = "hex") -> dict:
     """Retrieval accuracy and answer log-probability per gold position (chapter *From prior to
     behaviour*, eq. ``eq-ret-logprob``); the JSON that ``posbias retrieval`` prints.
 
@@ -228,36 +289,54 @@ def retrieval_run(model, task: str = "kv", positions: int = 7, examples: int = 1
     weights : {"pretrained", "random"}
         ``"random"``: the architecture at initialization, reading the pretrained tokenizer's ids
         where the zoo packages one (same prompts).
+    variant : {"hex", "liu"}
+        ``"hex"`` (default): the fast task, teacher-forced.  ``"liu"`` (kv only): Liu et al.'s
+        setting — UUID keys and values, no forced lead, greedy generation of up to the value's
+        token count + 8 tokens, correct when the value appears in the decoded output
+        (case-insensitive substring match); no log-probability columns.
 
     Returns
     -------
     dict (JSON-able)
         ``position`` (0..P-1), ``depth`` (k/(P-1)), ``item`` (index of the gold item among the
         items: pairs for kv, haystack boundary for needle, of example 0), ``accuracy``,
-        ``accuracy_low``, ``accuracy_high``, ``logprob``, ``logprob_low``, ``logprob_high``
-        (means over examples per position and 95% bootstrap intervals over examples);
-        ``examples``: one record per prompt with ``example``, ``gold_index``, ``prompt_ids``,
-        ``answer_ids``, ``logprob``, ``correct``; ``meta``.  Same seed, same output.
+        ``accuracy_low``, ``accuracy_high`` (share of examples answered, Wilson 95% interval),
+        ``logprob``, ``logprob_low``, ``logprob_high`` (mean over examples, t 95% interval;
+        not for ``variant="liu"``); ``examples``: one record per prompt with ``example``,
+        ``gold_index``, ``prompt_ids``, ``answer_ids``, ``correct`` and ``logprob`` (hex) or
+        ``output`` (liu: the decoded generation); ``meta``.  Same seed, same output.
 
     Raises
     ------
     ValueError
-        Unknown task or model, ``positions < 2``, ``examples < 1``, a length too small for
-        the task or beyond the model's context, weights not installed.
+        Unknown task, variant or model, ``positions < 2``, ``examples < 1``, a length too small
+        for the task or beyond the model's context, weights not installed, ``variant="liu"``
+        with the needle task.
     """
-    res = _scores(model, task, positions, examples, length, seed, weights, progress)
+    res = _scores(model, task, positions, examples, length, seed, weights, progress, variant)
+    return _run_result(res, model, task, positions, examples, length, seed, weights, variant)
+
+
+def _run_result(res, model, task, positions, examples, length, seed, weights, variant):
+    """The :class:`~posbias_nb.results.Result` of :func:`retrieval_run` from its scores."""
     from .. import models
 
     info = models.describe(model)
     acc = summarize(res["gold_index"], res["example"], res["correct"].astype(float), positions,
-                    seed=seed)
-    lp = summarize(res["gold_index"], res["example"], res["logprob"], positions, seed=seed)
+                    kind="proportion")
     prompts = _unragged(res["prompt_flat"], res["prompt_len"])
     answers = _unragged(res["answer_flat"], res["answer_len"])
-    recs = [{"example": int(e), "gold_index": int(k), "prompt_ids": p, "answer_ids": a,
-             "logprob": float(l), "correct": bool(c)}
-            for e, k, p, a, l, c in zip(res["example"], res["gold_index"], prompts, answers,
-                                        res["logprob"], res["correct"])]
+    liu = variant == "liu"
+    recs = []
+    for i, (e, k, p, a, c) in enumerate(zip(res["example"], res["gold_index"], prompts, answers,
+                                            res["correct"])):
+        rec = {"example": int(e), "gold_index": int(k), "prompt_ids": p, "answer_ids": a,
+               "correct": bool(c)}
+        if liu:
+            rec["output"] = str(res["output_text"][i])
+        else:
+            rec["logprob"] = float(res["logprob"][i])
+        recs.append(rec)
     n_items = int(res["n_items"])
     from .. import __version__
 
@@ -267,35 +346,147 @@ def retrieval_run(model, task: str = "kv", positions: int = 7, examples: int = 1
         "item": [int(x) for x in res["item"][:positions]],
         "accuracy": acc["mean"].tolist(), "accuracy_low": acc["low"].tolist(),
         "accuracy_high": acc["high"].tolist(),
-        "logprob": lp["mean"].tolist(), "logprob_low": lp["low"].tolist(),
-        "logprob_high": lp["high"].tolist(),
-        "examples": recs,
     }
-    meta = {"model": info["name"], "weights": weights, "task": task,
+    if not liu:
+        lp = summarize(res["gold_index"], res["example"], res["logprob"], positions)
+        data.update(logprob=lp["mean"].tolist(), logprob_low=lp["low"].tolist(),
+                    logprob_high=lp["high"].tolist())
+    data["examples"] = recs
+    meta = {"model": info["name"], "weights": weights, "task": task, "variant": variant,
             "positions": positions, "examples": examples, "length": length, "seed": seed,
             "n_items": n_items if n_items >= 0 else None,
             "prompt_tokens_mean": float(np.mean(res["prompt_len"])),
             "chat_template": bool(res["chat"]), "level": 0.95,
-            "interval": "percentile bootstrap over examples, 2000 resamples",
+            "interval": "accuracy: Wilson score interval per position; log-probability: "
+                        "Student t over examples",
+            "scoring": ("greedy generation of up to the value's tokens + "
+                        f"{_MARGIN}, case-insensitive substring match" if liu else
+                        "teacher-forced exact match and log-probability"),
             "version": __version__, **entry.library_versions()}
-    return Result(data, meta=meta, columns=CSV_COLUMNS)
+    return Result(data, meta=meta, columns=LIU_COLUMNS if liu else CSV_COLUMNS)
 
 
 # --------------------------------------------------------------------------------------------
 # The link to the prior
 
 
+def _score_and_rollout(m, prompt_ids, answer_ids):
+    """One eager forward pass over ``prompt + answer``: the scores of eq. ``eq-ret-logprob``
+    (from the final hidden states, caught by a forward hook on the base model) and the rollout
+    row of the last prompt token.  Causal attention makes the kernels' prompt block, and the
+    shares averaged over the prompt positions, those of the prompt alone."""
+    from .. import rollout as _rollout
+    from ..measure.hooks import capture_model
+    from ..measure.scoring import score_hidden
+
+    p, a = list(map(int, prompt_ids)), list(map(int, answer_ids))
+    got = {}
+    h = m.base_model.register_forward_hook(
+        lambda mod, args, out: got.__setitem__("h", out.last_hidden_state.detach()))
+    try:
+        cap = capture_model(m, np.asarray(p + a)[None])
+    finally:
+        h.remove()
+    T = len(p)
+    row = _rollout.rollout(cap["A"][:, :T, :T], cap["lam_pos"][:, :T].mean(1))
+    lp, ok = score_hidden(m, got["h"][0], T, a)
+    return lp, ok, np.asarray(row, dtype=np.float64)
+
+
+def _link_record(recs, rows):
+    shares, slot_sh, slot_nt, profs = [], [], [], []
+    for r, row in zip(recs, rows):
+        row = np.asarray(row, dtype=np.float64)
+        row = row / row.sum()
+        a, b = r["span"]
+        shares.append(row[a:b].sum())
+        slot_sh.append([row[x:y].sum() for x, y in r["slot_spans"]])
+        slot_nt.append([y - x for x, y in r["slot_spans"]])
+        profs.append(row)
+    return {"example": np.array([r["example"] for r in recs]),
+            "gold_index": np.array([r["gold_index"] for r in recs]),
+            "span": np.array([r["span"] for r in recs]), "share": np.array(shares),
+            "slot_share": np.array(slot_sh), "slot_ntok": np.array(slot_nt),
+            "profile_flat": np.concatenate(profs),
+            "profile_len": np.array([len(p) for p in profs])}
+
+
+def retrieval_study(model, task: str = "kv", positions: int = 7, examples: int = 10,
+                    length: int = 350, seed: int = 0, weights: str = "pretrained",
+                    progress: bool = False):
+    """:func:`retrieval_run` and :func:`retrieval_link` with ``prior="rollout"`` on the same
+    prompts, from **one** forward pass per prompt (:func:`_score_and_rollout`: eager attention,
+    the scores read from the final hidden states, the kernels and shares from the same pass)
+    instead of two.  Chapter *From prior to behaviour*.  Both results go to the cache under the
+    keys the two functions use, so either function called later reads them.
+
+    Returns ``(run, link)``.  The scores equal :func:`retrieval_run`'s up to float rounding
+    (eager against fused attention); the link equals :func:`retrieval_link`'s.
+    """
+    run_params = _params(model, task, positions, examples, length, seed, weights)
+    link_params = dict(run_params, prior="rollout", probes=None)
+    memo: dict = {}
+
+    def one_pass():
+        if memo:
+            return memo
+        from tqdm import tqdm
+
+        P, m = _prompts_for(model, task, positions, examples, length, seed, weights)
+        recs = P["records"]
+        lp = np.zeros(len(recs))
+        ok = np.zeros(len(recs), dtype=bool)
+        rows = []
+        old = m.config._attn_implementation
+        if old != "eager":
+            m.set_attn_implementation("eager")
+        try:
+            for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
+                                       desc="retrieval + rollout", unit="prompt")):
+                lp[i], ok[i], row = _score_and_rollout(m, r["prompt_ids"], r["answer_ids"])
+                rows.append(row)
+        finally:
+            if m.config._attn_implementation != old:
+                m.set_attn_implementation(old)
+        pf, pl = _ragged([r["prompt_ids"] for r in recs])
+        af, al = _ragged([r["answer_ids"] for r in recs])
+        memo["run"] = {"example": np.array([r["example"] for r in recs]),
+                       "gold_index": np.array([r["gold_index"] for r in recs]),
+                       "item": np.array([r["item"] for r in recs]),
+                       "span": np.array([r["span"] for r in recs]),
+                       "prompt_flat": pf, "prompt_len": pl, "answer_flat": af,
+                       "answer_len": al,
+                       "n_items": np.array(P["n_items"] if P["n_items"] is not None else -1),
+                       "chat": np.array(P["chat"]), "logprob": lp, "correct": ok}
+        memo["link"] = _link_record(recs, rows)
+        return memo
+
+    res = cache.cached("retrieval", run_params, lambda: one_pass()["run"])
+    link = cache.cached("retrieval-link", link_params, lambda: one_pass()["link"])
+    run = _run_result(res, model, task, positions, examples, length, seed, weights, "hex")
+    return run, link
+
+
 def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 10,
                    length: int = 350, seed: int = 0, weights: str = "pretrained",
-                   prior: str = "argmax_prob", probes: int = 4,
+                   prior: str = "hidden", probes: int = 2,
                    progress: bool = False) -> dict:
-    r"""The gold value's share of influence on the answer position, per prompt of
-    :func:`retrieval_run` (eq. ``eq-ret-share``, chapter *From prior to behaviour*).
+    r"""The influence profile of every prompt of :func:`retrieval_run` on the answer position,
+    read per item (eq. ``eq-ret-share``, chapter *From prior to behaviour*).
 
-    ``prior``: ``"argmax_prob"`` (gradient of the probability of the argmax next token, exact),
-    ``"hidden"`` (Frobenius norm of the hidden-state Jacobian, ``probes`` Hutchinson probes) or
-    ``"rollout"`` (residual-aware rollout of the measured :math:`A_t, \lambda_t` of this very
-    prompt).  Cached.
+    ``prior``:
+
+    * ``"hidden"`` (default, the chapter's prior): Frobenius norm of the Jacobian of the last
+      prompt token's final hidden state with respect to each input embedding, ``probes``
+      Hutchinson probes — it weighs every output direction alike, so it does not read which
+      token the model is about to produce;
+    * ``"rollout"``: residual-aware rollout of the measured :math:`A_t, \lambda_t` of this very
+      prompt (the model switches to eager attention for the capture, then back);
+    * ``"argmax_prob"``: gradient of the probability of the argmax next token (exact).  In a
+      model that answers, the argmax *is* the answer's first token, so this profile reads out
+      which item the model copies from: a readout of the answer, not a prior.
+
+    Cached.
 
     Returns
     -------
@@ -320,31 +511,26 @@ def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 
 
         P, m = _prompts_for(model, task, positions, examples, length, seed, weights)
         recs = P["records"]
-        shares, profs, slot_sh, slot_nt = [], [], [], []
-        for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
-                                   desc=f"prior {prior}", unit="prompt")):
-            ids = np.asarray(r["prompt_ids"])[None]
-            if prior == "rollout":
-                cap = capture_model(m, ids)
-                row = _rollout.rollout(cap["A"], cap["lam"])
-            else:
-                res = influence_profile(m, ids, target=prior,
-                                        method="exact" if prior == "argmax_prob" else "probes",
-                                        probes=probes, seed=seed + i)
-                row = res["per_sequence"][0]
-            row = np.asarray(row, dtype=np.float64)
-            row = row / row.sum()
-            a, b = r["span"]
-            shares.append(row[a:b].sum())
-            slot_sh.append([row[x:y].sum() for x, y in r["slot_spans"]])
-            slot_nt.append([y - x for x, y in r["slot_spans"]])
-            profs.append(row)
-        flat = np.concatenate(profs)
-        return {"example": np.array([r["example"] for r in recs]),
-                "gold_index": np.array([r["gold_index"] for r in recs]),
-                "span": np.array([r["span"] for r in recs]), "share": np.array(shares),
-                "slot_share": np.array(slot_sh), "slot_ntok": np.array(slot_nt),
-                "profile_flat": flat, "profile_len": np.array([len(p) for p in profs])}
+        rows = []
+        old = m.config._attn_implementation
+        if prior == "rollout" and old != "eager":
+            m.set_attn_implementation("eager")  # the capture needs the attention weights
+        try:
+            for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
+                                       desc=f"prior {prior}", unit="prompt")):
+                ids = np.asarray(r["prompt_ids"])[None]
+                if prior == "rollout":
+                    cap = capture_model(m, ids)
+                    rows.append(_rollout.rollout(cap["A"], cap["lam"]))
+                else:
+                    res = influence_profile(m, ids, target=prior,
+                                            method="exact" if prior == "argmax_prob" else "probes",
+                                            probes=probes, seed=seed + i)
+                    rows.append(res["per_sequence"][0])
+        finally:
+            if m.config._attn_implementation != old:
+                m.set_attn_implementation(old)
+        return _link_record(recs, rows)
 
     return cache.cached("retrieval-link", params, compute)
 
@@ -358,22 +544,112 @@ def as_matrix(example, gold_index, values) -> np.ndarray:
 
 
 def outcome_matrices(result: dict) -> dict:
-    """``accuracy`` and ``logprob`` of a :func:`retrieval_run` result as ``(E, P)`` arrays."""
+    """``accuracy`` and ``logprob`` of a :func:`retrieval_run` result as ``(E, P)`` arrays
+    (``logprob`` only where the run has one)."""
     ex = [r["example"] for r in result["examples"]]
     gi = [r["gold_index"] for r in result["examples"]]
-    return {"accuracy": as_matrix(ex, gi, [float(r["correct"]) for r in result["examples"]]),
-            "logprob": as_matrix(ex, gi, [r["logprob"] for r in result["examples"]])}
+    out = {"accuracy": as_matrix(ex, gi, [float(r["correct"]) for r in result["examples"]])}
+    if result["examples"] and "logprob" in result["examples"][0]:
+        out["logprob"] = as_matrix(ex, gi, [r["logprob"] for r in result["examples"]])
+    return out
 
 
-def paired_contrast(matrix, a: int, b: int, seed: int = 0, n_boot: int = 2000):
-    """Mean over examples of ``matrix[:, a] - matrix[:, b]`` (position ``a`` against ``b``
-    within each example) with its 95% bootstrap interval over examples:
-    ``(estimate, low, high)``."""
+# --------------------------------------------------------------------------------------------
+# Pre-declared contrasts (the middle of metrics.regions, never the worst position found)
 
 
+def region_differences(matrix) -> dict:
+    """Per example (row of an ``(E, P)`` array), the first slot minus the middle and the last
+    slot minus the middle, the middle being the **mean over the central region**
+    :func:`posbias_nb.metrics.regions` ``(P).middle`` (for ``P = 7``: slots 2, 3, 4), declared
+    from ``P`` alone before any data is seen.  Returns ``{"first": (E,), "last": (E,)}``.
+
+    Examples
+    --------
+    >>> d = region_differences([[3.0, 0, 1, 1, 1, 0, 2.0]])
+    >>> float(d["first"][0]), float(d["last"][0])
+    (2.0, 1.0)
+    """
     M = np.asarray(matrix, dtype=float)
-    return metrics.bootstrap(lambda X: float(np.mean(X[:, a] - X[:, b])), M, n_boot=n_boot,
-                             seed=seed)
+    if M.ndim != 2 or M.shape[1] < 3:
+        raise ValueError(f"need an (examples, positions >= 3) array, got shape {M.shape}")
+    mid = M[:, metrics.regions(M.shape[1]).middle].mean(1)
+    return {"first": M[:, 0] - mid, "last": M[:, -1] - mid}
+
+
+def contrast_family(diffs: dict, alpha: float = 0.05, seed: int = 0) -> dict:
+    r"""Grade a pre-declared family of paired contrasts with Holm's correction.
+
+    ``diffs`` maps a name to the per-example differences of one contrast (e.g. the outputs of
+    :func:`region_differences`); each claim is "the mean difference is greater than 0".  For
+    each contrast:
+
+    * ``interval``: the Student t 95% interval of the mean difference (paired over examples,
+      :func:`posbias_nb.stats.mean_interval`);
+    * ``p``: two-sided exact / sign-flip permutation p-value (:func:`posbias_nb.stats.paired_test`),
+      ``p_holm`` its Holm-adjusted value over the family (:func:`posbias_nb.stats.holm`);
+    * ``level`` and ``adjusted``: the t interval at Holm's step-down level for this contrast,
+      ``1 - alpha / (m - i + 1)`` for the contrast of rank ``i`` in p (the levels stop
+      stepping down at the first contrast Holm does not reject);
+    * ``verdict``: :func:`posbias_nb.stats.decide` of ``adjusted`` against 0 — "holds" only
+      when the Holm-level interval lies above 0; "not testable" when the differences do not
+      vary at all (every example ties: no interval exists).
+
+    Chapter *From prior to behaviour* (the task's U).
+    """
+    names = list(diffs)
+    if not names:
+        raise ValueError("contrast_family needs at least one contrast")
+    D = [np.asarray(diffs[k], dtype=float) for k in names]
+    p = np.array([stats.paired_test(d, np.zeros_like(d), seed=seed).pvalue for d in D])
+    p_holm = stats.holm(p)
+    m = len(D)
+    order = np.argsort(p, kind="stable")
+    level = np.empty(m)
+    stepping = True
+    frozen = None
+    for i, j in enumerate(order):
+        div = m - i
+        if not stepping:
+            div = frozen
+        level[j] = 1 - alpha / div
+        if stepping and p[j] >= alpha / div:
+            stepping, frozen = False, div
+    out = {}
+    for j, k in enumerate(names):
+        ci = stats.mean_interval(D[j])
+        adj = stats.mean_interval(D[j], level=float(level[j]))
+        out[k] = {"interval": ci, "adjusted": adj, "level": float(level[j]),
+                  "p": float(p[j]), "p_holm": float(p_holm[j]),
+                  "verdict": stats.decide(adj, 0.0, testable=bool(np.ptp(D[j]) > 0))}
+    return out
+
+
+def paired_contrast(matrix, a: int, b: int):
+    """Mean over examples of ``matrix[:, a] - matrix[:, b]`` (position ``a`` against ``b``
+    within each example) with its Student t 95% interval over examples (paired):
+    ``(estimate, low, high)``."""
+    M = np.asarray(matrix, dtype=float)
+    return stats.mean_interval(M[:, a] - M[:, b])
+
+
+def ratio_interval(ratios, level: float = 0.95):
+    """Geometric mean of positive per-unit ratios with a t interval on the log scale
+    (:func:`posbias_nb.stats.mean_interval` of the logs, exponentiated): ``(est, low, high)``.
+    ``ratios`` is ``(units,)`` or ``(units, k)`` (each unit's logs averaged first).
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in ratio_interval([2.0, 2.0, 8.0, 8.0])]
+    [4.0, 1.119, 14.294]
+    """
+    r = np.asarray(ratios, dtype=float)
+    if np.any(~(r > 0)):
+        raise ValueError("ratios must be positive and finite")
+    lg = np.log(r)
+    if lg.ndim == 2:
+        lg = lg.mean(1)
+    return tuple(float(np.exp(v)) for v in stats.mean_interval(lg, level=level))
 
 
 def prior_matrices(link: dict) -> dict:
@@ -397,32 +673,39 @@ def prior_matrices(link: dict) -> dict:
     return {"gold": gold, "positional": pos}
 
 
-def edge_ratios(link: dict, middle: float = 0.5) -> np.ndarray:
+def edge_ratios(link: dict) -> np.ndarray:
     """Per prompt of a :func:`retrieval_link` result: the influence of the first and of the
-    last prompt token over the median influence of the middle ``middle`` fraction of the
-    prompt's tokens — the two arms of the U over the whole prompt.  An ``(R, 2)`` array."""
+    last prompt token over the median influence of the prompt's middle region
+    (:func:`posbias_nb.metrics.regions` of the prompt length: its central half) — the two arms
+    of the U over the whole prompt.  An ``(R, 2)`` array."""
     ends = np.cumsum(link["profile_len"])
     out = []
     for e, n in zip(ends, link["profile_len"]):
         p = np.asarray(link["profile_flat"][e - n:e], float)
-        a = int(round(n * (1 - middle) / 2))
-        med = np.median(p[a:n - a])
+        med = np.median(p[metrics.regions(int(n)).middle])
         out.append((p[0] / med, p[-1] / med))
     return np.array(out)
 
 
+def _two_way(a):
+    """Residual of an (E, P) array after example (row) and position (column) means."""
+    return a - a.mean(1, keepdims=True) - a.mean(0, keepdims=True) + a.mean()
+
+
 def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> dict:
-    """Statistics linking a prior to an outcome, with 95% bootstrap intervals over examples.
+    """Statistics linking a prior to an outcome, with 95% BCa bootstrap intervals over examples
+    (:func:`posbias_nb.stats.bootstrap`; an example's prompts are resampled together).
 
     ``prior`` and ``outcome`` are ``(E, P)`` arrays (example x gold position).  ``kind``:
 
     * ``"curve"`` — Spearman between the per-position means of prior and outcome
       (the shape of the two curves over positions);
     * ``"example"`` — Spearman between prior and outcome over all prompts;
-    * ``"within"`` — the same after subtracting each position's mean from both (does the prior
-      predict the outcome *beyond* the position?);
+    * ``"within"`` — the same after removing **example and position fixed effects** from both
+      (two-way residuals, ``x - row mean - column mean + grand mean``): does the prior predict
+      the outcome beyond the position *and* beyond how hard the example is?
     * ``"auc"`` — AUC of the prior for a binary outcome over all prompts;
-    * ``"auc_within"`` — AUC after subtracting each position's mean prior;
+    * ``"auc_within"`` — AUC of the prior's two-way residual for the binary outcome;
     * ``"r2"`` — the share of the variance of the outcome's per-position means explained by a
       straight line in the log of the prior's per-position means (squared Pearson correlation;
       the prior must be positive).
@@ -430,12 +713,12 @@ def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> 
     Returns ``{"estimate", "low", "high"}``; non-finite values (e.g. an AUC with one class)
     come back as None.
     """
-
-
     x, y = np.asarray(prior, dtype=float), np.asarray(outcome, dtype=float)
     if x.shape != y.shape or x.ndim != 2:
         raise ValueError(f"prior and outcome must be (examples, positions) arrays of one shape, "
                          f"got {x.shape} and {y.shape}")
+    kinds = ("curve", "example", "within", "auc", "auc_within", "r2")
+    choice("kind", kind, kinds)
 
     def stat(a, b):
         if kind == "curve":
@@ -443,24 +726,24 @@ def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> 
         if kind == "example":
             return metrics.spearman(a, b)
         if kind == "within":
-            return metrics.spearman(a - a.mean(0), b - b.mean(0))
+            return metrics.spearman(_two_way(a), _two_way(b))
         if kind == "auc":
             return metrics.auc(a.ravel(), b.ravel() > 0.5)
         if kind == "auc_within":
-            return metrics.auc((a - a.mean(0)).ravel(), b.ravel() > 0.5)
-        if kind == "r2":
-            u, w = np.log(a.mean(0)), b.mean(0)
-            if np.ptp(u) == 0 or np.ptp(w) == 0:
-                return float("nan")
-            return float(np.corrcoef(u, w)[0, 1] ** 2)
-        raise ValueError("kind must be curve, example, within, auc, auc_within or r2, "
-                         f"got {kind!r}")
+            return metrics.auc(_two_way(a).ravel(), b.ravel() > 0.5)
+        u, w = np.log(a.mean(0)), b.mean(0)
+        if np.ptp(u) == 0 or np.ptp(w) == 0:
+            return float("nan")
+        return float(np.corrcoef(u, w)[0, 1] ** 2)
 
-    est = stat(x, y)
+    try:
+        est = stat(x, y)
+    except ValueError:
+        est = float("nan")
     if not np.isfinite(est) or x.shape[0] < 2:
         return {"estimate": est if np.isfinite(est) else None, "low": None, "high": None}
     try:
-        e, lo, hi = metrics.bootstrap(stat, x, y, n_boot=n_boot, seed=seed)
+        e, lo, hi = stats.bootstrap(stat, x, y, n_boot=n_boot, seed=seed)
     except ValueError:
         return {"estimate": est, "low": None, "high": None}
     return {"estimate": e, "low": lo, "high": hi}

@@ -9,16 +9,21 @@ only called, and a model without one reads UTF-8 bytes.
 from __future__ import annotations
 
 import re
+import uuid
 from functools import lru_cache
 
 import numpy as np
 
 from .._validate import choice, positive_int
 
-__all__ = ["TASKS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "kv_pairs", "kv_prompt",
+__all__ = ["TASKS", "VARIANTS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "kv_pairs", "kv_prompt",
            "slot_items", "haystack_sentences", "needle_prompt", "build_prompts", "check_args"]
 
 TASKS = ("kv", "needle")
+#: ``"hex"``: the chapter's fast task (8-hex-digit keys and values, a forced opening quote,
+#: teacher-forced scoring); ``"liu"``: Liu et al.'s own setting (UUID keys and values, no lead,
+#: greedy generation scored by substring match; kv only).
+VARIANTS = ("hex", "liu")
 KV_INSTRUCTION = "Extract the value corresponding to the specified key in the JSON object below."
 NEEDLE_INSTRUCTION = ("Read the text below. Somewhere in it is a secret code; "
                       "answer the question about it.")
@@ -39,11 +44,35 @@ def _hexes(rng, count: int, taken: set) -> list[str]:
     return out
 
 
-def kv_pairs(n_pairs: int, rng) -> list[tuple[str, str]]:
-    """``n_pairs`` random (key, value) pairs of 8 lower-case hex digits; all strings distinct."""
+def _uuids(rng, count: int, taken: set) -> list[str]:
+    out = []
+    while len(out) < count:
+        s = str(uuid.UUID(bytes=rng.bytes(16), version=4))
+        if s not in taken:
+            taken.add(s)
+            out.append(s)
+    return out
+
+
+def kv_pairs(n_pairs: int, rng, kind: str = "hex") -> list[tuple[str, str]]:
+    """``n_pairs`` random (key, value) pairs; all strings distinct.
+
+    ``kind="hex"``: 8 lower-case hex digits (the chapter's fast task).  ``kind="uuid"``: random
+    version-4 UUID strings as Liu et al. (2023) use, drawn from the seeded ``rng``
+    (``uuid.UUID(bytes=rng.bytes(16), version=4)``, so the version and variant bits are set).
+
+    Examples
+    --------
+    >>> import numpy as np, uuid
+    >>> (k, v), = kv_pairs(1, np.random.default_rng(0), kind="uuid")
+    >>> uuid.UUID(k).version, len(v)
+    (4, 36)
+    """
+    choice("kind", kind, ("hex", "uuid"))
+    draw = _hexes if kind == "hex" else _uuids
     taken: set = set()
-    keys = _hexes(rng, n_pairs, taken)
-    vals = _hexes(rng, n_pairs, taken)
+    keys = draw(rng, n_pairs, taken)
+    vals = draw(rng, n_pairs, taken)
     return list(zip(keys, vals))
 
 
@@ -143,6 +172,13 @@ class _Codec:
         enc = self.tok(text, add_special_tokens=special, return_offsets_mapping=True)
         return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
 
+    def decode(self, ids) -> str:
+        """Text of generated ids (bytes: ids below 256 read as UTF-8, invalid bytes dropped)."""
+        ids = [int(i) for i in ids]
+        if self.tok is None:
+            return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="ignore")
+        return self.tok.decode(ids, skip_special_tokens=True)
+
     def count(self, text: str) -> int:
         return len(self.encode(text, prompt=False)[0])
 
@@ -155,9 +191,13 @@ def _span(offsets, c0: int, c1: int) -> tuple[int, int]:
     return hit[0], hit[-1] + 1
 
 
-def check_args(task, positions, examples, length, seed):
+def check_args(task, positions, examples, length, seed, variant="hex"):
     """Validate the arguments of a retrieval run; return them as ints (ValueError naming a bad one)."""
     choice("task", task, TASKS)
+    choice("variant", variant, VARIANTS)
+    if variant == "liu" and task != "kv":
+        raise ValueError(f"variant 'liu' is Liu et al.'s key-value task: task must be 'kv', "
+                         f"got {task!r}")
     positions = positive_int("positions", positions, minimum=2)
     examples = positive_int("examples", examples, minimum=1)
     length = positive_int("length", length, minimum=2)
@@ -166,7 +206,7 @@ def check_args(task, positions, examples, length, seed):
 
 
 def build_prompts(tokenizer, task: str, positions: int, examples: int, length: int,
-                  seed: int = 0, vocab_size: int | None = None) -> dict:
+                  seed: int = 0, vocab_size: int | None = None, variant: str = "hex") -> dict:
     """All prompts of a run: ``examples x positions`` records, example-major.
 
     Parameters
@@ -175,6 +215,11 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
         None reads bytes (needs ``vocab_size``).
     task, positions, examples, length, seed :
         As in :func:`retrieval_run` (module docstring: the length rule).
+    variant : {"hex", "liu"}
+        ``"hex"``: 8-hex-digit keys and values, the answer started by the opening quote.
+        ``"liu"`` (kv only): UUID keys and values (:func:`kv_pairs` ``kind="uuid"``), the prompt
+        ends at ``Corresponding value:`` (after the chat template's generation prompt where
+        there is one) with no lead, as in Liu et al.; ``answer_ids`` is then the bare value.
 
     Returns
     -------
@@ -191,17 +236,18 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
         distinct items, ``vocab_size`` missing for bytes.
     """
     task, positions, examples, length, seed = check_args(task, positions, examples, length,
-                                                          seed)
+                                                          seed, variant)
+    kind, lead = ("uuid", "") if variant == "liu" else ("hex", '"')
     if tokenizer is None and vocab_size is None:
         raise ValueError("a byte-level prompt (tokenizer None) needs vocab_size")
     codec = _Codec(tokenizer, vocab_size if vocab_size is not None else len(tokenizer))
     rngs = [np.random.default_rng([seed, e, 0x5E7]) for e in range(examples)]
     records = []
     if task == "kv":
-        probe = kv_pairs(8, np.random.default_rng([seed, 0, 0x5E7]))
+        probe = kv_pairs(8, np.random.default_rng([seed, 0, 0x5E7]), kind)
 
         def tokens(pairs):
-            return len(codec.encode(codec.render(kv_prompt(pairs, pairs[0][0]), '"')[0],
+            return len(codec.encode(codec.render(kv_prompt(pairs, pairs[0][0]), lead)[0],
                                     True)[0])
 
         t2, t8 = tokens(probe[:2]), tokens(probe)
@@ -214,17 +260,17 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
             raise ValueError(f"length {length} is too small for {positions} gold positions in "
                              f"the kv task: it holds {n} pairs")
         items = slot_items(n, positions)
-        sets = [kv_pairs(n, r) for r in rngs]
+        sets = [kv_pairs(n, r, kind) for r in rngs]
         for e, pairs in enumerate(sets):
             gold, others = pairs[0], pairs[1:]
             for k, it in enumerate(items):
                 order = others[:it] + [gold] + others[it:]
                 content = kv_prompt(order, gold[0])
                 c0 = _value_at(content, gold)
-                slots = [(_value_at(content, order[j]), _value_at(content, order[j]) + _HEX_LEN)
-                         for j in items]
+                slots = [(_value_at(content, order[j]),
+                          _value_at(content, order[j]) + len(order[j][1])) for j in items]
                 records.append(_record(codec, e, k, int(it), content, gold[1], c0,
-                                       answer=gold[1], lead='"', slots=slots))
+                                       answer=gold[1], lead=lead, slots=slots))
     else:
         sents = haystack_sentences()
         t0 = len(codec.encode(codec.render(needle_prompt([], 0, "0a1b2c3d", "4e5f6a7b"),
@@ -266,6 +312,7 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
         n = None
     n_items = n if task == "kv" else None
     return {"records": records, "n_items": n_items, "chat": codec.chat, "codec": codec,
+            "variant": variant,
             "items": [int(r["item"]) for r in records[:positions]]}
 
 

@@ -457,10 +457,13 @@ def long_tiny(tmp_path_factory):
     return str(path)
 
 
-def test_liu_run_on_a_tiny_model(monkeypatch, long_tiny):
-    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
-    out = R.retrieval_run(long_tiny, task="kv", positions=3, examples=2, length=400,
-                          seed=0, weights="pretrained", variant="liu")
+def test_liu_run_on_a_tiny_model(monkeypatch, long_tiny, tmp_path):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path))
+    kw = dict(task="kv", positions=3, examples=2, length=400, seed=0, weights="pretrained",
+              variant="liu")
+    out = R.retrieval_run(long_tiny, **kw)
+    again = R.retrieval_run(long_tiny, **kw)  # read back from the cache (no pickled objects)
+    assert json.dumps(again.to_json()) == json.dumps(out.to_json())
     assert out["meta"]["variant"] == "liu" and len(out["examples"]) == 6
     assert list(out.table()) == list(R.LIU_COLUMNS) and "logprob" not in out
     for rec in out["examples"]:

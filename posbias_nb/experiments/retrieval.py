@@ -257,7 +257,7 @@ def _scores(model, task, positions, examples, length, seed, weights, progress,
             ok[i] = want in codec.decode(g).lower()
         gf, gl = _ragged(gens)
         out.update(correct=ok, output_flat=gf, output_len=gl,
-                   output_text=np.array([codec.decode(g) for g in gens], dtype=object))
+                   output_text=np.array([codec.decode(g) for g in gens], dtype=str))
         return out
 
     res = cache.cached("retrieval", params, compute)

@@ -43,7 +43,7 @@ the estimate may sit from the exact profile of the same sequences; and ``batch_s
 spread across sequences (:math:`\mathrm{sd}_b / \sqrt{B}`, zero for :math:`B = 1`).
 
 Cost and memory.  One forward pass, then one backward pass per direction (``chunk`` directions
-per pass; on CPU plain passes are the fastest for probes, :func:`default_chunk`), so the time is within a few
+per pass, :func:`default_chunk`), so the time is within a few
 per cent of the bare floor "one forward, K backward passes".  The autograd graph of the whole
 model (every layer's activations, about 1.3 GB per 1,000 tokens for a 135M-parameter model with
 fused attention) is kept only while it fits in :data:`GRAPH_BUDGET`; beyond it the top layers
@@ -149,20 +149,16 @@ def _vjp_rows(out, x, V):
 
 
 def default_chunk(method: str, device) -> int:
-    """Output directions per backward pass when ``chunk=None``: the fastest measured setting.
+    """Output directions per backward pass when ``chunk=None``: 8 probes or 32 exact directions
+    per batched backward pass (``is_grads_batched``), on every device.
 
-    Probes on CPU: plain backward passes (1).  Batching them through ``is_grads_batched`` (vmap)
-    was measured slower on 2 cores (random-init GPT-2, L = 1024, 8 probes: 8 plain passes 16 s
-    against 27-31 s for one batched pass of 8).  The exact method keeps batches of 32 output
-    directions, its setting before this measurement, on every device: whether plain passes are
-    faster there too has not been measured on a quiet machine.  On CUDA, batches of 8 probes
-    keep the device busy.
+    Measured on this project's 2-core machine, side by side in one process: random-init
+    SmolLM2-135M, L = 512, 4 probes: 4 plain backward passes 69-92 s against 32-47 s batched by
+    4, so batching is kept as the default.  (The opposite was reported for random-init GPT-2 at
+    L = 1024 with 8 probes, 16 s plain against 27-31 s batched; ``chunk=1`` gives plain passes
+    where they are faster.)  ``bench/bench_measure.py`` compares both with the bare-torch floor.
     """
-    if method == "exact":
-        return 32
-    if str(device).startswith("cuda"):
-        return 8
-    return 1
+    return 32 if method == "exact" else 8
 
 
 # Long contexts: layer by layer -------------------------------------------------------------
@@ -392,8 +388,7 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
         Seeds the probes (sequence ``b`` uses ``SeedSequence([seed, b, ...])``).
     chunk : int or None
         Output directions per backward pass.  None: the fastest measured on this device
-        (:func:`default_chunk`: probes in plain backward passes on CPU and in batches of 8 on
-        CUDA; exact directions in batches of 32).  Batching multiplies the backward pass's memory by ``chunk``.
+        (:func:`default_chunk`: batches of 8 probes or 32 exact directions).  Batching multiplies the backward pass's memory by ``chunk``.
         Changes only float rounding.
     probe_dist : {"rademacher", "gaussian"}
         Probe law; both have identity covariance, Rademacher has the smaller variance.

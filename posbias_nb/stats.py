@@ -25,7 +25,7 @@ expansion (the default) 91%, 93%, 95%.  So for a plain mean of a handful of unit
 :func:`mean_interval`; the bootstrap is for statistics without a formula, and at n < 8 it is
 somewhat too narrow whatever the method.
 
-Pure numpy/scipy; no torch.  Chapter :ref:`ch-intro` (the verdict tables) and every chapter that
+Pure numpy/scipy; no torch.  The introduction (its verdict table) and every chapter that
 ends with one.
 """
 from __future__ import annotations

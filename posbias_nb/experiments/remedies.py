@@ -6,7 +6,7 @@ trains goes through :func:`train_run`: a Llama-style decoder (RoPE, RMSNorm, Swi
 answer token per sequence, and the answer placed at a controlled position of the context.
 
 The tasks (:func:`posbias_nb.tasks.synthetic.make_batch`)
---------------------------------------------------------
+---------------------------------------------------------
 A sequence of length ``L`` is ``BOS``, a haystack of filler tokens, the answer-bearing token at
 the **answer position** ``p`` (``1 <= p <= L - 3``), ``distractors`` look-alike tokens at other
 random positions, and a final query token at ``L - 1``; the one trained target is the next token

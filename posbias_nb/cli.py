@@ -55,6 +55,17 @@ def _cmd_theory(args):
 
 
 def _cmd_profile(args):
+    if args.remedy:
+        from .experiments.inference import parse_params, remedy_run
+
+        if args.exact or args.no_rope or args.batch != 1 or args.target != "hidden" \
+                or args.source != "text":
+            raise UsageError("--remedy profiles the last hidden state of one text window with "
+                             "8 probes: drop --exact, --no-rope, --batch, --target, --source")
+        return remedy_run(args.model, args.remedy, weights=args.weights, length=args.length,
+                          params=parse_params(args.remedy_param), progress=not args.quiet)
+    if args.remedy_param:
+        raise UsageError("--remedy-param needs --remedy")
     from .measure.runs import profile_run
 
     return profile_run(args.model, weights=args.weights, length=args.length,
@@ -78,11 +89,33 @@ def _cmd_rollout(args):
 
 
 def _cmd_retrieval(args):
+    if args.remedy:
+        from .experiments.inference import parse_params, retrieval_remedy_run
+
+        if args.variant != "hex":
+            raise UsageError("--remedy scores the hex variant (teacher-forced): drop --variant")
+        return retrieval_remedy_run(args.model, args.remedy, parse_params(args.remedy_param),
+                                    task=args.task, positions=args.positions,
+                                    examples=args.examples, length=args.length, seed=args.seed,
+                                    weights=args.weights, progress=not args.quiet)
+    if args.remedy_param:
+        raise UsageError("--remedy-param needs --remedy")
     from .experiments.retrieval import retrieval_run
 
     return retrieval_run(args.model, task=args.task, positions=args.positions,
                          examples=args.examples, length=args.length, seed=args.seed,
                          progress=not args.quiet, weights=args.weights, variant=args.variant)
+
+
+def _remedy_flags(p) -> None:
+    from .models.remedies import REMEDIES
+
+    p.add_argument("--remedy", choices=REMEDIES, default=None,
+                   help="apply an inference-time remedy (Llama-like models; ms-poe needs RoPE); "
+                        "its inputs are measured on offline text")
+    p.add_argument("--remedy-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="the remedy's free parameter: scale (hidden-scaling, default 0.5), tau "
+                        "(prior-calibration, default 0.25), lo and hi (ms-poe, 1.2 and 1.8)")
 
 
 def _cmd_train(args):
@@ -142,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", choices=["text", "random"], default="text",
                    help="input tokens: standard-library documentation text, or random tokens")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    _remedy_flags(p)
     _common(p)
     p.set_defaults(func=_cmd_profile)
 
@@ -184,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "match; liu (kv only): Liu et al.'s UUID pairs, no lead, greedy "
                         "generation scored by substring match")
     r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    _remedy_flags(r)
     _common(r)
     r.set_defaults(func=_cmd_retrieval)
 

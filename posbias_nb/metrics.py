@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasserstein",
+           "monotone_channels", "attention_sharpness",
            "peak_to_valley", "mean_position", "fit_alpha", "bootstrap", "attention_share", "auc",
            "log_pearson", "robust_peak_to_valley", "spike_factors", "window_intervals",
            "profile_summary", "agreement_vs_floor", "prediction_scores", "self_spike",
@@ -868,3 +869,50 @@ def auc(score_, label) -> float:
         return float("nan")
     r = rankdata(s)
     return float((r[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def monotone_channels(values) -> np.ndarray:
+    r"""Spearman correlation of each channel with position: ``values`` is ``(L, d)`` (position
+    by channel), the result ``(d,)``; a constant channel gives NaN.  The criterion of Yu et al.
+    (2024) for the positional hidden dimension (chapter :ref:`ch-inference`,
+    :func:`posbias_nb.measure.positional.positional_channel`).
+
+    Examples
+    --------
+    >>> monotone_channels([[0, 5, 1], [1, 4, 1], [2, 6, 1]]).round(2).tolist()
+    [1.0, 0.5, nan]
+    """
+    from scipy.stats import rankdata
+
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[0] < 2:
+        raise ValueError(f"values must be (positions >= 2, channels), got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values has a non-finite entry")
+    r = rankdata(v, axis=0)
+    r = r - r.mean(axis=0)
+    p = np.arange(v.shape[0], dtype=np.float64)
+    p = p - p.mean()
+    sd = np.sqrt((r ** 2).sum(axis=0) * (p ** 2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (r * p[:, None]).sum(axis=0) / sd
+    return np.where(sd > 0, out, np.nan)
+
+
+def attention_sharpness(rows) -> np.ndarray:
+    r"""How sharply each head attends: minus the mean entropy (nats) of its attention rows.
+    ``rows`` is ``(..., heads, R, L)`` probabilities (zeros allowed); the result drops the last
+    two axes.  Ms-PoE orders heads by it (:func:`posbias_nb.models.remedies.ms_poe_ratios`).
+
+    Examples
+    --------
+    >>> attention_sharpness([[[[1.0, 0.0]]], [[[0.5, 0.5]]]]).round(3).tolist()
+    [[-0.0], [-0.693]]
+    """
+    p = np.asarray(rows, dtype=np.float64)
+    if p.ndim < 3 or np.any(p < 0) or not np.all(np.isfinite(p)):
+        raise ValueError(f"rows must be non-negative probabilities (..., heads, R, L), got shape "
+                         f"{p.shape}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=-1)
+    return -ent.mean(axis=-1)

@@ -5,6 +5,7 @@
                            their link to the influence prior
 :mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and
                            their statistics
+:mod:`.inference`          inference-time remedies measured on the prior, the task and the cost
 :mod:`.replay`             cached replays of the structural theory's published configurations
 =========================  ==================================================================
 
@@ -12,6 +13,6 @@ Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` 
 CSV output writes), ``meta`` and ``to_json()``.  Nothing below this package imports it; the
 chapters and the ``posbias`` command call it.  Importing it loads no torch.
 """
-from . import remedies, replay, retrieval
+from . import inference, remedies, replay, retrieval
 
-__all__ = ["retrieval", "remedies", "replay"]
+__all__ = ["retrieval", "remedies", "replay", "inference"]

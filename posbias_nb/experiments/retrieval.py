@@ -211,6 +211,21 @@ def _unragged(flat, lens):
     return [flat[e - n:e].tolist() for e, n in zip(ends, lens)]
 
 
+def record_arrays(P) -> dict:
+    """The prompts of :func:`~posbias_nb.tasks.retrieval.build_prompts` as the arrays a run
+    caches (ragged ids flattened with their lengths); the scores are added by the caller."""
+    recs = P["records"]
+    pf, pl = _ragged([r["prompt_ids"] for r in recs])
+    af, al = _ragged([r["answer_ids"] for r in recs])
+    return {"example": np.array([r["example"] for r in recs]),
+            "gold_index": np.array([r["gold_index"] for r in recs]),
+            "item": np.array([r["item"] for r in recs]),
+            "span": np.array([r["span"] for r in recs]),
+            "prompt_flat": pf, "prompt_len": pl, "answer_flat": af, "answer_len": al,
+            "n_items": np.array(P["n_items"] if P["n_items"] is not None else -1),
+            "chat": np.array(P["chat"])}
+
+
 def _eos_ids(m, tok):
     ids = set()
     for src in (getattr(m, "generation_config", None), getattr(m, "config", None), tok):
@@ -231,15 +246,7 @@ def _scores(model, task, positions, examples, length, seed, weights, progress,
 
         P, m = _prompts_for(model, task, positions, examples, length, seed, weights, variant)
         recs = P["records"]
-        pf, pl = _ragged([r["prompt_ids"] for r in recs])
-        af, al = _ragged([r["answer_ids"] for r in recs])
-        out = {"example": np.array([r["example"] for r in recs]),
-               "gold_index": np.array([r["gold_index"] for r in recs]),
-               "item": np.array([r["item"] for r in recs]),
-               "span": np.array([r["span"] for r in recs]),
-               "prompt_flat": pf, "prompt_len": pl, "answer_flat": af, "answer_len": al,
-               "n_items": np.array(P["n_items"] if P["n_items"] is not None else -1),
-               "chat": np.array(P["chat"])}
+        out = record_arrays(P)
         if variant == "hex":
             lp, ok = score_batch(m, [r["prompt_ids"] for r in recs],
                                  [r["answer_ids"] for r in recs])
@@ -448,16 +455,7 @@ def retrieval_study(model, task: str = "kv", positions: int = 7, examples: int =
         finally:
             if m.config._attn_implementation != old:
                 m.set_attn_implementation(old)
-        pf, pl = _ragged([r["prompt_ids"] for r in recs])
-        af, al = _ragged([r["answer_ids"] for r in recs])
-        memo["run"] = {"example": np.array([r["example"] for r in recs]),
-                       "gold_index": np.array([r["gold_index"] for r in recs]),
-                       "item": np.array([r["item"] for r in recs]),
-                       "span": np.array([r["span"] for r in recs]),
-                       "prompt_flat": pf, "prompt_len": pl, "answer_flat": af,
-                       "answer_len": al,
-                       "n_items": np.array(P["n_items"] if P["n_items"] is not None else -1),
-                       "chat": np.array(P["chat"]), "logprob": lp, "correct": ok}
+        memo["run"] = dict(record_arrays(P), logprob=lp, correct=ok)
         memo["link"] = _link_record(recs, rows)
         return memo
 

@@ -11,6 +11,8 @@ points.
 :mod:`.cached`             cached entry points: profile, shared_profile, capture,
                            measured_influence, and rollout predictions from captured data
 :mod:`.logits`             attention logits at initialization, cached
+:mod:`.positional`         what the inference-time remedies read from a model: attention rows
+                           (the positional prior), the positional hidden channel, held-out loss
 =========================  ==================================================================
 
 The text these measurements read comes from :mod:`posbias_nb.tasks.text` (re-exported here:
@@ -30,7 +32,7 @@ round.  Importing it loads no torch (torch is imported when a measurement runs).
     prof = measure.influence_profile(model, ids, target="hidden", method="probes", probes=8)
 """
 from ..tasks.text import SOURCES, STDLIB_MODULES, corpus_digest, stdlib_corpus, text_batch
-from . import entry, logits, scoring
+from . import entry, logits, positional, scoring
 from .cached import (MODES, capture, config_kernel, measured_influence, predict, profile,
                      shared_profile)
 from .entry import library_versions
@@ -46,5 +48,5 @@ __all__ = [
     "capture_model", "attention_logits", "n_heads",
     "profile", "shared_profile", "capture", "measured_influence", "predict",
     "config_kernel", "library_versions", "init_logits", "key_spread_ratio",
-    "entry", "logits", "scoring",
+    "entry", "logits", "positional", "scoring",
 ]

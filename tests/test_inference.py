@@ -1,0 +1,270 @@
+"""Inference-time remedies (models.remedies, measure.positional, experiments.inference, the
+--remedy flags): exact restoration, each remedy changes what it should and nothing else, checks
+against independent references, bad parameters, determinism, the command end to end."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from posbias_nb import cli, measure, metrics, models
+from posbias_nb.measure import positional
+from posbias_nb.models.remedies import (later_layers, middle_layers, ms_poe_ratios, remedy,
+                                        row_probabilities)
+
+TINY = ("smollm2-tiny", "gemma3-tiny", "qwen2-tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    out = {}
+    for name in TINY:
+        m, _, _ = models.load(name, weights="random", seed=0)
+        out[name] = m
+    return out
+
+
+def _shape(m):
+    a = models.decoder_layers(m)[0].self_attn
+    H = a.q_proj.out_features // a.head_dim
+    return len(models.decoder_layers(m)), H, a.k_proj.out_features // a.head_dim
+
+
+def _params(m, name, L=24):
+    T, H, hk = _shape(m)
+    if name == "hidden-scaling":
+        return {"channel": 3, "scale": -1.0}
+    if name == "ms-poe":
+        return {"ratios": ms_poe_ratios(np.arange(H, dtype=float), hk)}
+    rng = np.random.default_rng(0)
+    return {"prior": rng.random((len(later_layers(T)), H, 6, L)) + 0.01, "row0": L - 6,
+            "tau": 1.0}
+
+
+IDS = torch.randint(0, 200, (2, 24), generator=torch.Generator().manual_seed(1))
+
+
+@pytest.mark.parametrize("name", ["hidden-scaling", "ms-poe", "prior-calibration"])
+@pytest.mark.parametrize("model", TINY)
+def test_remedy_changes_logits_and_restores_exactly(tiny, model, name):
+    m = tiny[model]
+    with torch.no_grad():
+        before = m(IDS).logits.clone()
+        impl = m.config._attn_implementation
+        with remedy(m, name, **_params(m, name)):
+            inside = m(IDS).logits.clone()
+            inside2 = m(IDS).logits.clone()
+        after = m(IDS).logits
+    assert torch.equal(after, before)  # bit-identical after the block
+    assert m.config._attn_implementation == impl
+    assert not (inside - before).abs().max() < 1e-4  # it changes the logits
+    assert torch.equal(inside, inside2)  # deterministic
+    for mod in m.modules():
+        assert not hasattr(mod, "_posbias_remedy") and not hasattr(mod, "_posbias_base")
+        assert not mod._forward_pre_hooks
+
+
+def test_restores_after_an_error_inside_the_block(tiny):
+    m = tiny["smollm2-tiny"]
+    before = m(IDS).logits.detach().clone()
+    with pytest.raises(RuntimeError, match="boom"):
+        with remedy(m, "ms-poe", **_params(m, "ms-poe")):
+            raise RuntimeError("boom")
+    assert torch.equal(m(IDS).logits.detach(), before)
+
+
+@pytest.mark.parametrize("model", TINY)
+def test_calibration_leaves_rows_before_start_untouched(tiny, model):
+    m = tiny[model]
+    p = _params(m, "prior-calibration")
+    with torch.no_grad():
+        before = m(IDS).logits
+        with remedy(m, "prior-calibration", **p):
+            inside = m(IDS).logits
+    r0 = p["row0"]
+    assert torch.equal(inside[:, :r0], before[:, :r0])
+    assert (inside[:, r0:] - before[:, r0:]).abs().max() > 1e-4
+
+
+def test_calibration_with_zero_temperature_is_the_model(tiny):
+    m = tiny["gemma3-tiny"]  # sliding-window layers: the wrapper keeps the model's own mask
+    p = dict(_params(m, "prior-calibration"), tau=0.0)
+    with torch.no_grad():
+        before = m(IDS).logits
+        with remedy(m, "prior-calibration", **p):
+            inside = m(IDS).logits
+    torch.testing.assert_close(inside, before, rtol=0, atol=1e-5)
+
+
+def test_row_probabilities_calibrated_by_their_own_prior_are_uniform():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(1, 4, 10, 8, generator=g), torch.randn(1, 2, 10, 8, generator=g)
+    p = row_probabilities(q, k, 3)
+    assert torch.allclose(p.sum(-1), torch.ones(1, 4, 7))
+    assert torch.all(p[..., 0, 5:] == 0)  # row 3 sees keys 0..3 only
+    logw = torch.log(p[0].clamp_min(1e-30))
+    cal = row_probabilities(q, k, 3, logw=logw.where(p[0] > 0, torch.zeros(())), tau=1.0)
+    for r in range(7):
+        torch.testing.assert_close(cal[0, :, r, :r + 4], torch.full((4, r + 4), 1 / (r + 4)))
+    # a wrong prior does not flatten the rows: the check can fail
+    cal_wrong = row_probabilities(q, k, 3, logw=torch.zeros_like(logw), tau=1.0)
+    assert not torch.allclose(cal_wrong[0, :, 6, :10], torch.full((4, 10), 0.1), atol=1e-3)
+
+
+@pytest.mark.parametrize("model", ["smollm2-tiny", "qwen2-tiny"])
+def test_ms_poe_with_one_ratio_equals_compressed_positions(tiny, model):
+    """Independent reference: every head compressed by r is the model run at positions t / r."""
+    m = tiny[model]
+    T, H, hk = _shape(m)
+    L = IDS.shape[1]
+    with torch.no_grad():
+        ref = m(IDS, position_ids=(torch.arange(L, dtype=torch.float32) / 1.5)[None]).logits
+        with remedy(m, "ms-poe", ratios=np.full(hk, 1.5)):
+            got = m(IDS).logits
+        plain = m(IDS).logits
+        with remedy(m, "ms-poe", ratios=np.ones(hk)):
+            one = m(IDS).logits
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+    assert (got - plain).abs().max() > 1e-3
+    assert torch.equal(one, plain)  # ratio 1: angle 0, exactly the model
+
+
+def test_hidden_scaling_touches_queries_and_keys_only(tiny):
+    m = tiny["smollm2-tiny"]
+    a = models.decoder_layers(m)[0].self_attn
+
+    def observe(seen):  # registered after the remedy's hooks, so it sees what they pass on
+        return [getattr(a, n).register_forward_pre_hook(
+            lambda mod, args, n=n: seen.__setitem__(n, args[0].detach().clone()))
+            for n in ("q_proj", "k_proj", "v_proj")]
+
+    base, seen = {}, {}
+    with torch.no_grad():
+        hooks = observe(base)
+        m(IDS)
+        for h in hooks:
+            h.remove()
+        with remedy(m, "hidden-scaling", channel=5, scale=0.0, layers=[0]):
+            hooks = observe(seen)
+            m(IDS)
+            for h in hooks:
+                h.remove()
+    assert torch.equal(seen["v_proj"], base["v_proj"])  # values untouched
+    for n in ("q_proj", "k_proj"):
+        assert torch.all(seen[n][..., 5] == 0) and not torch.all(base[n][..., 5] == 0)
+        keep = [c for c in range(base[n].shape[-1]) if c != 5]
+        assert torch.equal(seen[n][..., keep], base[n][..., keep])
+
+
+@pytest.mark.parametrize("name,params,match", [
+    ("nope", {}, "remedy must be one of"),
+    ("hidden-scaling", {"scale": 0.5}, "needs channel"),
+    ("hidden-scaling", {"channel": 10 ** 6, "scale": 0.5}, "channel must be"),
+    ("hidden-scaling", {"channel": 1, "scale": float("nan")}, "scale must be"),
+    ("hidden-scaling", {"channel": 1, "scale": 0.5, "layers": [99]}, "layers must be"),
+    ("hidden-scaling", {"channel": 1, "scale": 0.5, "tau": 1}, "takes"),
+    ("ms-poe", {}, "needs ratios"),
+    ("ms-poe", {"ratios": [0.5, 1.0]}, "ratios must be"),
+    ("ms-poe", {"ratios": [1.2, 1.3, 1.4]}, "ratios must be"),
+    ("prior-calibration", {"row0": 1, "tau": 1}, "needs prior"),
+    ("prior-calibration", {"prior": np.ones((1, 4, 2, 8)), "row0": 6, "tau": -1}, "tau must"),
+    ("prior-calibration", {"prior": np.ones((1, 4, 2, 7)), "row0": 6, "tau": 1}, "prior must"),
+    ("prior-calibration", {"prior": np.ones((2, 4, 2, 8)), "row0": 6, "tau": 1}, "prior must"),
+])
+def test_bad_parameters(tiny, name, params, match):
+    m = tiny["smollm2-tiny"]
+    with pytest.raises(ValueError, match=match):
+        with remedy(m, name, **params):
+            pass
+    assert not any(mod._forward_pre_hooks for mod in m.modules())
+
+
+def test_ms_poe_needs_rope():
+    m, _, _ = models.load("gpt2-tiny", weights="random", seed=0)
+    with pytest.raises(ValueError):
+        with remedy(m, "ms-poe", ratios=[1.2]):
+            pass
+
+
+def test_calibration_outside_the_measured_rows_is_an_error(tiny):
+    m = tiny["smollm2-tiny"]
+    p = _params(m, "prior-calibration", L=16)  # prior measured for 16 tokens, input has 24
+    with pytest.raises(ValueError, match="prior covers"):
+        with remedy(m, "prior-calibration", **p), torch.no_grad():
+            m(IDS)
+
+
+def test_ms_poe_ratios():
+    assert ms_poe_ratios([0.0, 5.0], 1).tolist() == [1.2]
+    r = ms_poe_ratios([1.0, 1.0, 9.0, 9.0], 2)  # group 1 is sharper: least compression
+    assert r.tolist() == [1.8, 1.2]
+    with pytest.raises(ValueError):
+        ms_poe_ratios([1.0, 2.0, 3.0], 2)
+    with pytest.raises(ValueError):
+        ms_poe_ratios([1.0, 2.0], 2, lo=0.9)
+    assert middle_layers(8) == [2, 3, 4, 5] and later_layers(8) == [4, 5, 6, 7]
+
+
+def test_monotone_channels_finds_the_planted_channel():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(50, 16))
+    v[:, 7] = np.linspace(0, 1, 50) + 0.01 * rng.normal(size=50)
+    rho = metrics.monotone_channels(v)
+    assert int(np.nanargmax(np.abs(rho))) == 7 and rho[7] > 0.99
+    v[:, 7] = rng.normal(size=50)  # counterexample: no channel tracks position
+    assert np.nanmax(np.abs(metrics.monotone_channels(v))) < 0.6
+
+
+def test_positional_channel_and_rows_on_a_tiny_model(tiny):
+    m = tiny["smollm2-tiny"]
+    ids = measure.text_batch(None, 32, 3, seed=0, vocab_size=m.get_input_embeddings().num_embeddings)
+    ch = positional.positional_channel(m, ids)
+    assert 0 <= ch["channel"] < m.config.hidden_size and ch["values"].shape == (32,)
+    rows = positional.attention_rows(m, ids, 28)
+    T, H, _ = _shape(m)
+    assert rows.shape == (T, H, 4, 32)
+    np.testing.assert_allclose(rows.sum(-1), 1.0, atol=1e-6)
+    # the tap reads the probabilities the model uses: against output_attentions (eager)
+    m.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            att = m(torch.as_tensor(ids), output_attentions=True).attentions
+    finally:
+        m.set_attn_implementation("sdpa")
+    ref = torch.stack([a[:, :, 28:].double().mean(0) for a in att]).numpy()
+    np.testing.assert_allclose(rows, ref, atol=1e-5)
+    nll = positional.row_nll(m, ids, 20)
+    assert nll.shape == (3,) and np.all(nll > 0)
+    with pytest.raises(ValueError):
+        positional.attention_rows(m, ids, 40)
+
+
+def test_profile_command_with_a_remedy(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    args = ["profile", "--model", "smollm2-tiny", "--length", "24", "--quiet", "--format",
+            "json", "--out", str(out)]
+    assert cli.main(args + ["--remedy", "hidden-scaling", "--remedy-param", "scale=-1"]) == 0
+    a = json.loads(out.read_text())
+    assert a["meta"]["remedy"] == "hidden-scaling" and a["meta"]["setting"] == {"scale": -1.0}
+    assert cli.main(args + ["--remedy", "ms-poe"]) == 0
+    b = json.loads(out.read_text())
+    assert len(b["influence"]) == 24 and a["influence"] != b["influence"]
+    assert cli.main(args + ["--remedy", "hidden-scaling", "--remedy-param", "scale=-1"]) == 0
+    assert json.loads(out.read_text())["influence"] == a["influence"]  # same seed, same numbers
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["profile", "--model", "gpt2-tiny", "--length", "16", "--remedy", "ms-poe"],
+     "no rotary"),
+    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy", "ms-poe",
+      "--remedy-param", "tau=1"], "takes the parameters"),
+    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy-param", "tau=1"],
+     "needs --remedy"),
+    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy", "hidden-scaling",
+      "--remedy-param", "scale"], "KEY=VALUE"),
+    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy", "bogus"], "invalid"),
+])
+def test_remedy_command_errors(argv, match, capsys):
+    assert cli.main(argv + ["--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and match in err[0]

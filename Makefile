@@ -60,7 +60,7 @@ notebooks: setup
 	  $(VENV)/bin/jupytext --quiet --to ipynb -o $(NBDIR)/$$(basename $$f).ipynb $$f.md || exit 1; \
 	done
 	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo cold ); \
-	cd $(NBDIR) && POSBIAS_CACHE_STATE=$$state POSBIAS_NB_TIMES=$(CURDIR)/_build/chapter-times.json \
+	cd $(NBDIR) && POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state POSBIAS_NB_TIMES=$(CURDIR)/_build/chapter-times.json \
 	  PYTHONPATH=$(CURDIR)/tests ../../$(PY) -m pytest --nbval-lax -p no:cacheprovider -p nbtiming \
 	  --nbval-cell-timeout=1800 -q .
 	@if grep -q '"cache": "cold"' _build/chapter-times.json; then \

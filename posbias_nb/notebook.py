@@ -10,14 +10,29 @@ __all__ = ["glue", "interval", "bold_best", "markdown_table", "verdict_markdown"
            "verdict_table", "VERDICT_COLUMNS"]
 
 
+_GLUED: dict = {}
+
+
 def glue(name: str, value, display: bool = False):
     """Glue ``value`` under ``name`` for ``{glue:text}`` roles in the prose.
 
     NumPy scalars are turned into plain Python numbers first: their NumPy 2 repr
     (``np.float64(0.5)``) cannot be formatted by ``{glue:text}`name:.2f```.
-    Non-finite numbers are refused: a NaN in the prose is a bug upstream.
+    Non-finite numbers are refused: a NaN in the prose is a bug upstream.  A name glued twice
+    in one kernel is refused (the book build would warn "duplicate" and the prose show the
+    later value) when the values differ, or always with ``POSBIAS_STRICT_GLUE=1`` (set by
+    ``make notebooks``, where every cell runs once); re-running a cell interactively stays
+    allowed.
     """
+    import os
+
     from myst_nb import glue as _glue
+
+    if name in _GLUED:
+        same = repr(_GLUED[name]) == repr(value)
+        if os.environ.get("POSBIAS_STRICT_GLUE") == "1" or not same:
+            raise ValueError(f"glue {name!r} is glued twice in this notebook")
+    _GLUED[name] = value
 
     if isinstance(value, np.generic):
         value = value.item()

@@ -61,3 +61,37 @@ def test_bold_best_and_markdown_table():
         notebook.markdown_table(["a", "b"], [[1, 2], [3]])
     with pytest.raises(ValueError, match="column"):
         notebook.markdown_table([], [])
+
+
+def _literal_glue_names(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"""\bglue\(\s*["']([A-Za-z0-9_]+)["']""", text)
+
+
+def test_every_chapter_glues_each_literal_key_once():
+    """A key glued twice makes the book build warn ("glue key ... duplicate"), and with -W fail;
+    the later value silently replaces the earlier one in the prose."""
+    from collections import Counter
+    from pathlib import Path
+
+    book = Path(__file__).resolve().parents[1] / "book"
+    for f in sorted(book.glob("*.md")):
+        dup = [k for k, n in Counter(_literal_glue_names(f.read_text())).items() if n > 1]
+        assert not dup, f"{f.name} glues {dup} more than once"
+    # the check can fail: a chapter text with a repeated key
+    assert Counter(_literal_glue_names('glue("a", 1)\nglue("a", 2)'))["a"] == 2
+
+
+def test_glue_refuses_a_key_glued_twice(monkeypatch):
+    from posbias_nb import notebook
+
+    monkeypatch.setattr(notebook, "_GLUED", {})
+    monkeypatch.delenv("POSBIAS_STRICT_GLUE", raising=False)
+    notebook.glue("k_twice", 1.0)
+    notebook.glue("k_twice", 1.0)  # a cell re-run interactively: same value, allowed
+    with pytest.raises(ValueError, match="glued twice"):
+        notebook.glue("k_twice", 2.0)
+    monkeypatch.setenv("POSBIAS_STRICT_GLUE", "1")
+    with pytest.raises(ValueError, match="glued twice"):
+        notebook.glue("k_twice", 1.0)

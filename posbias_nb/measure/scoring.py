@@ -100,6 +100,20 @@ def score_batch(model, prompts, answers, batch: int = 8, max_tokens: int = 4096)
     return lp, ok
 
 
+# transformers 5.x renamed the decoding cache argument (``past_key_values`` -> ``cache``, the old
+# name deprecated with a warning on stderr); the name this installed version takes
+def _cache_kw() -> str:
+    import inspect
+
+    from transformers import LlamaModel
+
+    return "cache" if "cache" in inspect.signature(LlamaModel.forward).parameters \
+        else "past_key_values"
+
+
+_CACHE_KW = None
+
+
 def generate_greedy(model, prompt_ids, max_new_tokens: int, stop=None, eos=None) -> list[int]:
     r"""Greedy decoding of up to ``max_new_tokens`` tokens after ``prompt_ids`` (one prompt; the
     key-value cache carries the prefix).  Stops early at an ``eos`` id, or when
@@ -110,9 +124,12 @@ def generate_greedy(model, prompt_ids, max_new_tokens: int, stop=None, eos=None)
     """
     import torch
 
+    global _CACHE_KW
     p = list(map(int, prompt_ids))
     if len(p) < 1:
         raise ValueError("prompt must be non-empty")
+    if _CACHE_KW is None:
+        _CACHE_KW = _cache_kw()
     eos = set() if eos is None else ({int(eos)} if np.isscalar(eos) else set(map(int, eos)))
     device = next(model.parameters()).device
     out: list[int] = []
@@ -120,8 +137,9 @@ def generate_greedy(model, prompt_ids, max_new_tokens: int, stop=None, eos=None)
     x = torch.tensor([p], dtype=torch.long, device=device)
     with torch.no_grad():
         for _ in range(int(max_new_tokens)):
-            o = model.base_model(input_ids=x, past_key_values=past, use_cache=True)
-            past = o.past_key_values
+            o = model.base_model(input_ids=x, use_cache=True, **({} if past is None else
+                                                                 {_CACHE_KW: past}))
+            past = getattr(o, "cache", None) or o.past_key_values
             nxt = int(answer_logits(model, o.last_hidden_state[0, -1:])[0].argmax())
             out.append(nxt)
             if nxt in eos or (stop is not None and stop(out)):

@@ -94,6 +94,23 @@ def _env_offline() -> None:
     warnings.filterwarnings("ignore", message="IProgress not found")
 
 
+class _QuietBars:
+    """Within the block, transformers' own progress bars ("Loading weights", GGUF
+    de-quantization) stay off stderr: the command line and the chapters keep their one bar."""
+
+    def __enter__(self):
+        from transformers.utils import logging as hf_logging
+
+        self.was = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+
+    def __exit__(self, *exc):
+        from transformers.utils import logging as hf_logging
+
+        if self.was:
+            hf_logging.enable_progress_bar()
+
+
 def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True,
          device: str = "cpu", attn: str = "sdpa", dtype: str = "float32", device_map=None):
     """Build or load a model of the zoo, or a local Hugging Face directory.
@@ -161,8 +178,9 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         else:
             if r.pretrained is None or not r.pretrained.available():
                 raise ValueError(missing_weights_message(r))
-            model, tok = r.pretrained.load(_resolve_attn(r.build_config(), attn), device,
-                                           dtype=dtype, device_map=device_map)
+            with _QuietBars():
+                model, tok = r.pretrained.load(_resolve_attn(r.build_config(), attn), device,
+                                               dtype=dtype, device_map=device_map)
     else:
         cfg = dir_config(r)
         name, family, max_length = str(r), cfg.model_type, config_max_length(cfg)
@@ -172,8 +190,9 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         else:
             if not weights_files(r):
                 raise ValueError(missing_weights_message(r))
-            model, tok = from_pretrained_dir(r, _resolve_attn(cfg, attn), dtype=dtype,
-                                             device_map=device_map)
+            with _QuietBars():
+                model, tok = from_pretrained_dir(r, _resolve_attn(cfg, attn), dtype=dtype,
+                                                 device_map=device_map)
     import torch
 
     if device_map is None:

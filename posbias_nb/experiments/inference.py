@@ -38,7 +38,8 @@ from ..tasks.text import text_batch
 from . import retrieval as ret
 
 __all__ = ["CHAPTER", "ARMS", "GRID", "fit", "arm_params", "task_arms", "prior_arms",
-           "cost_arms", "tune", "summary", "remedy_run", "retrieval_remedy_run", "parse_params"]
+           "cost_arms", "tune", "summary", "compare_arms", "relative_change", "remedy_run",
+           "retrieval_remedy_run", "parse_params"]
 
 _DEF = "inference-v1"  # bump when a definition below changes
 
@@ -302,7 +303,8 @@ def task_arms(model, arms=tuple(ARMS), progress: bool = False) -> dict:
                         int(round(acc["base"].sum() * len(mid))), n),
                     "logprob": stats.mean_interval(lp["arm"]),
                     "logprob_base": stats.mean_interval(lp["base"]), "n_prompts": n,
-                    "n_examples": len(lp["units"])}
+                    "n_examples": len(lp["units"]), "units": lp["units"],
+                    "logprob_diffs": lp["diff"]}
     return out
 
 
@@ -390,6 +392,23 @@ def cost_arms(model, settings: dict) -> dict:
     for arm, s in settings.items():
         out[arm] = stats.mean_interval(one(arm, s) - base)
     return out
+
+
+def compare_arms(task: dict, a: str, b: str):
+    """Paired over the test examples: the middle log-probability gain of arm ``a`` minus that of
+    arm ``b`` (t interval), e.g. our prior calibration against the dummy-document one."""
+    ta, tb = task[a], task[b]
+    if not np.array_equal(ta["units"], tb["units"]):
+        raise ValueError("the two arms were measured on different examples")
+    return stats.mean_interval(np.asarray(ta["logprob_diffs"]) - np.asarray(tb["logprob_diffs"]))
+
+
+def relative_change(prior: dict, arm: str):
+    """The change of the middle share under ``arm`` relative to the model's own middle share:
+    (estimate, low, high) of the paired change divided by the base mean (the base is measured on
+    the same windows; its spread is ignored, so this is the change's interval rescaled)."""
+    base = prior["base"]["middle_share"][0]
+    return tuple(float(v) / base for v in prior[arm]["middle_share_change"])
 
 
 def summary(model, progress: bool = False) -> dict:

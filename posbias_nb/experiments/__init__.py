@@ -6,12 +6,14 @@
 :mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and
                            their statistics
 :mod:`.replay`             cached replays of the structural theory's published configurations
+:mod:`.report`             ``posbias report``: one model's position bias, born and trained, as
+                           a self-contained HTML page and report.json
 =========================  ==================================================================
 
 Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` (the rows the
 CSV output writes), ``meta`` and ``to_json()``.  Nothing below this package imports it; the
 chapters and the ``posbias`` command call it.  Importing it loads no torch.
 """
-from . import remedies, replay, retrieval
+from . import remedies, replay, report, retrieval
 
-__all__ = ["retrieval", "remedies", "replay"]
+__all__ = ["retrieval", "remedies", "replay", "report"]

@@ -11,6 +11,7 @@ points.
 :mod:`.cached`             cached entry points: profile, shared_profile, capture,
                            measured_influence, and rollout predictions from captured data
 :mod:`.logits`             attention logits at initialization, cached
+:mod:`.spans`              influence summed over token spans (key-value pairs, documents)
 =========================  ==================================================================
 
 The text these measurements read comes from :mod:`posbias_nb.tasks.text` (re-exported here:
@@ -38,6 +39,7 @@ from .hooks import attention_logits, capture_model, n_heads
 from .jacobian import METHODS, PROBE_DISTS, TARGETS, hutchinson, influence_profile
 from .logits import init_logits, key_spread_ratio
 from .scoring import score
+from .spans import span_profile
 
 __all__ = [
     "STDLIB_MODULES", "SOURCES", "TARGETS", "METHODS", "PROBE_DISTS", "MODES",
@@ -46,5 +48,5 @@ __all__ = [
     "capture_model", "attention_logits", "n_heads",
     "profile", "shared_profile", "capture", "measured_influence", "predict",
     "config_kernel", "library_versions", "init_logits", "key_spread_ratio",
-    "entry", "logits", "scoring",
+    "span_profile", "entry", "logits", "scoring",
 ]

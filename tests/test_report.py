@@ -264,3 +264,25 @@ def test_train_refuses_an_unwritable_out_before_training(monkeypatch, capsys):
     monkeypatch.setattr(remedies, "train_run", lambda *a, **k: pytest.fail("trained first"))
     assert cli.main(["train", "--steps", "1", "--out", "/proc/x.json"]) == 2
     assert "--out '/proc/x.json' is not writable" in capsys.readouterr().err
+
+
+def test_structural_section_beyond_its_maximum_measures_at_the_cap(monkeypatch):
+    monkeypatch.setattr(R, "STRUCTURAL_MAX", 32)
+    s = dict(R.SETTINGS["quick"], n_boot=100)
+    sec = R._structural("gpt2-tiny", "random", 64, s, 0, None)  # W is re-measured at 32
+    assert sec["available"] and sec["length"] == 32
+    assert len(sec["prediction"]["residual"]) == 32 and len(sec["lambda"]) == 2
+    assert sec["spearman"]["residual"]["low"] <= sec["spearman"]["residual"]["high"]
+
+
+def test_window_statistics_read_the_declared_regions():
+    L = 100
+    p = np.ones(L)
+    p[0], p[-1] = 4.0, 8.0
+    p[60:70] = 0.5  # the valley
+    ws = R._window_stats(np.vstack([p / p.sum()] * 3))
+    assert np.allclose(ws["primacy"], 4.0) and np.allclose(ws["recency"], 8.0)
+    assert np.all((ws["valley"] >= 0.6) & (ws["valley"] <= 0.7))
+    # a flat window has no arms: the counterexample the claims must not call a U
+    flat = R._window_stats(np.full((3, L), 1.0 / L))
+    assert np.allclose(flat["primacy"], 1.0) and np.allclose(flat["recency"], 1.0)

@@ -29,8 +29,9 @@ by the functions the chapters use (nothing is re-implemented here):
    measured :math:`\lambda_t` and kernels (:func:`posbias_nb.measure.capture`, hooks), the
    residual-aware rollout (:func:`posbias_nb.measure.predict`, ``"residual"``, and the
    attention-only rollout for contrast) against the measured profile: Spearman and :math:`W_1`
-   with bootstrap intervals over windows (:func:`posbias_nb.metrics.prediction_scores`).  An
-   architecture the hooks do not know gets the hooks' own one-line reason instead of numbers.
+   with bootstrap intervals over windows (:func:`posbias_nb.metrics.prediction_scores`), at
+   ``min(L, STRUCTURAL_MAX)`` tokens (the kernels take ``T L^2`` floats).  An architecture the
+   hooks do not know gets the hooks' own one-line reason instead of numbers.
 
 3. **The task** (chapter *From prior to behaviour*).  Key-value retrieval
    (:func:`posbias_nb.experiments.retrieval.retrieval_run`): accuracy (Wilson) and answer
@@ -79,7 +80,7 @@ from . import retrieval as _ret
 
 __all__ = ["report", "write_report", "SETTINGS", "headline_items"]
 
-_DEF = "report-v1"  # bump when a definition below changes the numbers
+_DEF = "report-v2"  # bump when a definition below changes the numbers
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)
 
 #: Sizes of a report: ``quick`` (about 3 minutes for SmolLM2-135M at L = 512 on 2 cores) and
@@ -191,16 +192,25 @@ def _born_trained(model, weights, length, s, seed, n_layers, progress) -> tuple[
 # 2. The structural prediction
 
 
-def _structural(model, weights, length, s, seed, W) -> dict:
+#: The longest context of the structural section: the captured kernels take T x L x L floats
+#: (SmolLM2 at 1024 tokens: 0.25 GB in float64), so longer reports compare the rollout with a
+#: profile measured at this length.
+STRUCTURAL_MAX = 1024
+
+
+def _structural(model, weights, length, s, seed, W, progress=False) -> dict:
+    Ls = min(int(length), STRUCTURAL_MAX)
     try:
-        cap = capture(model, weights=weights, length=length, batch=s["capture_batch"], seed=seed)
+        cap = capture(model, weights=weights, length=Ls, batch=s["capture_batch"], seed=seed)
     except ValueError as e:  # the hooks do not know this architecture (measure.hooks)
         return {"available": False,
                 "reason": str(e).strip().splitlines()[0] if str(e).strip() else "ValueError"}
+    if Ls != length:
+        W = _per_window(_profiles(model, weights, Ls, s, seed, progress))
     preds = {"residual": predict(cap, "residual"), "attention": predict(cap, "attention")}
     sc = metrics.prediction_scores(W, preds, pairs=[("attention", "residual")],
                                    n_boot=s["n_boot"], seed=seed)
-    return {"available": True, "batch": s["capture_batch"],
+    return {"available": True, "batch": s["capture_batch"], "length": Ls,
             "lambda": [float(v) for v in cap["lam"]],
             "prediction": {k: [float(x) for x in v] for k, v in preds.items()},
             "spearman": {m: _iv(sc["rho", m]) for m in preds},
@@ -311,27 +321,27 @@ def _claims(data: dict) -> list[dict]:
                     "verdict": stats.decide(_t(iv), threshold)})
 
     b = bt["born"]["headline"]
-    add("born_primacy", "at initialization the first token outweighs the middle "
+    add("born_primacy", "At initialization the first token outweighs the middle "
         "(first / middle median > 1)", b["primacy"], 1.0)
-    add("born_recency", "at initialization the last token outweighs the middle "
+    add("born_recency", "At initialization the last token outweighs the middle "
         "(last / middle median > 1)", b["recency"], 1.0)
     if "trained" in bt:
         t = bt["trained"]["headline"]
-        add("trained_primacy", "the trained model's first token outweighs the middle",
+        add("trained_primacy", "The trained model's first token outweighs the middle",
             t["primacy"], 1.0)
-        add("trained_recency", "the trained model's last token outweighs the middle",
+        add("trained_recency", "The trained model's last token outweighs the middle",
             t["recency"], 1.0)
-        add("change_ptv", "pretraining deepens the valley (peak-to-valley trained / born > 1)",
+        add("change_ptv", "Pretraining deepens the valley (peak-to-valley trained / born > 1)",
             bt["change"]["ptv"], 1.0)
     st = data["structural"]
     if st["available"]:
-        add("rollout_spearman", "the residual-aware rollout ranks positions like the measured "
+        add("rollout_spearman", "The residual-aware rollout ranks positions like the measured "
             "profile (Spearman > 0)", st["spearman"]["residual"], 0.0)
     tk = data["task"]
     if tk["available"] and "contrasts" in tk:
         for k, what in (("first", "first"), ("last", "last")):
             c = tk["contrasts"][k]
-            out.append({"key": f"task_{k}", "claim": f"retrieval log-probability is higher with "
+            out.append({"key": f"task_{k}", "claim": f"Retrieval log-probability is higher with "
                         f"the gold pair {what} than in the middle (Holm-adjusted)",
                         "interval": c["interval"], "threshold": 0.0, "verdict": c["verdict"]})
     return out
@@ -342,20 +352,21 @@ def _fmt(v) -> str:
 
 
 def _summary(data: dict, claims: list) -> str:
-    name = data["meta"]["model"]
-    parts = [f"{name} ({data['meta']['weights']} weights, L = {data['meta']['length']}):"]
+    """One sentence per claim: the claim, its verdict word from :func:`stats.decide` and its
+    numbers; then what could not be measured.  Nothing here is typed about the results."""
+    m = data["meta"]
+    parts = [f"{m['model']}, {m['weights']} weights, L = {m['length']}."]
     for c in claims:
         iv = c["interval"]
-        parts.append(f"that {c['claim']}: {c['verdict']} ({_fmt(iv['estimate'])}, 95% interval "
-                     f"{_fmt(iv['low'])} to {_fmt(iv['high'])});")
+        parts.append(f"{c['claim']}: {c['verdict']} ({_fmt(iv['estimate'])}, 95% interval "
+                     f"{_fmt(iv['low'])} to {_fmt(iv['high'])}).")
     st = data["structural"]
     if not st["available"]:
-        parts.append(f"the structural prediction is not available for this architecture "
-                     f"({st['reason']});")
+        parts.append(f"The structural prediction is not available for this architecture: "
+                     f"{st['reason']}.")
     if not data["task"]["available"]:
-        parts.append(f"the retrieval task did not run ({data['task']['reason']});")
-    text = " ".join(parts)
-    return text[:-1] + "." if text.endswith(";") else text
+        parts.append(f"The retrieval task did not run: {data['task']['reason']}.")
+    return " ".join(parts)
 
 
 def headline_items(data: dict) -> list[tuple[str, str, float]]:
@@ -445,7 +456,7 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
             bar.update()
             bar.set_description("report: structural prediction")
             measured = W["pretrained"] if weights == "pretrained" else W["random"]
-            st = _structural(model, weights, length, s, seed, measured)
+            st = _structural(model, weights, length, s, seed, measured, progress)
             bar.update()
             bar.set_description("report: retrieval task and spans")
             tk = _task(model, weights, length, s, seed, progress)
@@ -531,11 +542,13 @@ def _figures(data: dict) -> dict:
         a1.set_xlabel("layer t")
         a1.set_ylabel("lambda_t (attention share)")
         a1.set_ylim(0, 1)
-        c = bt["trained" if "trained" in bt else "born"]["curve"]
-        a2.plot(x, c["mean"], label="measured")
-        a2.plot(x, st["prediction"]["residual"], label="residual-aware rollout")
-        a2.plot(x, st["prediction"]["attention"], ls=":", label="attention-only rollout")
-        plots.profile_axes(a2, L, ylabel="influence (share)")
+        xs = np.arange(1, st["length"] + 1)
+        if st["length"] == L:
+            c = bt["trained" if "trained" in bt else "born"]["curve"]
+            a2.plot(xs, c["mean"], label="measured")
+        a2.plot(xs, st["prediction"]["residual"], label="residual-aware rollout")
+        a2.plot(xs, st["prediction"]["attention"], ls=":", label="attention-only rollout")
+        plots.profile_axes(a2, st["length"], ylabel="influence (share)")
         a2.legend()
         figs["structural"] = _png(fig)
     tk = data["task"]
@@ -645,6 +658,10 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
                    f"{'the same' if bt['paired_ids'] else 'different'} token ids.</p>")
     out.append("<h2>2. Structural prediction</h2>")
     if st["available"]:
+        out.append(f"<p>Attention shares lambda_t measured by hooks on {st['batch']} windows of "
+                   f"{st['length']} tokens; the rollout rows against the measured profile "
+                   "(Spearman and W1 on positions scaled to [0, 1]; bootstrap 95% intervals over "
+                   "windows).</p>")
         out.append(f'<img alt="lambda and rollout" src="{figs["structural"]}">')
         out.append("<table><tr><th>prediction</th><th>Spearman</th><th>95%</th><th>W1</th>"
                    "<th>95%</th></tr>")

@@ -269,9 +269,10 @@ def hub_snapshot(repo_id: str) -> Path:
         raise ValueError(f"{repo_id!r} is not a valid hub id (org/name)") from None
     except Exception as e:  # LocalEntryNotFoundError, RepositoryNotFoundError, HTTP errors
         if offline:
-            raise ValueError(f"hub model {repo_id!r} is not in the local hub cache and "
-                             "HF_HUB_OFFLINE=1 forbids downloading it (set HF_HUB_OFFLINE=0 to "
-                             "fetch it, or HF_HUB_CACHE to the cache that holds it)") from None
+            raise ValueError(f"model {repo_id!r} is neither a local directory nor in the local "
+                             "hub cache, and HF_HUB_OFFLINE=1 forbids downloading it (set "
+                             "HF_HUB_OFFLINE=0 to fetch it, or HF_HUB_CACHE to the cache that "
+                             "holds it)") from None
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"cannot fetch hub model {repo_id!r}: {msg}") from None
     if not (path / "config.json").is_file():

@@ -286,3 +286,16 @@ def test_window_statistics_read_the_declared_regions():
     # a flat window has no arms: the counterexample the claims must not call a U
     flat = R._window_stats(np.full((3, L), 1.0 / L))
     assert np.allclose(flat["primacy"], 1.0) and np.allclose(flat["recency"], 1.0)
+
+
+def test_heatmap_reuses_the_main_run_at_its_length_exactly():
+    """The heatmap cell at the report's own length is the main run cut to the heatmap's
+    examples: equal to a run with that many examples (examples are seeded one by one)."""
+    from posbias_nb.experiments import retrieval as RR
+
+    kw = dict(task="kv", positions=3, length=200, seed=0, weights="random")
+    big = RR.retrieval_run("gpt2-tiny", examples=4, **kw)
+    small = RR.retrieval_run("gpt2-tiny", examples=2, **kw)
+    M = RR.outcome_matrices(big)
+    assert np.allclose(np.nanmean(M["logprob"][:2], 0), small["logprob"], rtol=0, atol=1e-9)
+    assert np.allclose(np.nanmean(M["accuracy"][:2], 0), small["accuracy"])

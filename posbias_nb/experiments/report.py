@@ -531,8 +531,9 @@ def _figures(data: dict) -> dict:
         lab = "trained" if who == "trained" else "random-init twin"
         ax.plot(x, c["mean"], color=plots.COLORS[i], label=f"{lab} (mean of "
                 f"{bt['windows']} windows)")
-        lo = np.maximum(np.asarray(c["low"]), np.asarray(c["mean"]) * 1e-3)
-        ax.fill_between(x, lo, c["high"], color=plots.COLORS[i], alpha=0.2, lw=0)
+        lo = np.asarray(c["low"])
+        ax.fill_between(x, np.where(lo > 0, lo, np.nan), c["high"], where=lo > 0,
+                        color=plots.COLORS[i], alpha=0.2, lw=0)  # log axis: no band below 0
         th = bt[who]["theory"]
         ax.plot(x, th["row"], color=plots.COLORS[i], ls="--", lw=1,
                 label=f"theory, H = {th['H']}, alpha = {th['alpha']:.2f} ({lab})")
@@ -554,6 +555,9 @@ def _figures(data: dict) -> dict:
         a2.plot(xs, st["prediction"]["residual"], label="residual-aware rollout")
         a2.plot(xs, st["prediction"]["attention"], ls=":", label="attention-only rollout")
         plots.profile_axes(a2, st["length"], ylabel="influence (share)")
+        r = np.asarray(st["prediction"]["residual"])
+        if np.any(r > 0):  # the attention-only row may fall by dozens of decades: clip
+            a2.set_ylim(float(r[r > 0].min()) / 100, 2.0 * max(float(r.max()), 1e-300))
         a2.legend()
         figs["structural"] = _png(fig)
     tk = data["task"]
@@ -640,7 +644,8 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
     out.append(f"<p>Influence of each input position on the last token's final hidden state "
                f"(Jacobian, {bt['probes']} Hutchinson probes), each of {bt['windows']} text "
                "windows normalized to sum 1; the band is the per-position t 95% interval over "
-               "windows; dashed: the theory row with H and alpha fitted.</p>")
+               "windows (not drawn where its lower end is not above 0: the axis is "
+               "logarithmic); dashed: the theory row with H and alpha fitted.</p>")
     out.append(f'<img alt="influence profiles" src="{figs["profile"]}">')
     out.append("<table><tr><th>number</th><th>estimate</th><th>95% interval</th></tr>")
     for key, label, _ in headline_items(data):

@@ -3,7 +3,8 @@
 Every subcommand parses its flags, calls one function that returns a
 :class:`posbias_nb.results.Result`, and writes it in one way: CSV (its ``table()``; a profile is
 ``position,influence[,stderr]``) or JSON (its ``to_json()``: arrays plus ``meta``), to stdout or
-``--out FILE`` (checked writable before any computation).  Every flag with a sensible value has it
+``--out FILE`` (checked writable before any computation; ``posbias report`` writes a page and
+its numbers into ``--out DIR``, checked the same way).  Every flag with a sensible value has it
 as the default (``--help`` shows them).  Bad input prints one line on stderr and exits with
 status 2, never a traceback.
 """

@@ -299,3 +299,16 @@ def test_heatmap_reuses_the_main_run_at_its_length_exactly():
     M = RR.outcome_matrices(big)
     assert np.allclose(np.nanmean(M["logprob"][:2], 0), small["logprob"], rtol=0, atol=1e-9)
     assert np.allclose(np.nanmean(M["accuracy"][:2], 0), small["accuracy"])
+
+
+@pytest.mark.slow
+def test_same_seed_same_numbers_without_the_cache(monkeypatch):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    kw = dict(weights="random", length=64, quick=True)
+    a = R.report("qwen2-tiny", seed=0, **kw).to_json()
+    b = R.report("qwen2-tiny", seed=0, **kw).to_json()
+    c = R.report("qwen2-tiny", seed=1, **kw).to_json()
+    assert json.dumps(a) == json.dumps(b)
+    assert a["born_trained"] != c["born_trained"]
+    assert a["task"]["available"] is False and "too small" in a["task"]["reason"]
+    assert "did not run" in a["summary"]

@@ -6,7 +6,7 @@
 :mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and
                            their statistics
 :mod:`.replay`             cached replays of the structural theory's published configurations
-:mod:`.report`             ``posbias report``: one model's position bias, born and trained, as
+``report``                 ``posbias report``: one model's position bias, born and trained, as
                            a self-contained HTML page and report.json
 =========================  ==================================================================
 

@@ -78,7 +78,8 @@ from ..results import Result, plain
 from ..tasks.retrieval import slot_items
 from . import retrieval as _ret
 
-__all__ = ["report", "write_report", "SETTINGS", "headline_items"]
+__all__ = ["report", "write_report", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
+           "headline_items"]
 
 _DEF = "report-v3"  # bump when a definition below changes the numbers
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)

@@ -11,7 +11,8 @@ points.
 :mod:`.cached`             cached entry points: profile, shared_profile, capture,
                            measured_influence, and rollout predictions from captured data
 :mod:`.logits`             attention logits at initialization, cached
-:mod:`.spans`              influence summed over token spans (key-value pairs, documents)
+``spans``                  influence summed over token spans (key-value pairs, documents):
+                           ``span_profile``
 =========================  ==================================================================
 
 The text these measurements read comes from :mod:`posbias_nb.tasks.text` (re-exported here:

@@ -177,9 +177,15 @@ def test_report_end_to_end_on_a_tiny_zoo_model(tmp_path, capsys):
     assert len(sp["shares"]) == obj["task"]["positions"]
     assert all(0 < sum(s) < 1 for s in sp["shares"])  # instruction and question: no pair
     # the summary carries the verdicts of the claims, word for word
+    from posbias_nb import stats
+
     for c in obj["claims"]:
         assert c["verdict"] in ("holds", "fails", "inconclusive", "not testable")
         assert f"{c['claim']}: {c['verdict']}" in obj["summary"]
+        iv = c["interval"]
+        if c["verdict"] != "not testable":  # the shown interval is the one the verdict read
+            assert stats.decide((iv["estimate"], iv["low"], iv["high"]),
+                                c["threshold"]) == c["verdict"]
     # a second run that only changes --out is served from the cache, with the same numbers
     t = time.perf_counter()
     assert cli.main(args + ["--out", str(out2)]) == 0

@@ -47,7 +47,8 @@ by the functions the chapters use (nothing is re-implemented here):
 
 5. **Summary**: one sentence per pre-declared claim, its verdict word from
    :func:`posbias_nb.stats.decide` and its numbers from the sections above; no word is typed
-   by hand.
+   by hand.  Each claim shows the interval its verdict reads: 95%, or for the two retrieval
+   contrasts the t interval at Holm's step-down level.
 
 Everything is cached (:mod:`posbias_nb.cache`): each measurement under its own key, and the
 report's numbers under one key of every argument, so a second run that only writes elsewhere
@@ -81,7 +82,7 @@ from . import retrieval as _ret
 __all__ = ["report", "write_report", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
            "headline_items"]
 
-_DEF = "report-v3"  # bump when a definition below changes the numbers
+_DEF = "report-v4"  # bump when a definition below changes the numbers
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)
 
 #: Sizes of a report: ``quick`` (about 3 minutes for SmolLM2-135M at L = 512 on 2 cores) and
@@ -250,7 +251,8 @@ def _task(model, weights, length, s, seed, progress) -> dict:
     mats = _ret.outcome_matrices(run)
     if P >= 3 and E >= 2:
         fam = _ret.contrast_family(_ret.region_differences(mats["logprob"]), seed=seed)
-        out["contrasts"] = {k: {"interval": _iv(v["interval"]), "p_holm": v["p_holm"],
+        out["contrasts"] = {k: {"interval": _iv(v["interval"]), "adjusted": _iv(v["adjusted"]),
+                                "level": v["level"], "p_holm": v["p_holm"],
                                 "verdict": v["verdict"]} for k, v in fam.items()}
     lengths = sorted({int(round(x)) for x in np.geomspace(max(L / 4, 2), L, s["heat_lengths"])})
     heat = {"lengths": [], "accuracy": [], "logprob": [], "skipped": []}
@@ -322,9 +324,9 @@ def _claims(data: dict) -> list[dict]:
     bt = data["born_trained"]
     out = []
 
-    def add(key, text, iv, threshold, unit=""):
-        out.append({"key": key, "claim": text, "interval": iv, "threshold": threshold,
-                    "verdict": stats.decide(_t(iv), threshold)})
+    def add(key, text, iv, threshold):
+        out.append({"key": key, "claim": text, "interval": iv, "level": 0.95,
+                    "threshold": threshold, "verdict": stats.decide(_t(iv), threshold)})
 
     b = bt["born"]["headline"]
     add("born_primacy", "At initialization the first token outweighs the middle "
@@ -349,12 +351,17 @@ def _claims(data: dict) -> list[dict]:
             c = tk["contrasts"][k]
             out.append({"key": f"task_{k}", "claim": f"Retrieval log-probability is higher with "
                         f"the gold pair {what} than in the middle (Holm-adjusted)",
-                        "interval": c["interval"], "threshold": 0.0, "verdict": c["verdict"]})
+                        "interval": c["adjusted"], "level": c["level"], "threshold": 0.0,
+                        "verdict": c["verdict"]})
     return out
 
 
 def _fmt(v) -> str:
     return f"{v:.3g}"
+
+
+def _pct(level) -> str:
+    return f"{100 * level:.4g}%"
 
 
 def _summary(data: dict, claims: list) -> str:
@@ -364,8 +371,8 @@ def _summary(data: dict, claims: list) -> str:
     parts = [f"{m['model']}, {m['weights']} weights, L = {m['length']}."]
     for c in claims:
         iv = c["interval"]
-        parts.append(f"{c['claim']}: {c['verdict']} ({_fmt(iv['estimate'])}, 95% interval "
-                     f"{_fmt(iv['low'])} to {_fmt(iv['high'])}).")
+        parts.append(f"{c['claim']}: {c['verdict']} ({_fmt(iv['estimate'])}, "
+                     f"{_pct(c['level'])} interval {_fmt(iv['low'])} to {_fmt(iv['high'])}).")
     st = data["structural"]
     if not st["available"]:
         parts.append(f"The structural prediction is not available for this architecture: "
@@ -636,9 +643,11 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
            f'{meta["seed"]}; {"quick" if meta["quick"] else "full"} sizes; fingerprint '
            f'{e(str(meta["fingerprint"]))}; posbias_nb {e(meta["versions"]["posbias_nb"])}</p>',
            "<h2>Summary</h2>", f'<p id="summary">{e(data["summary"])}</p>',
-           "<table><tr><th>claim</th><th>estimate</th><th>95% interval</th><th>verdict</th></tr>"]
+           "<table><tr><th>claim</th><th>estimate</th><th>interval</th><th>level</th>"
+           "<th>verdict</th></tr>"]
     for i, c in enumerate(data["claims"]):
         out.append(f"<tr><td>{e(c['claim'])}</td>{_iv_cells(f'claims.{i}.interval', c['interval'])}"
+                   f"<td>{_pct(c['level'])}</td>"
                    f'<td class="v-{e(c["verdict"].replace(" ", "-"))}">{e(c["verdict"])}</td></tr>')
     out.append("</table>")
     out.append("<h2>1. Born vs trained</h2>")

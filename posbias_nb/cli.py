@@ -3,7 +3,8 @@
 Every subcommand parses its flags, calls one function that returns a
 :class:`posbias_nb.results.Result`, and writes it in one way: CSV (its ``table()``; a profile is
 ``position,influence[,stderr]``) or JSON (its ``to_json()``: arrays plus ``meta``), to stdout or
-``--out FILE`` (checked writable before any computation).  Every flag with a sensible value has it
+``--out FILE`` (checked writable before any computation; ``posbias report`` writes a page and
+its numbers into ``--out DIR``, checked the same way).  Every flag with a sensible value has it
 as the default (``--help`` shows them).  Bad input prints one line on stderr and exits with
 status 2, never a traceback.
 """
@@ -42,6 +43,8 @@ def _quiet_libraries() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # huggingface_hub's and transformers' own bars ("Loading weights", "Writing model shards")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     warnings.filterwarnings("ignore", category=UserWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
 
@@ -116,6 +119,16 @@ def _remedy_flags(p) -> None:
     p.add_argument("--remedy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="the remedy's free parameter: scale (hidden-scaling, default 0.5), tau "
                         "(prior-calibration, default 0.25), lo and hi (ms-poe, 1.2 and 1.8)")
+
+
+def _cmd_report(args):
+    from .experiments.report import report, write_report
+
+    res = report(args.model, weights=args.weights, length=args.length, quick=args.quick,
+                 seed=args.seed, progress=not args.quiet)
+    paths = write_report(res, args.out)
+    print(f"posbias: wrote {paths['html']} and {paths['json']}", file=sys.stderr)
+    return None
 
 
 def _cmd_train(args):
@@ -222,6 +235,23 @@ def build_parser() -> argparse.ArgumentParser:
     _common(r)
     r.set_defaults(func=_cmd_retrieval)
 
+    r = sub.add_parser("report", help="one model's position bias, born and trained: a "
+                                      "self-contained HTML page and report.json in --out DIR")
+    r.add_argument("--model", required=True, help="zoo name, local Hugging Face directory, or "
+                   "hub id org/name (read from the local hub cache when HF_HUB_OFFLINE=1)")
+    r.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
+                   help="the weights reported on (the random-init twin is always measured)")
+    r.add_argument("--length", type=int, default=512,
+                   help="context length L of the profiles, up to the model's context")
+    r.add_argument("--quick", action="store_true",
+                   help="small sizes (8 windows, 2 probes, 5 gold positions x 4 examples)")
+    r.add_argument("--seed", type=int, default=0,
+                   help="seed of windows, probes, random twin, prompts and bootstrap")
+    r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    r.add_argument("--out", required=True, metavar="DIR",
+                   help="directory for index.html and report.json (checked before any work)")
+    r.set_defaults(func=_cmd_report, format=None, out_dir=True)
+
     t = sub.add_parser("train", help="train a small causal transformer on a synthetic task and "
                                      "measure accuracy, influence and lambda per position")
     from .experiments.remedies import CHAPTER  # the remedies chapter's configuration
@@ -257,6 +287,15 @@ def _check_writable(path: str) -> None:
         raise ValueError(f"--out {path!r}: folder {folder!r} does not exist")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise ValueError(f"--out {path!r} is not writable")
+    # os.access answers yes to root everywhere (even in /proc): try it, leaving no trace
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise ValueError(f"--out {path!r} is not writable ({e.strerror})") from None
+    if not existed:
+        os.remove(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -268,10 +307,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             raise UsageError("a command is required: " + ", ".join(
                 sorted(parser._subparsers._group_actions[0].choices)))
-        if args.out:
+        if getattr(args, "out_dir", False):
+            from .experiments.report import check_out_dir
+
+            check_out_dir(args.out)  # a directory, before any computation
+        elif args.out:
             _check_writable(args.out)  # before any computation, not after it
         _quiet_libraries()
         result = args.func(args)
+        if result is None:  # the command wrote its own files
+            return 0
         buf = io.StringIO()
         write(result, args.format, buf)
         if args.out:

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasserstein",
-           "monotone_channels", "attention_sharpness",
+           "monotone_channels", "attention_sharpness", "fit_theory",
            "peak_to_valley", "mean_position", "fit_alpha", "bootstrap", "attention_share", "auc",
            "log_pearson", "robust_peak_to_valley", "spike_factors", "window_intervals",
            "profile_summary", "agreement_vs_floor", "prediction_scores", "self_spike",
@@ -316,6 +316,57 @@ def fit_alpha(profile, depth: int, criterion: str = "log") -> float:
             raise ValueError(f"the theory's last share cannot equal {p[-1]:.3g} at depth {depth}")
         return float(brentq(gap, lo, hi, xtol=1e-10))
     raise ValueError(f"criterion must be 'log' or 'last', got {criterion!r}")
+
+
+def fit_theory(profile, depths) -> dict:
+    r"""The theory row :math:`t(H, \alpha)` = ``theory.influence(L, H, alpha)`` closest to a
+    measured profile, with both :math:`H` (among ``depths``) and :math:`\alpha` fitted.
+
+    For each candidate depth, :math:`\alpha` is :func:`fit_alpha` (``criterion="log"``); the
+    depth kept is the one with the smallest root-mean-square log error
+    :math:`\sqrt{\mathrm{mean}_j (\ln \hat p_j - \ln t_j)^2}` (both normalized; the
+    ``rms_log`` of :func:`profile_summary`).  Chapters :ref:`ch-init` and :ref:`ch-after`: the
+    report's overlay of the theory on a model's measured profile.
+
+    Returns
+    -------
+    dict
+        ``H`` (int), ``alpha`` (float), ``rms_log`` (float) and ``row`` (the fitted theory row,
+        normalized, length L).
+
+    Raises
+    ------
+    ValueError
+        For a bad or non-positive profile, no depths, or a depth < 1.
+
+    Examples
+    --------
+    >>> from posbias_nb import theory
+    >>> f = fit_theory(theory.influence(64, 6, 0.4), depths=range(1, 11))
+    >>> f["H"], round(f["alpha"], 3), f["rms_log"] < 1e-6
+    (6, 0.4, True)
+    """
+    from . import theory
+    from ._validate import positive_int
+
+    p = normalize(profile)
+    ds = [positive_int("depth", d) for d in depths]
+    if not ds:
+        raise ValueError("fit_theory needs at least one candidate depth")
+    if np.any(p <= 0):
+        raise ValueError("fit_theory needs a strictly positive profile")
+    best = None
+    for d in ds:
+        a = fit_alpha(p, d)
+        t = normalize(theory.influence(p.size, d, a))
+        if np.any(t <= 0):
+            continue
+        rms = float(np.sqrt(np.mean((np.log(p) - np.log(t)) ** 2)))
+        if best is None or rms < best["rms_log"]:
+            best = {"H": int(d), "alpha": float(a), "rms_log": rms, "row": t}
+    if best is None:
+        raise ValueError("no candidate depth gives a positive theory row")
+    return best
 
 
 def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed: int = 0):

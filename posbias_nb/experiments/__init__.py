@@ -7,12 +7,14 @@
                            their statistics
 :mod:`.inference`          inference-time remedies measured on the prior, the task and the cost
 :mod:`.replay`             cached replays of the structural theory's published configurations
+``report``                 ``posbias report``: one model's position bias, born and trained, as
+                           a self-contained HTML page and report.json
 =========================  ==================================================================
 
 Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` (the rows the
 CSV output writes), ``meta`` and ``to_json()``.  Nothing below this package imports it; the
 chapters and the ``posbias`` command call it.  Importing it loads no torch.
 """
-from . import inference, remedies, replay, retrieval
+from . import inference, remedies, replay, report, retrieval
 
-__all__ = ["retrieval", "remedies", "replay", "inference"]
+__all__ = ["retrieval", "remedies", "replay", "inference", "report"]

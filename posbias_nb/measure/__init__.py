@@ -13,6 +13,8 @@ points.
 :mod:`.logits`             attention logits at initialization, cached
 :mod:`.positional`         what the inference-time remedies read from a model: attention rows
                            (the positional prior), the positional hidden channel, held-out loss
+``spans``                  influence summed over token spans (key-value pairs, documents):
+                           ``span_profile``
 =========================  ==================================================================
 
 The text these measurements read comes from :mod:`posbias_nb.tasks.text` (re-exported here:
@@ -40,6 +42,7 @@ from .hooks import attention_logits, capture_model, n_heads
 from .jacobian import METHODS, PROBE_DISTS, TARGETS, hutchinson, influence_profile
 from .logits import init_logits, key_spread_ratio
 from .scoring import score
+from .spans import span_profile
 
 __all__ = [
     "STDLIB_MODULES", "SOURCES", "TARGETS", "METHODS", "PROBE_DISTS", "MODES",
@@ -48,5 +51,5 @@ __all__ = [
     "capture_model", "attention_logits", "n_heads",
     "profile", "shared_profile", "capture", "measured_influence", "predict",
     "config_kernel", "library_versions", "init_logits", "key_spread_ratio",
-    "entry", "logits", "positional", "scoring",
+    "span_profile", "entry", "logits", "positional", "scoring",
 ]

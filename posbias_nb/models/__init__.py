@@ -26,7 +26,8 @@ from .trainable import build_small
 from .weights import HubCache
 from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, WEIGHTS, ZOO, ModelSpec,
                   PretrainedSource, build_config, check_weights, describe,
-                  missing_weights_message, names, resolve, zoo_table)
+                  hub_snapshot, is_hub_id, missing_weights_message, names, resolve,
+                  zoo_table)
 
 # No network from this package, ever; and keep tqdm.auto's "IProgress not found" notice (transformers
 # imports it) off the chapters' stderr.  An environment setting, not a registration.
@@ -35,7 +36,7 @@ loading._env_offline()
 __all__ = [
     "ZOO", "WEIGHTS", "DTYPES", "ALIBI_MODELS", "PRETRAINED_NAMES", "ModelSpec",
     "PretrainedSource", "HubCache", "names", "resolve", "describe", "build_config",
-    "check_weights", "missing_weights_message", "zoo_table", "load", "check_device",
+    "check_weights", "missing_weights_message", "zoo_table", "is_hub_id", "hub_snapshot", "load", "check_device",
     "packaged_tokenizer", "load_encoder", "set_rope", "has_rope", "rope_modules",
     "decoder_layers", "fix_falcon_eager_alibi", "scale_attention_output", "build_small",
     "REMEDIES", "remedy", "configs", "patches", "remedies", "trainable", "weights",

@@ -16,6 +16,8 @@ rows are the models of chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-pre
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -26,7 +28,7 @@ from . import weights as _weights
 
 __all__ = ["WEIGHTS", "ModelSpec", "PretrainedSource", "ZOO", "ALIBI_MODELS",
            "PRETRAINED_NAMES", "names", "resolve", "describe", "build_config", "zoo_table",
-           "missing_weights_message", "check_weights"]
+           "missing_weights_message", "check_weights", "is_hub_id", "hub_snapshot"]
 
 WEIGHTS = ("random", "pretrained")
 
@@ -200,9 +202,82 @@ def resolve(name_or_path) -> ModelSpec | Path:
         return ZOO[s]
     if _is_hf_dir(s):
         return Path(s).expanduser().resolve()
-    hint = " (a directory without config.json)" if Path(s).expanduser().is_dir() else ""
-    raise ValueError(f"unknown model {s!r}{hint}: use one of {', '.join(ZOO)} "
-                     "or a local Hugging Face model directory containing config.json")
+    if Path(s).expanduser().is_dir():
+        raise ValueError(f"{s!r} is a directory without config.json: not a Hugging Face model "
+                         "directory")
+    if is_hub_id(s):
+        return hub_snapshot(s)
+    raise ValueError(f"unknown model {s!r}: use one of {', '.join(ZOO)}, a local Hugging Face "
+                     "model directory containing config.json, or a hub id org/name")
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def is_hub_id(s) -> bool:
+    """Whether ``s`` is spelled like a Hugging Face hub id, ``org/name`` (no other slash)."""
+    return isinstance(s, str) and bool(_HUB_ID.match(s)) and ".." not in s
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def _hub_cache_dir() -> str | None:
+    """The hub cache folder the environment names *now* (``HF_HUB_CACHE``, else
+    ``HF_HOME/hub``); None lets huggingface_hub use its default.  Read at call time, since
+    huggingface_hub reads its variables once, when it is imported."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.environ["HF_HOME"], "hub")
+    return None
+
+
+def hub_snapshot(repo_id: str) -> Path:
+    """The local snapshot folder of the hub model ``repo_id`` (``org/name``): the one place a
+    hub id becomes a directory (chapter :ref:`ch-reproduce`).
+
+    With ``HF_HUB_OFFLINE=1`` (what :mod:`posbias_nb.models` sets unless the variable is
+    already set) only the local hub cache is read (``snapshot_download(...,
+    local_files_only=True)``; the cache is ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else
+    huggingface_hub's default); with the variable set to 0 the snapshot is fetched (config,
+    tokenizer and safetensors/bin weights).
+
+    Raises
+    ------
+    ValueError
+        One line naming the id (and ``HF_HUB_OFFLINE`` when offline) if there is no usable
+        copy, or if the snapshot has no ``config.json``.
+    """
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HFValidationError
+    except ImportError:  # pragma: no cover - huggingface_hub ships with transformers
+        raise ValueError(f"hub id {repo_id!r} needs huggingface_hub, which is not installed") \
+            from None
+    offline = _hub_offline()
+    kw = dict(repo_id=repo_id, cache_dir=_hub_cache_dir())
+    if offline:
+        kw["local_files_only"] = True
+    else:
+        kw["allow_patterns"] = ["*.json", "*.safetensors", "*.bin", "*.model", "*.txt",
+                                "*.tiktoken"]
+    try:
+        path = Path(snapshot_download(**kw))
+    except HFValidationError:
+        raise ValueError(f"{repo_id!r} is not a valid hub id (org/name)") from None
+    except Exception as e:  # LocalEntryNotFoundError, RepositoryNotFoundError, HTTP errors
+        if offline:
+            raise ValueError(f"model {repo_id!r} is neither a local directory nor in the local "
+                             "hub cache, and HF_HUB_OFFLINE=1 forbids downloading it (set "
+                             "HF_HUB_OFFLINE=0 to fetch it, or HF_HUB_CACHE to the cache that "
+                             "holds it)") from None
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"cannot fetch hub model {repo_id!r}: {msg}") from None
+    if not (path / "config.json").is_file():
+        raise ValueError(f"hub model {repo_id!r}: the snapshot {path} has no config.json")
+    return path.resolve()
 
 
 def dir_config(path):

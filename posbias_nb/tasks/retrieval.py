@@ -227,7 +227,8 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
         ``records``: list of dicts with ``example``, ``gold_index`` (slot ``k``), ``item`` (the
         gold item's index among the ``n_items``), ``content`` (task text), ``text`` (rendered
         prompt), ``prompt_ids``, ``answer_ids``, ``value``, ``span`` (token range of the gold
-        value in the prompt); ``n_items``, ``items`` (slot -> item), ``chat`` (bool).
+        value in the prompt), for kv ``pair_spans`` (token range of every pair ``"k": "v"``,
+        in the object's order); ``n_items``, ``items`` (slot -> item), ``chat`` (bool).
 
     Raises
     ------
@@ -269,8 +270,10 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
                 c0 = _value_at(content, gold)
                 slots = [(_value_at(content, order[j]),
                           _value_at(content, order[j]) + len(order[j][1])) for j in items]
-                records.append(_record(codec, e, k, int(it), content, gold[1], c0,
-                                       answer=gold[1], lead=lead, slots=slots))
+                rec = _record(codec, e, k, int(it), content, gold[1], c0, answer=gold[1],
+                              lead=lead, slots=slots)
+                rec["pair_spans"] = _pair_spans(codec, rec["text"], content, order)
+                records.append(rec)
     else:
         sents = haystack_sentences()
         t0 = len(codec.encode(codec.render(needle_prompt([], 0, "0a1b2c3d", "4e5f6a7b"),
@@ -314,6 +317,18 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
     return {"records": records, "n_items": n_items, "chat": codec.chat, "codec": codec,
             "variant": variant,
             "items": [int(r["item"]) for r in records[:positions]]}
+
+
+def _pair_spans(codec, text: str, content: str, pairs) -> list[tuple[int, int]]:
+    """Token ranges ``[t0, t1)`` of every key-value pair ``"k": "v"`` of a kv prompt, in the
+    order of the JSON object (the unit the task retrieves: one document)."""
+    _, off = codec.render(content)
+    _, offs = codec.encode(text, prompt=True)
+    out = []
+    for k, v in pairs:
+        c0 = content.index(f'"{k}": "{v}"')
+        out.append(_span(offs, off + c0, off + c0 + len(f'"{k}": "{v}"')))
+    return out
 
 
 def _value_at(content: str, pair) -> int:

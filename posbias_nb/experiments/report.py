@@ -1,0 +1,749 @@
+r"""``posbias report``: one model's position bias, born and trained, in one page.
+
+The report answers a practitioner's question -- does *my* model lose the middle, where, how badly,
+and is it the architecture or the training? -- with four sections and a summary, each computed
+by the functions the chapters use (nothing is re-implemented here):
+
+1. **Born vs trained** (chapters :ref:`ch-init` and :ref:`ch-after`).  The Jacobian influence
+   profile of the last token's final hidden state (:func:`posbias_nb.measure.profile`, or
+   :func:`~posbias_nb.measure.shared_profile` for a packaged zoo model, so both read the same
+   token ids) over ``windows >= 8`` disjoint text windows, for the model and for its
+   **random-init twin** (the same configuration, ``weights="random"``, the same seed).  Each
+   window's profile is normalized to sum 1; per position, the mean over windows with a Student
+   *t* 95% interval (:func:`posbias_nb.stats.mean_interval`).  The theory row
+   ``theory.influence(L, H, alpha)`` is overlaid with both ``H`` and ``alpha`` fitted
+   (:func:`posbias_nb.metrics.fit_theory`).  Headline numbers, each computed **per window** and
+   summarized over windows with a *t* interval (ratios on the log scale,
+   :func:`posbias_nb.experiments.retrieval.ratio_interval`):
+
+   * ``ptv`` -- the robust peak-to-valley (:func:`posbias_nb.metrics.robust_peak_to_valley`,
+     ``ends = 0.02``);
+   * ``valley`` -- where the valley sits, as a fraction of the context (its position / L);
+   * ``primacy`` and ``recency`` -- the first and the last token's influence over the median of
+     the pre-declared middle (:func:`posbias_nb.metrics.regions`), as in
+     :func:`~posbias_nb.metrics.profile_summary`;
+   * ``change_*`` -- trained over born, paired by window (the same token ids where the
+     tokenizer allows; ``meta["paired_ids"]`` says whether they were).
+
+2. **Structural prediction** (chapter :ref:`ch-prediction`, :eq:`eq-pred-measured`).  The
+   measured :math:`\lambda_t` and kernels (:func:`posbias_nb.measure.capture`, hooks), the
+   residual-aware rollout (:func:`posbias_nb.measure.predict`, ``"residual"``, and the
+   attention-only rollout for contrast) against the measured profile: Spearman and :math:`W_1`
+   with bootstrap intervals over windows (:func:`posbias_nb.metrics.prediction_scores`), at
+   ``min(L, STRUCTURAL_MAX)`` tokens (the kernels take ``T L^2`` floats).  An architecture the
+   hooks do not know gets the hooks' own one-line reason instead of numbers.
+
+3. **The task** (chapter *From prior to behaviour*).  Key-value retrieval
+   (:func:`posbias_nb.experiments.retrieval.retrieval_run`): accuracy (Wilson) and answer
+   log-probability (*t* over examples) by gold position, the pre-declared edge-vs-middle
+   contrasts with Holm's correction (:func:`~posbias_nb.experiments.retrieval.contrast_family`),
+   and a depth x length heatmap as needle-in-a-haystack tools draw it (prompt lengths up to
+   about ``0.85 L``).
+
+4. **Span view**.  The influence on the answer position of each prompt of one example
+   (:func:`~posbias_nb.experiments.retrieval.retrieval_link`, hidden-state prior), summed over
+   every key-value pair (:func:`posbias_nb.measure.span_profile`): the prior read at the unit the
+   task retrieves.
+
+5. **Summary**: one sentence per pre-declared claim, its verdict word from
+   :func:`posbias_nb.stats.decide` and its numbers from the sections above; no word is typed
+   by hand.  Each claim shows the interval its verdict reads: 95%, or for the two retrieval
+   contrasts the t interval at Holm's step-down level.
+
+Everything is cached (:mod:`posbias_nb.cache`): each measurement under its own key, and the
+report's numbers under one key of every argument, so a second run that only writes elsewhere
+reads them back and only draws the figures.  :func:`write_report` writes ``index.html``
+(self-contained: figures as base64 PNG data URIs, no script, no external resource) and
+``report.json``; every headline number on the page carries ``data-key`` and ``data-value``
+attributes that name its place in ``report.json``.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__, cache, metrics, models, stats
+from ..measure import entry
+from ..measure.cached import capture, predict, profile, shared_profile
+from ..measure.spans import span_profile
+from ..results import Result, plain
+from ..tasks.retrieval import slot_items
+from . import retrieval as _ret
+
+__all__ = ["report", "write_report", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
+           "headline_items"]
+
+_DEF = "report-v4"  # bump when a definition below changes the numbers
+_ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)
+
+#: Sizes of a report: ``quick`` (about 3 minutes for SmolLM2-135M at L = 512 on 2 cores) and
+#: ``full`` (the default, about 15).
+SETTINGS = {
+    "quick": dict(windows=8, probes=2, capture_batch=2, positions=5, examples=4,
+                  heat_examples=2, heat_lengths=3, n_boot=500),
+    "full": dict(windows=16, probes=4, capture_batch=4, positions=7, examples=10,
+                 heat_examples=4, heat_lengths=4, n_boot=2000),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers: intervals as dicts
+
+
+def _iv(t) -> dict:
+    e, lo, hi = (float(v) for v in t)
+    return {"estimate": e, "low": lo, "high": hi}
+
+
+def _t(iv: dict) -> tuple:
+    return iv["estimate"], iv["low"], iv["high"]
+
+
+def _version(pkg: str) -> str:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        return "absent"
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Born vs trained
+
+
+def _profiles(model, weights: str, length: int, s: dict, seed: int, progress: bool) -> dict:
+    """Per-window profiles of ``model`` with ``weights``: a packaged zoo model through
+    :func:`shared_profile` (its own tokenizer for both weights), anything else through
+    :func:`profile` (a directory's random twin reads the directory's tokenizer)."""
+    name = str(model)
+    if name in models.PRETRAINED_NAMES and models.describe(name)["family"] != "bert":
+        return shared_profile(name, weights, length, batch=s["windows"], probes=s["probes"],
+                              seed=seed, progress=progress)
+    return profile(model, weights=weights, length=length, probes=s["probes"],
+                   batch=s["windows"], seed=seed, progress=progress)
+
+
+def _per_window(res) -> np.ndarray:
+    W = np.asarray(res["per_sequence"], dtype=np.float64)
+    return W / W.sum(1, keepdims=True)
+
+
+def _window_stats(W: np.ndarray) -> dict:
+    """Per window: robust peak-to-valley, valley position / L, first / middle, last / middle."""
+    L = W.shape[1]
+    mid = metrics.regions(L).middle
+    out = {"ptv": [], "valley": [], "primacy": [], "recency": []}
+    for p in W:
+        r, j = metrics.robust_peak_to_valley(p, _ENDS)
+        m = float(np.median(p[mid]))
+        out["ptv"].append(r)
+        out["valley"].append(j / L)
+        out["primacy"].append(p[0] / m)
+        out["recency"].append(p[-1] / m)
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def _headline(ws: dict) -> dict:
+    return {"ptv": _iv(_ret.ratio_interval(ws["ptv"])),
+            "valley": _iv(stats.mean_interval(ws["valley"])),
+            "primacy": _iv(_ret.ratio_interval(ws["primacy"])),
+            "recency": _iv(_ret.ratio_interval(ws["recency"]))}
+
+
+def _curve(W: np.ndarray) -> dict:
+    iv = [stats.mean_interval(W[:, j]) for j in range(W.shape[1])]
+    return {"mean": [v[0] for v in iv], "low": [max(v[1], 0.0) for v in iv],
+            "high": [v[2] for v in iv]}
+
+
+def _born_trained(model, weights, length, s, seed, n_layers, progress) -> tuple[dict, dict]:
+    depths = range(1, max(2 * n_layers, 8) + 1)
+    out: dict = {"windows": s["windows"], "probes": s["probes"], "ends": _ENDS}
+    W = {}
+    ids = {}
+    for w in (["pretrained", "random"] if weights == "pretrained" else ["random"]):
+        res = _profiles(model, w, length, s, seed, progress)
+        W[w] = _per_window(res)
+        ids[w] = np.asarray(res["input_ids"])
+        key = "trained" if w == "pretrained" else "born"
+        fit = metrics.fit_theory(W[w].mean(0), depths)
+        out[key] = {"curve": _curve(W[w]), "headline": _headline(_window_stats(W[w])),
+                    "theory": {"H": fit["H"], "alpha": fit["alpha"],
+                               "rms_log": fit["rms_log"], "row": fit["row"].tolist()}}
+    if weights == "pretrained":
+        a, b = _window_stats(W["pretrained"]), _window_stats(W["random"])
+        out["change"] = {
+            "ptv": _iv(_ret.ratio_interval(a["ptv"] / b["ptv"])),
+            "valley": _iv(stats.mean_interval(a["valley"] - b["valley"])),
+            "primacy": _iv(_ret.ratio_interval(a["primacy"] / b["primacy"])),
+            "recency": _iv(_ret.ratio_interval(a["recency"] / b["recency"])),
+        }
+        out["paired_ids"] = bool(np.array_equal(ids["pretrained"], ids["random"]))
+    return out, W
+
+
+# --------------------------------------------------------------------------------------------
+# 2. The structural prediction
+
+
+#: The longest context of the structural section: the captured kernels take T x L x L floats
+#: (SmolLM2 at 1024 tokens: 0.25 GB in float64), so longer reports compare the rollout with a
+#: profile measured at this length.
+STRUCTURAL_MAX = 1024
+
+
+def _structural(model, weights, length, s, seed, W, progress=False) -> dict:
+    Ls = min(int(length), STRUCTURAL_MAX)
+    try:
+        cap = capture(model, weights=weights, length=Ls, batch=s["capture_batch"], seed=seed)
+    except ValueError as e:  # the hooks do not know this architecture (measure.hooks)
+        return {"available": False,
+                "reason": str(e).strip().splitlines()[0] if str(e).strip() else "ValueError"}
+    if Ls != length:
+        W = _per_window(_profiles(model, weights, Ls, s, seed, progress))
+    preds = {"residual": predict(cap, "residual"), "attention": predict(cap, "attention")}
+    sc = metrics.prediction_scores(W, preds, pairs=[("attention", "residual")],
+                                   n_boot=s["n_boot"], seed=seed)
+    return {"available": True, "batch": s["capture_batch"], "length": Ls,
+            "lambda": [float(v) for v in cap["lam"]],
+            "prediction": {k: [float(x) for x in v] for k, v in preds.items()},
+            "spearman": {m: _iv(sc["rho", m]) for m in preds},
+            "w1": {m: _iv(sc["w1", m]) for m in preds},
+            "w1_gain": _iv(sc["dw1", "attention", "residual"])}
+
+
+# --------------------------------------------------------------------------------------------
+# 3. The task, 4. the span view
+
+
+def _retrieval_length(length: int) -> int:
+    return max(2, int(0.85 * length))
+
+
+def _task(model, weights, length, s, seed, progress) -> dict:
+    L = _retrieval_length(length)
+    E = s["examples"]
+    run = None
+    for P in dict.fromkeys((s["positions"], 3)):  # a short context holds 3 slots, not 5 or 7
+        try:
+            run = _ret.retrieval_run(model, task="kv", positions=P, examples=E, length=L,
+                                     seed=seed, progress=progress, weights=weights)
+            break
+        except ValueError as e:  # a context too short for P pairs, prompts beyond the context
+            reason = str(e).strip().splitlines()[0]
+    if run is None:
+        return {"available": False, "reason": reason}
+    s = dict(s, positions=P)
+    out = {"available": True, "length": L, "positions": P, "examples": E,
+           "n_items": run["meta"]["n_items"],
+           "prompt_tokens_mean": run["meta"]["prompt_tokens_mean"]}
+    for k in ("depth", "item", "accuracy", "accuracy_low", "accuracy_high", "logprob",
+              "logprob_low", "logprob_high"):
+        out[k] = run[k]
+    mats = _ret.outcome_matrices(run)
+    if P >= 3 and E >= 2:
+        fam = _ret.contrast_family(_ret.region_differences(mats["logprob"]), seed=seed)
+        out["contrasts"] = {k: {"interval": _iv(v["interval"]), "adjusted": _iv(v["adjusted"]),
+                                "level": v["level"], "p_holm": v["p_holm"],
+                                "verdict": v["verdict"]} for k, v in fam.items()}
+    lengths = sorted({int(round(x)) for x in np.geomspace(max(L / 4, 2), L, s["heat_lengths"])})
+    heat = {"lengths": [], "accuracy": [], "logprob": [], "skipped": []}
+    hE = min(s["heat_examples"], E)
+    for n in lengths:
+        if n == L:  # examples 0..hE-1 of the main run are those of a run with hE examples
+            heat["lengths"].append(n)
+            heat["accuracy"].append(np.nanmean(mats["accuracy"][:hE], 0).tolist())
+            heat["logprob"].append(np.nanmean(mats["logprob"][:hE], 0).tolist())
+            continue
+        try:
+            r = _ret.retrieval_run(model, task="kv", positions=P, examples=hE, length=n,
+                                   seed=seed, progress=progress, weights=weights)
+        except ValueError as e:
+            heat["skipped"].append({"length": n, "reason": str(e).strip().splitlines()[0]})
+            continue
+        heat["lengths"].append(n)
+        heat["accuracy"].append(r["accuracy"])
+        heat["logprob"].append(r["logprob"])
+    heat["examples"] = hE
+    out["heatmap"] = heat
+    out["spans"] = _span_view(model, weights, L, s, seed, progress)
+    return out
+
+
+def _pair_spans(model, weights, L, P, seed) -> list:
+    """The token spans of every pair in each prompt of example 0 (cached: no model load on a
+    second run)."""
+    params = dict(_ret._params(model, "kv", P, 1, L, seed, weights), what="pair_spans")
+
+    def compute():
+        prompts, _ = _ret._prompts_for(model, "kv", P, 1, L, seed, weights)
+        S = np.array([r["pair_spans"] for r in prompts["records"]], dtype=np.int64)
+        return {"spans": S}
+
+    return cache.cached("report-spans", params, compute)["spans"]
+
+
+def _span_view(model, weights, L, s, seed, progress) -> dict:
+    P = s["positions"]
+    link = _ret.retrieval_link(model, task="kv", positions=P, examples=1, length=L, seed=seed,
+                               weights=weights, prior="hidden", probes=s["probes"],
+                               progress=progress)
+    spans = _pair_spans(model, weights, L, P, seed)
+    ends = np.cumsum(link["profile_len"])
+    shares, gold_share, gold_item = [], [], []
+    items = []
+    for i, (e, n) in enumerate(zip(ends, link["profile_len"])):
+        row = np.asarray(link["profile_flat"][e - n:e], dtype=np.float64)
+        sh = span_profile(row, [tuple(x) for x in spans[i]])
+        shares.append(sh.tolist())
+        k = int(link["gold_index"][i])
+        items.append(k)
+    item_of_slot = slot_items(len(spans[0]), P)
+    for i, k in enumerate(items):
+        gold_item.append(int(item_of_slot[k]))
+        gold_share.append(shares[i][int(item_of_slot[k])])
+    return {"shares": shares, "gold_slot": items, "gold_item": gold_item,
+            "gold_share": gold_share, "n_pairs": int(len(spans[0])),
+            "prior": "hidden", "probes": s["probes"]}
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Summary
+
+
+def _claims(data: dict) -> list[dict]:
+    """The pre-declared claims, each with its interval and :func:`stats.decide` verdict."""
+    bt = data["born_trained"]
+    out = []
+
+    def add(key, text, iv, threshold):
+        out.append({"key": key, "claim": text, "interval": iv, "level": 0.95,
+                    "threshold": threshold, "verdict": stats.decide(_t(iv), threshold)})
+
+    b = bt["born"]["headline"]
+    add("born_primacy", "At initialization the first token outweighs the middle "
+        "(first / middle median > 1)", b["primacy"], 1.0)
+    add("born_recency", "At initialization the last token outweighs the middle "
+        "(last / middle median > 1)", b["recency"], 1.0)
+    if "trained" in bt:
+        t = bt["trained"]["headline"]
+        add("trained_primacy", "The trained model's first token outweighs the middle",
+            t["primacy"], 1.0)
+        add("trained_recency", "The trained model's last token outweighs the middle",
+            t["recency"], 1.0)
+        add("change_ptv", "Pretraining deepens the valley (peak-to-valley trained / born > 1)",
+            bt["change"]["ptv"], 1.0)
+    st = data["structural"]
+    if st["available"]:
+        add("rollout_spearman", "The residual-aware rollout ranks positions like the measured "
+            "profile (Spearman > 0)", st["spearman"]["residual"], 0.0)
+    tk = data["task"]
+    if tk["available"] and "contrasts" in tk:
+        for k, what in (("first", "first"), ("last", "last")):
+            c = tk["contrasts"][k]
+            out.append({"key": f"task_{k}", "claim": f"Retrieval log-probability is higher with "
+                        f"the gold pair {what} than in the middle (Holm-adjusted)",
+                        "interval": c["adjusted"], "level": c["level"], "threshold": 0.0,
+                        "verdict": c["verdict"]})
+    return out
+
+
+def _fmt(v) -> str:
+    return f"{v:.3g}"
+
+
+def _pct(level) -> str:
+    return f"{100 * level:.4g}%"
+
+
+def _summary(data: dict, claims: list) -> str:
+    """One sentence per claim: the claim, its verdict word from :func:`stats.decide` and its
+    numbers; then what could not be measured.  Nothing here is typed about the results."""
+    m = data["meta"]
+    parts = [f"{m['model']}, {m['weights']} weights, L = {m['length']}."]
+    for c in claims:
+        iv = c["interval"]
+        parts.append(f"{c['claim']}: {c['verdict']} ({_fmt(iv['estimate'])}, "
+                     f"{_pct(c['level'])} interval {_fmt(iv['low'])} to {_fmt(iv['high'])}).")
+    st = data["structural"]
+    if not st["available"]:
+        parts.append(f"The structural prediction is not available for this architecture: "
+                     f"{st['reason']}.")
+    if not data["task"]["available"]:
+        parts.append(f"The retrieval task did not run: {data['task']['reason']}.")
+    return " ".join(parts)
+
+
+def headline_items(data: dict) -> list[tuple[str, str, float]]:
+    """``(key, label, value)`` of every headline number the page shows, ``key`` the dotted
+    path of the value in ``report.json`` (what the page's ``data-key`` attributes carry)."""
+    out = []
+    bt = data["born_trained"]
+    labels = {"ptv": "robust peak-to-valley", "valley": "valley position / L",
+              "primacy": "primacy arm (first / middle)", "recency": "recency arm (last / middle)"}
+    for who in ("trained", "born", "change"):
+        if who not in bt:
+            continue
+        h = bt[who] if who == "change" else bt[who]["headline"]
+        base = f"born_trained.{who}" + ("" if who == "change" else ".headline")
+        for k, lab in labels.items():
+            for part in ("estimate", "low", "high"):
+                out.append((f"{base}.{k}.{part}", f"{who}: {lab} ({part})", h[k][part]))
+    st = data["structural"]
+    if st["available"]:
+        for what in ("spearman", "w1"):
+            for m in ("residual", "attention"):
+                for part in ("estimate", "low", "high"):
+                    out.append((f"structural.{what}.{m}.{part}", f"{what} {m} ({part})",
+                                st[what][m][part]))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The entry point
+
+
+def report(model, weights: str = "pretrained", length: int = 512, quick: bool = False,
+           seed: int = 0, progress: bool = False) -> Result:
+    r"""The position-bias report of one model (module docstring: the sections and statistics).
+
+    Parameters
+    ----------
+    model : str or path
+        A zoo name, a local Hugging Face model directory, or a hub id ``org/name`` (read from
+        the local hub cache when ``HF_HUB_OFFLINE=1``, :func:`posbias_nb.models.hub_snapshot`).
+    weights : {"pretrained", "random"}
+        The weights reported on.  ``"random"``: the model *is* its random-init twin, so section
+        1 has no trained profile and no change.
+    length : int
+        Context length ``L`` of the profiles (up to the model's context); the retrieval prompts
+        are about ``0.85 L`` tokens.
+    quick : bool
+        The :data:`SETTINGS` ``"quick"`` sizes (8 windows, 2 probes, 5 gold positions x 4
+        examples) instead of ``"full"``.
+    seed : int
+        Seeds the windows, the probes, the random twin, the prompts and the bootstrap.
+    progress : bool
+        A bar per stage on stderr.
+
+    Returns
+    -------
+    Result
+        ``born_trained``, ``structural``, ``task``, ``claims``, ``summary`` (nested dicts, all
+        JSON), the CSV columns ``position``, ``influence`` (the reported model's mean profile,
+        normalized) with ``influence_low``/``influence_high``, and ``meta``.  Same arguments,
+        same numbers.
+
+    Raises
+    ------
+    ValueError
+        Unknown model or hub id not cached offline, a directory without ``config.json``,
+        pretrained weights not installed, a length < 16 or beyond the model's context, a
+        negative seed.
+    """
+    from tqdm import tqdm
+
+    s = dict(SETTINGS["quick" if quick else "full"])
+    info = entry.checked(model, weights, length, s["windows"], seed)
+    if int(length) < 16:
+        raise ValueError(f"length must be at least 16 for a report, got {length!r}")
+    length = int(length)
+    key = entry.run_key(info, weights, length, s["windows"], seed, definition=_DEF,
+                        quick=bool(quick), settings=s)
+    hit = cache.load("report", key)
+    if hit is not None:
+        data = json.loads(str(hit["json"]))
+    else:
+        bar = tqdm(total=4, disable=not progress, file=sys.stderr, leave=False, unit="stage")
+        try:
+            bar.set_description("report: born vs trained")
+            bt, W = _born_trained(model, weights, length, s, seed, info["n_layers"], progress)
+            bar.update()
+            bar.set_description("report: structural prediction")
+            measured = W["pretrained"] if weights == "pretrained" else W["random"]
+            st = _structural(model, weights, length, s, seed, measured, progress)
+            bar.update()
+            bar.set_description("report: retrieval task and spans")
+            tk = _task(model, weights, length, s, seed, progress)
+            bar.update()
+        finally:
+            bar.close()
+        entry.forget()
+        meta = {
+            "command": "report", "model": info["name"], "model_argument": str(model),
+            "hub_id": str(model) if models.is_hub_id(str(model)) and str(model) not in models.ZOO
+            and not Path(str(model)).exists() else None,
+            "family": info["family"], "n_layers": info["n_layers"],
+            "hidden_size": info["hidden_size"], "context": info["max_length"],
+            "fingerprint": info["fingerprint"], "weights": weights,
+            "twin": "the same configuration, weights='random', torch.manual_seed(seed)",
+            "length": length, "seed": int(seed), "quick": bool(quick), "sizes": s,
+            "definition": _DEF, "level": 0.95,
+            "intervals": "per position and headline: Student t over windows (ratios on the "
+                         "log scale); retrieval accuracy: Wilson; log-probability: t over "
+                         "examples; Spearman and W1: bootstrap over windows",
+            "versions": {"posbias_nb": __version__, **entry.library_versions(),
+                         **{p: _version(p) for p in ("numpy", "scipy", "matplotlib",
+                                                      "huggingface_hub")}},
+        }
+        data = {"meta": meta, "born_trained": bt, "structural": st, "task": tk}
+        data["claims"] = _claims(data)
+        data["summary"] = _summary(data, data["claims"])
+        data = plain(data)
+        cache.store("report", key, {"json": np.array(json.dumps(data))})
+    meta = data.pop("meta")
+    who = "trained" if "trained" in data["born_trained"] else "born"
+    c = data["born_trained"][who]["curve"]
+    data.update(position=list(range(1, length + 1)), influence=c["mean"],
+                influence_low=c["low"], influence_high=c["high"])
+    return Result(data, meta=meta, columns=("position", "influence", "influence_low",
+                                            "influence_high"))
+
+
+# --------------------------------------------------------------------------------------------
+# The page
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figures(data: dict) -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from .. import plots
+
+    bt = data["born_trained"]
+    L = data["meta"]["length"]
+    x = np.arange(1, L + 1)
+    figs = {}
+    fig, ax = plots.figure(width=7.5, height=3.6)
+    for i, who in enumerate(("trained", "born")):
+        if who not in bt:
+            continue
+        c = bt[who]["curve"]
+        lab = "trained" if who == "trained" else "random-init twin"
+        ax.plot(x, c["mean"], color=plots.COLORS[i], label=f"{lab} (mean of "
+                f"{bt['windows']} windows)")
+        lo = np.asarray(c["low"])
+        ax.fill_between(x, np.where(lo > 0, lo, np.nan), c["high"], where=lo > 0,
+                        color=plots.COLORS[i], alpha=0.2, lw=0)  # log axis: no band below 0
+        th = bt[who]["theory"]
+        ax.plot(x, th["row"], color=plots.COLORS[i], ls="--", lw=1,
+                label=f"theory, H = {th['H']}, alpha = {th['alpha']:.2f} ({lab})")
+    plots.profile_axes(ax, L, ylabel="influence (share)")
+    ax.legend()
+    figs["profile"] = _png(fig)
+    st = data["structural"]
+    if st["available"]:
+        fig, (a1, a2) = plots.figure(ncols=2, width=8.5, height=3.3)
+        lam = st["lambda"]
+        a1.plot(range(1, len(lam) + 1), lam, "o-")
+        a1.set_xlabel("layer t")
+        a1.set_ylabel("lambda_t (attention share)")
+        a1.set_ylim(0, 1)
+        xs = np.arange(1, st["length"] + 1)
+        if st["length"] == L:
+            c = bt["trained" if "trained" in bt else "born"]["curve"]
+            a2.plot(xs, c["mean"], label="measured")
+        a2.plot(xs, st["prediction"]["residual"], label="residual-aware rollout")
+        a2.plot(xs, st["prediction"]["attention"], ls=":", label="attention-only rollout")
+        plots.profile_axes(a2, st["length"], ylabel="influence (share)")
+        r = np.asarray(st["prediction"]["residual"])
+        if np.any(r > 0):  # the attention-only row may fall by dozens of decades: clip
+            a2.set_ylim(float(r[r > 0].min()) / 100, 2.0 * max(float(r.max()), 1e-300))
+        a2.legend()
+        figs["structural"] = _png(fig)
+    tk = data["task"]
+    if tk["available"]:
+        fig, (a1, a2) = plots.figure(ncols=2, width=8.5, height=3.3)
+        d = np.asarray(tk["depth"])
+        acc = np.asarray(tk["accuracy"])
+        a1.errorbar(d, acc, yerr=[acc - np.asarray(tk["accuracy_low"]),
+                                  np.asarray(tk["accuracy_high"]) - acc], fmt="o-", capsize=3)
+        a1.set_ylim(-0.02, 1.02)
+        a1.set_xlabel("gold position (depth in the prompt)")
+        a1.set_ylabel("accuracy (Wilson 95%)")
+        lp = np.asarray(tk["logprob"])
+        a2.errorbar(d, lp, yerr=[lp - np.asarray(tk["logprob_low"]),
+                                 np.asarray(tk["logprob_high"]) - lp], fmt="o-", capsize=3)
+        a2.set_xlabel("gold position (depth in the prompt)")
+        a2.set_ylabel("answer log-probability (t 95%)")
+        figs["task"] = _png(fig)
+        h = tk["heatmap"]
+        if h["lengths"]:
+            fig, axes = plots.figure(ncols=2, width=8.5, height=3.3)
+            for ax, what, cmap in ((axes[0], "accuracy", "RdYlGn"),
+                                   (axes[1], "logprob", "viridis")):
+                M = np.asarray(h[what], dtype=float).T  # depth x length
+                kw = dict(vmin=0, vmax=1) if what == "accuracy" else {}
+                im = ax.imshow(M, aspect="auto", origin="upper", cmap=cmap, **kw)
+                ax.set_xticks(range(len(h["lengths"])), [str(n) for n in h["lengths"]])
+                ax.set_yticks(range(len(d)), [f"{v:.0%}" for v in d])
+                ax.set_xlabel("prompt length (tokens)")
+                ax.set_ylabel("gold depth")
+                ax.set_title(what)
+                ax.grid(False)
+                fig.colorbar(im, ax=ax)
+            figs["heatmap"] = _png(fig)
+        sp = tk["spans"]
+        fig, (a1, a2) = plots.figure(ncols=2, width=8.5, height=3.3)
+        mid = len(sp["shares"]) // 2
+        sh = np.asarray(sp["shares"][mid])
+        cols = [plots.COLORS[1] if j == sp["gold_item"][mid] else plots.COLORS[0]
+                for j in range(sh.size)]
+        a1.bar(np.arange(1, sh.size + 1), sh, color=cols)
+        a1.set_xlabel("key-value pair (gold in red)")
+        a1.set_ylabel("share of influence")
+        a2.plot(np.asarray(sp["gold_item"]) + 1, sp["gold_share"], "o-")
+        a2.set_xlabel("position of the gold pair")
+        a2.set_ylabel("gold pair's share")
+        figs["spans"] = _png(fig)
+    return figs
+
+
+def _num(key: str, v) -> str:
+    return (f'<span class="num" data-key="{html.escape(key)}" data-value="{float(v)!r}">'
+            f"{_fmt(v)}</span>")
+
+
+def _iv_cells(key: str, iv: dict) -> str:
+    return (f"<td>{_num(key + '.estimate', iv['estimate'])}</td><td>["
+            f"{_num(key + '.low', iv['low'])}, {_num(key + '.high', iv['high'])}]</td>")
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
+color:#222;line-height:1.45}table{border-collapse:collapse;margin:.8rem 0}td,th{border:1px solid
+#ccc;padding:.25rem .6rem;text-align:left}img{max-width:100%}.v-holds{color:#1e7d32}.v-fails{color:
+#b3261e}.v-inconclusive{color:#8a6d00}.meta{font-size:.85rem;color:#555}code{background:#f3f3f3}"""
+
+
+def _page(data: dict, meta: dict, figs: dict) -> str:
+    e = html.escape
+    bt, st, tk = data["born_trained"], data["structural"], data["task"]
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>posbias report: {e(meta['model'])}</title>", f"<style>{_CSS}</style>",
+           "</head><body>", f"<h1>Position bias of <code>{e(meta['model_argument'])}</code></h1>",
+           f'<p class="meta">{e(meta["family"])}, {meta["n_layers"]} layers, width '
+           f'{meta["hidden_size"]}; {e(meta["weights"])} weights; L = {meta["length"]}; seed '
+           f'{meta["seed"]}; {"quick" if meta["quick"] else "full"} sizes; fingerprint '
+           f'{e(str(meta["fingerprint"]))}; posbias_nb {e(meta["versions"]["posbias_nb"])}</p>',
+           "<h2>Summary</h2>", f'<p id="summary">{e(data["summary"])}</p>',
+           "<table><tr><th>claim</th><th>estimate</th><th>interval</th><th>level</th>"
+           "<th>verdict</th></tr>"]
+    for i, c in enumerate(data["claims"]):
+        out.append(f"<tr><td>{e(c['claim'])}</td>{_iv_cells(f'claims.{i}.interval', c['interval'])}"
+                   f"<td>{_pct(c['level'])}</td>"
+                   f'<td class="v-{e(c["verdict"].replace(" ", "-"))}">{e(c["verdict"])}</td></tr>')
+    out.append("</table>")
+    out.append("<h2>1. Born vs trained</h2>")
+    out.append(f"<p>Influence of each input position on the last token's final hidden state "
+               f"(Jacobian, {bt['probes']} Hutchinson probes), each of {bt['windows']} text "
+               "windows normalized to sum 1; the band is the per-position t 95% interval over "
+               "windows (not drawn where its lower end is not above 0: the axis is "
+               "logarithmic); dashed: the theory row with H and alpha fitted.</p>")
+    out.append(f'<img alt="influence profiles" src="{figs["profile"]}">')
+    out.append("<table><tr><th>number</th><th>estimate</th><th>95% interval</th></tr>")
+    for key, label, _ in headline_items(data):
+        if key.endswith(".estimate") and key.startswith("born_trained"):
+            base = key[: -len(".estimate")]
+            node = data
+            for part in base.split("."):
+                node = node[part]
+            out.append(f"<tr><td>{e(label.rsplit(' (', 1)[0])}</td>{_iv_cells(base, node)}</tr>")
+    out.append("</table>")
+    for who in ("trained", "born"):
+        if who in bt:
+            th = bt[who]["theory"]
+            out.append(f"<p>Theory fit ({who}): H = {_num(f'born_trained.{who}.theory.H', th['H'])}"
+                       f", alpha = {_num(f'born_trained.{who}.theory.alpha', th['alpha'])}, "
+                       f"rms log error {_num(f'born_trained.{who}.theory.rms_log', th['rms_log'])}"
+                       "</p>")
+    if "paired_ids" in bt:
+        out.append(f"<p>Change = trained / born per window (valley: difference); the twin read "
+                   f"{'the same' if bt['paired_ids'] else 'different'} token ids.</p>")
+    out.append("<h2>2. Structural prediction</h2>")
+    if st["available"]:
+        out.append(f"<p>Attention shares lambda_t measured by hooks on {st['batch']} windows of "
+                   f"{st['length']} tokens; the rollout rows against the measured profile "
+                   "(Spearman and W1 on positions scaled to [0, 1]; bootstrap 95% intervals over "
+                   "windows).</p>")
+        out.append(f'<img alt="lambda and rollout" src="{figs["structural"]}">')
+        out.append("<table><tr><th>prediction</th><th>Spearman</th><th>95%</th><th>W1</th>"
+                   "<th>95%</th></tr>")
+        for m in ("residual", "attention"):
+            out.append(f"<tr><td>{m} rollout</td>{_iv_cells(f'structural.spearman.{m}', st['spearman'][m])}"
+                       f"{_iv_cells(f'structural.w1.{m}', st['w1'][m])}</tr>")
+        out.append("</table>")
+    else:
+        out.append(f'<p id="structural-unavailable">Not available for this architecture: '
+                   f"{e(st['reason'])}</p>")
+    out.append("<h2>3. The task: key-value retrieval</h2>")
+    if tk["available"]:
+        out.append(f"<p>{tk['examples']} examples x {tk['positions']} gold positions, prompts "
+                   f"of about {tk['prompt_tokens_mean']:.0f} tokens ({tk['n_items']} pairs). "
+                   "Accuracy: Wilson 95%; log-probability: t 95% over examples.</p>")
+        out.append(f'<img alt="retrieval by gold position" src="{figs["task"]}">')
+        if "heatmap" in figs:
+            out.append(f'<img alt="depth x length heatmap" src="{figs["heatmap"]}">')
+        for sk in tk["heatmap"]["skipped"]:
+            out.append(f"<p>Length {sk['length']} skipped: {e(sk['reason'])}</p>")
+        out.append("<h2>4. Span view</h2><p>Influence on the answer position summed over each "
+                   "key-value pair (measure.span_profile), gold pair at the middle slot (left) "
+                   "and the gold pair's share by its position (right).</p>")
+        out.append(f'<img alt="span view" src="{figs["spans"]}">')
+    else:
+        out.append(f"<p>Not run: {e(tk['reason'])}</p>")
+    out.append('<p class="meta">Every number: report.json.</p></body></html>')
+    return "\n".join(out)
+
+
+def check_out_dir(path) -> Path:
+    """``path`` as a directory the report can write (created if missing, parent must exist);
+    ValueError (one line) otherwise.  Called before any computation."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"--out {str(path)!r} exists and is not a directory")
+    if not p.exists():
+        if not p.parent.is_dir():
+            raise ValueError(f"--out {str(path)!r}: folder {str(p.parent)!r} does not exist")
+        try:
+            p.mkdir()
+        except OSError as e:
+            raise ValueError(f"--out {str(path)!r} cannot be created: {e.strerror}") from None
+    probe = p / ".posbias-write-test"
+    try:
+        with open(probe, "w") as f:
+            f.write("")
+        probe.unlink()
+    except OSError:
+        raise ValueError(f"--out {str(path)!r} is not writable") from None
+    return p
+
+
+def write_report(result: Result, directory) -> dict:
+    """Write ``index.html`` (self-contained) and ``report.json`` of a :func:`report` result into
+    ``directory`` (created if missing).  Returns ``{"html": path, "json": path}``."""
+    d = check_out_dir(directory)
+    obj = result.to_json()
+    data = {k: v for k, v in obj.items() if k != "meta"}
+    figs = _figures({**data, "meta": obj["meta"]})
+    page = _page(data, obj["meta"], figs)
+    jp, hp = d / "report.json", d / "index.html"
+    jp.write_text(json.dumps(obj, indent=1, allow_nan=True) + "\n")
+    hp.write_text(page, encoding="utf-8")
+    return {"html": str(hp), "json": str(jp)}

@@ -79,7 +79,7 @@ from ..results import Result, plain
 from ..tasks.retrieval import slot_items
 from . import retrieval as _ret
 
-__all__ = ["report", "write_report", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
+__all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
            "headline_items"]
 
 _DEF = "report-v4"  # bump when a definition below changes the numbers
@@ -733,6 +733,16 @@ def check_out_dir(path) -> Path:
     except OSError:
         raise ValueError(f"--out {str(path)!r} is not writable") from None
     return p
+
+
+def figures(result) -> dict:
+    """The report's figures as PNG bytes, by name (``profile``, ``structural``, ``task``,
+    ``heatmap``, ``spans``; those the result has): what the page embeds, for a notebook to show
+    (chapter *Measure your own model*)."""
+    obj = result.to_json()
+    data = {k: v for k, v in obj.items() if k != "meta"}
+    return {k: base64.b64decode(v.split(",", 1)[1])
+            for k, v in _figures({**data, "meta": obj["meta"]}).items()}
 
 
 def write_report(result: Result, directory) -> dict:

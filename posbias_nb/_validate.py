@@ -68,3 +68,21 @@ def choice(name: str, value, options) -> str:
     if value not in options:
         raise ValueError(f"{name} must be one of {', '.join(map(str, options))}, got {value!r}")
     return value
+
+
+def positive_float(name: str, value) -> float:
+    """``value`` as a float if it is a positive finite number (not a bool), else ValueError
+    naming ``name`` and the value.
+
+    >>> positive_float("residual_scale", 2)
+    2.0
+    """
+    import math
+
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+    if isinstance(value, bool) or not (math.isfinite(x) and x > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return x

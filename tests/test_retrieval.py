@@ -506,3 +506,16 @@ def test_study_one_pass_equals_run_and_link(monkeypatch):
     for k in ("slot_share", "share", "profile_flat"):
         np.testing.assert_allclose(link[k], ref_link[k], atol=1e-8, rtol=1e-6)
     assert list(run.table()) == list(R.CSV_COLUMNS)
+
+
+def test_region_accuracy_pools_the_middle_and_refuses_non_binary():
+    import numpy as np
+
+    from posbias_nb.experiments.retrieval import region_accuracy
+
+    M = np.array([[1, 0, 0, 0, 0, 0, 1], [1, 1, 1, 1, 0, 0, 1]])  # middle: slots 2..4
+    est, lo, hi = region_accuracy(M)
+    assert est == 2 / 6 and 0 < lo < est < hi < 1
+    assert region_accuracy(M, "first")[0] == 1.0
+    with pytest.raises(ValueError):
+        region_accuracy(np.array([[0.5, 1.0]]))

@@ -64,7 +64,7 @@ import sys
 import numpy as np
 
 from .. import models
-from .._validate import choice, positive_int
+from .._validate import choice, positive_float, positive_int
 from ..measure.entry import library_versions
 from ..results import Result
 from ..tasks.synthetic import (BOS, N_KEYS, PLACEMENTS, TASKS, VOCAB, eval_positions, make_batch,
@@ -103,13 +103,7 @@ def _check(task, layers, width, length, steps, seed, answer_positions, remedy, r
     seed = positive_int("seed", seed, minimum=0)
     choice("answer_positions", answer_positions, PLACEMENTS)
     choice("remedy", remedy, REMEDIES)
-    try:
-        rs = float(residual_scale)
-    except (TypeError, ValueError):
-        raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}") \
-            from None
-    if isinstance(residual_scale, bool) or not (math.isfinite(rs) and rs > 0):
-        raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}")
+    rs = positive_float("residual_scale", residual_scale)
     choice("device", device, DEVICES)
     if device == "cuda":
         import torch

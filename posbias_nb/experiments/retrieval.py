@@ -104,7 +104,7 @@ __all__ = [
     "TASKS", "VARIANTS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
     "LIU_DEPARTURES", "summarize", "retrieval_run", "retrieval_link", "retrieval_study",
     "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
-    "edge_ratios", "region_differences", "contrast_family", "ratio_interval", "CSV_COLUMNS",
+    "edge_ratios", "region_accuracy", "region_differences", "contrast_family", "ratio_interval", "CSV_COLUMNS",
     "LIU_COLUMNS",
 ]
 
@@ -179,11 +179,10 @@ def _params(model, task, positions, examples, length, seed, weights, variant="he
     task, positions, examples, length, seed = check_args(task, positions, examples, length, seed,
                                                          variant)
     info = entry.checked(model, weights, length, 1, seed)
-    key = entry.run_key(info, weights, length, 1, seed, text=task == "needle", task=task,
+    key = entry.run_key(info, weights, length, None, seed, text=task == "needle", task=task,
                         positions=positions, examples=examples, definition=_DEF_VERSION)
     if variant != "hex":
         key["variant"] = variant
-    key.pop("batch")
     return key
 
 
@@ -554,6 +553,21 @@ def outcome_matrices(result: dict) -> dict:
 
 # --------------------------------------------------------------------------------------------
 # Pre-declared contrasts (the middle of metrics.regions, never the worst position found)
+
+
+def region_accuracy(matrix, region: str = "middle"):
+    """Accuracy over the slots of one pre-declared ``region`` (:func:`posbias_nb.metrics.regions`)
+    of an ``(examples, positions)`` 0/1 matrix, pooled over its prompts, with its Wilson 95%
+    interval: ``(estimate, low, high)``.  (Prompts of one example are pooled as independent.)
+
+    >>> [round(v, 3) for v in region_accuracy(np.array([[1, 0, 0, 1], [1, 0, 1, 1]]))]
+    [0.25, 0.046, 0.699]
+    """
+    M = np.asarray(matrix, dtype=float)
+    if M.ndim != 2 or not np.all((M == 0) | (M == 1)):
+        raise ValueError(f"matrix must be a 2-D 0/1 array, got shape {M.shape}")
+    R = M[:, getattr(metrics.regions(M.shape[1]), region)]
+    return tuple(float(v) for v in stats.proportion_interval(int(R.sum()), R.size))
 
 
 def region_differences(matrix) -> dict:

@@ -57,13 +57,14 @@ def checked(model, weights: str, length: int, batch: int = 1, seed: int = 0) -> 
     return info
 
 
-def run_key(info: dict, weights: str, length: int, batch: int, seed: int, *, text: bool = True,
-            **extra) -> dict:
+def run_key(info: dict, weights: str, length: int, batch: int | None, seed: int, *,
+            text: bool = True, **extra) -> dict:
     """The cache parameters of one run: model fingerprint, weights, sizes, seed, the corpus
-    digest and window rule (when the run reads text), library versions and ``extra``."""
+    digest and window rule (when the run reads text), library versions and ``extra``.
+    ``batch=None``: a run without a batch of windows (its key has no ``batch``)."""
     key = {"model": info["name"], "fingerprint": info["fingerprint"], "weights": weights,
-           "seed": int(seed), "length": int(length), "batch": int(batch), **extra,
-           **library_versions()}
+           "seed": int(seed), "length": int(length),
+           **({} if batch is None else {"batch": int(batch)}), **extra, **library_versions()}
     if text:
         key.setdefault("corpus", corpus_digest())
         key["windows"] = WINDOWS

@@ -146,17 +146,11 @@ def scale_attention_output(model, residual_scale: float) -> None:
         ``residual_scale`` not a positive finite number, or a model whose layers have no
         ``self_attn.o_proj``.
     """
-    import math
-
     import torch
 
-    try:
-        a = float(residual_scale)
-    except (TypeError, ValueError):
-        raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}") \
-            from None
-    if isinstance(residual_scale, bool) or not (math.isfinite(a) and a > 0):
-        raise ValueError(f"residual_scale must be a positive number, got {residual_scale!r}")
+    from .._validate import positive_float
+
+    a = positive_float("residual_scale", residual_scale)
     projs = [getattr(getattr(layer, "self_attn", None), "o_proj", None)
              for layer in decoder_layers(model)]
     if not projs or any(p is None for p in projs):

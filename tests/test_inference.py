@@ -268,3 +268,24 @@ def test_remedy_command_errors(argv, match, capsys):
     assert cli.main(argv + ["--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and match in err[0]
+
+
+def test_calibrated_scores_batched_equal_one_by_one(tiny):
+    """Prompts of one length share the first calibrated row and are scored in one batch."""
+    from posbias_nb.experiments.inference import _score_arm
+    from posbias_nb.measure.scoring import score
+
+    m = tiny["smollm2-tiny"]
+    g = np.random.default_rng(3)
+    recs = [{"prompt_ids": g.integers(0, 200, n).tolist(), "answer_ids": g.integers(0, 200, a)
+             .tolist()} for n, a in ((18, 3), (18, 5), (20, 2), (18, 4))]
+    p = _params(m, "prior-calibration", L=24)
+    p["row0"] = 17
+    p["prior"] = p["prior"][:, :, :1].repeat(7, axis=2)  # rows 17..23
+    lp, ok = _score_arm(m, "prior-calibration", p, recs)
+    for i, r in enumerate(recs):
+        with remedy(m, "prior-calibration", start=len(r["prompt_ids"]) - 1, **p):
+            one, _ = score(m, r["prompt_ids"], r["answer_ids"])
+        assert abs(lp[i] - one) < 1e-4
+    plain, _ = _score_arm(m, None, None, recs)
+    assert np.all(np.abs(plain - lp) > 1e-6)  # the calibration did act

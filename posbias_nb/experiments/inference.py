@@ -31,7 +31,7 @@ from .. import cache, metrics, models, stats
 from ..measure import entry
 from ..measure.jacobian import influence_profile
 from ..measure.positional import attention_rows, positional_channel, row_nll
-from ..measure.scoring import score, score_batch
+from ..measure.scoring import score_batch
 from ..models.remedies import REMEDIES, check_applicable, later_layers, ms_poe_ratios
 from ..results import Result
 from ..tasks.text import text_batch
@@ -39,7 +39,7 @@ from . import retrieval as ret
 
 __all__ = ["CHAPTER", "ARMS", "GRID", "fit", "arm_params", "task_arms", "prior_arms",
            "cost_arms", "tune", "summary", "compare_arms", "relative_change", "remedy_run",
-           "retrieval_remedy_run", "parse_params"]
+           "retrieval_remedy_run", "parse_params", "task_fit", "middle_slots"]
 
 _DEF = "inference-v1"  # bump when a definition below changes
 
@@ -161,6 +161,19 @@ def _fit_for(model, weights, length, start, seed):
     return f
 
 
+def task_fit(model) -> dict:
+    """:func:`fit` of the pretrained ``model`` at the geometry of the chapter's retrieval prompts
+    (the rows from the first answer row to the longest prompt), plus ``n_kv`` (key-value heads):
+    what the task arms apply."""
+    row0, length = _geometry(_prompts(model))
+    return _fit_for(model, "pretrained", length, row0, 0)
+
+
+def middle_slots() -> list[int]:
+    """The pre-declared middle slots of the chapter's prompts (:func:`posbias_nb.metrics.regions`)."""
+    return _middle()
+
+
 def _prompts(model):
     P, m = ret._prompts_for(model, **{k: CHAPTER["retrieval"][k] for k in
                                       ("task", "positions", "examples", "length", "seed")},
@@ -183,9 +196,15 @@ def _score_arm(m, arm, params, recs):
         with models.remedy(m, kind, **params):
             return score_batch(m, [r["prompt_ids"] for r in recs],
                                [r["answer_ids"] for r in recs])
-    for i, r in enumerate(recs):  # the calibrated rows start at each prompt's last token
-        with models.remedy(m, kind, start=len(r["prompt_ids"]) - 1, **params):
-            lp[i], ok[i] = score(m, r["prompt_ids"], r["answer_ids"])
+    # the calibrated rows start at each prompt's last token: prompts of one length share it,
+    # so they are scored together (right padding changes no row of a causal model)
+    by_len: dict = {}
+    for i, r in enumerate(recs):
+        by_len.setdefault(len(r["prompt_ids"]), []).append(i)
+    for n, idx in sorted(by_len.items()):
+        with models.remedy(m, kind, start=n - 1, **params):
+            lp[idx], ok[idx] = score_batch(m, [recs[i]["prompt_ids"] for i in idx],
+                                           [recs[i]["answer_ids"] for i in idx])
     return lp, ok
 
 

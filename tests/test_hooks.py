@@ -240,3 +240,27 @@ def test_falcon_eager_alibi_fix_matches_sdpa():
     with torch.no_grad():
         raw = m.base_model(input_ids=ids).last_hidden_state
     assert not torch.allclose(raw, out["sdpa"], atol=1e-5)  # the unpatched eager path differs
+
+
+def test_attention_logits_keep_the_sliding_window_mask():
+    """Gemma 3's sliding-window layers stay masked while the logits are captured: the last
+    (full-attention) layer's captured logits give the probabilities eager attention reports."""
+    import numpy as np
+    import torch
+
+    from posbias_nb import models
+    from posbias_nb.measure import attention_logits
+
+    m, _, _ = models.load("gemma3-tiny", weights="random", seed=0)
+    assert m.config.sliding_window < 40
+    ids = torch.randint(0, 200, (1, 40), generator=torch.Generator().manual_seed(0))
+    lg = attention_logits(m, ids.numpy())  # (B, layers, heads, L)
+    m.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            att = m(ids, output_attentions=True).attentions
+    finally:
+        m.set_attn_implementation("sdpa")
+    ref = att[-1][0, :, -1].double().numpy()
+    got = torch.softmax(torch.as_tensor(lg[0, -1]).double(), -1).numpy()
+    np.testing.assert_allclose(got, ref, atol=1e-5)

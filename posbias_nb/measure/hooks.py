@@ -237,8 +237,14 @@ def attention_logits(model, input_ids) -> np.ndarray:
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     if ids.ndim == 1:
         ids = ids[None]
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
     if _CAPTURE not in AttentionInterface._global_mapping:
         AttentionInterface.register(_CAPTURE, _capture_attention)
+    if _CAPTURE not in AttentionMaskInterface._global_mapping:
+        # the masks built as for "sdpa": without a mask function of its own, a custom attention
+        # name gets no mask at all, and sliding-window layers (Gemma 3) would run unmasked
+        AttentionMaskInterface.register(_CAPTURE, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
     old = model.config._attn_implementation
     device = next(model.parameters()).device
     _captured.clear()

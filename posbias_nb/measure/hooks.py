@@ -50,6 +50,7 @@ import numpy as np
 from .._validate import positive_int
 from ..metrics import attention_share
 from ..models import decoder_layers, fix_falcon_eager_alibi
+from ..models.patches import register_attention
 
 __all__ = ["capture_model", "attention_logits", "n_heads"]
 
@@ -232,19 +233,11 @@ def attention_logits(model, input_ids) -> np.ndarray:
     numpy.ndarray, shape (B, n_layers, n_heads, L)
     """
     import torch
-    from transformers.modeling_utils import AttentionInterface
 
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     if ids.ndim == 1:
         ids = ids[None]
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-
-    if _CAPTURE not in AttentionInterface._global_mapping:
-        AttentionInterface.register(_CAPTURE, _capture_attention)
-    if _CAPTURE not in AttentionMaskInterface._global_mapping:
-        # the masks built as for "sdpa": without a mask function of its own, a custom attention
-        # name gets no mask at all, and sliding-window layers (Gemma 3) would run unmasked
-        AttentionMaskInterface.register(_CAPTURE, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    register_attention(_CAPTURE, _capture_attention)  # masks built as for "sdpa"
     old = model.config._attn_implementation
     device = next(model.parameters()).device
     _captured.clear()

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..metrics import monotone_channels
 from ..models import decoder_layers
+from ..models.patches import register_attention
 from ..models.remedies import row_probabilities
 
 __all__ = ["attention_rows", "positional_channel", "row_nll"]
@@ -56,17 +57,11 @@ def attention_rows(model, input_ids, start: int, chunk: int = 4) -> np.ndarray:
     ``AttentionInterface`` (Llama-like, Qwen2, Gemma 3).
     """
     import torch
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-    from transformers.modeling_utils import AttentionInterface
-
     ids = _ids(input_ids)
     B, L = ids.shape
     if not 0 <= int(start) < L:
         raise ValueError(f"start must be in 0..{L - 1}, got {start!r}")
-    if _TAP not in AttentionInterface._global_mapping:
-        AttentionInterface.register(_TAP, _tap_attention)
-    if _TAP not in AttentionMaskInterface._global_mapping:
-        AttentionMaskInterface.register(_TAP, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    register_attention(_TAP, _tap_attention)
     old = model.config._attn_implementation
     device = next(model.parameters()).device
     total = None

@@ -24,7 +24,7 @@ ALiBi measurements of chapter :ref:`ch-prediction`.
 from __future__ import annotations
 
 __all__ = ["rope_modules", "has_rope", "set_rope", "decoder_layers", "fix_falcon_eager_alibi",
-           "scale_attention_output"]
+           "scale_attention_output", "register_attention"]
 
 
 def rope_modules(model) -> list:
@@ -160,3 +160,20 @@ def scale_attention_output(model, residual_scale: float) -> None:
     with torch.no_grad():
         for p in projs:
             p.weight.div_(a)
+
+
+def register_attention(name: str, function, mask_like: str = "sdpa") -> str:
+    """Register ``function`` with transformers' ``AttentionInterface`` under ``name`` (once per
+    process, when first used; never on import), together with the attention-**mask** function
+    of ``mask_like``: a custom attention name without a mask function of its own gets no mask
+    at all, and sliding-window layers (Gemma 3) would run unmasked.  Returns ``name``, for
+    ``model.set_attn_implementation``.  Used by the remedies and by the hooks that read
+    attention inside the attention function."""
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+    from transformers.modeling_utils import AttentionInterface
+
+    if name not in AttentionInterface._global_mapping:
+        AttentionInterface.register(name, function)
+    if name not in AttentionMaskInterface._global_mapping:
+        AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[mask_like])
+    return name

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from .patches import decoder_layers, rope_modules
+from .patches import decoder_layers, register_attention, rope_modules
 
 __all__ = ["REMEDIES", "remedy", "check_applicable", "ms_poe_ratios", "middle_layers",
            "later_layers", "row_probabilities"]
@@ -371,18 +371,8 @@ def remedy(model, name: str, **params):
 
 
 def _register(base: str) -> str:
-    """Register the wrapper (once per process, when first used) under a name whose attention
-    mask is built as for ``base`` (so sliding windows and padding masks stay exactly as they
-    were)."""
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-    from transformers.modeling_utils import AttentionInterface
-
-    name = f"{_ATTN}_{base}"
-    if name not in AttentionInterface._global_mapping:
-        AttentionInterface.register(name, _remedy_attention)
-    if name not in AttentionMaskInterface._global_mapping:
-        AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[base])
-    return name
+    """The wrapper's name for a model whose kernel is ``base`` (its masks built as for it)."""
+    return register_attention(f"{_ATTN}_{base}", _remedy_attention, mask_like=base)
 
 
 def _eager_of(attn):

@@ -14,7 +14,7 @@ import numpy as np
 __all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasserstein",
            "monotone_channels", "attention_sharpness", "fit_theory",
            "peak_to_valley", "mean_position", "fit_alpha", "bootstrap", "attention_share", "auc",
-           "log_pearson", "robust_peak_to_valley", "spike_factors", "window_intervals",
+           "log_pearson", "robust_peak_to_valley", "single_arms", "spike_factors", "window_intervals",
            "profile_summary", "agreement_vs_floor", "prediction_scores", "self_spike",
            "paired_ptv_ratio", "decades", "is_mark", "spike_census"]
 
@@ -550,16 +550,69 @@ def spike_factors(p, half_width: int = 16) -> np.ndarray:
     return a / med
 
 
+def _interval(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
+              agreement: bool = False):
+    """The interval of this module's window statistics: :func:`posbias_nb.stats.bootstrap`.
+
+    Ratios, arms and paired differences (``agreement=False``): BCa with the small-sample
+    expansion, because the percentile :func:`bootstrap` covers only about 84--88% at the 5--8
+    windows the chapters use.
+
+    The agreement of a *mean* profile with a fixed reference (a correlation or a distance,
+    ``agreement=True``): percentile.  Such an estimand depends on how many windows are averaged
+    (more windows, less noise, closer agreement); a resample repeats windows, averages less noise
+    and so agrees less, and nearly every replicate falls below the estimate.  BCa's bias
+    correction then collapses the interval onto the top of the replicates (measured: zero width
+    for the RoPE on/off Pearson correlation), while the percentile interval stays below the
+    estimate: a cautious lower bound, which is what a claim "agrees at least this well" reads.
+    It is not a cautious *upper* bound: claims that need one are decided on a paired difference
+    (:func:`agreement_vs_floor`'s gaps), where the noise cancels.
+    """
+    from .stats import bootstrap as _stats_bootstrap
+
+    return _stats_bootstrap(statistic, *samples, n_boot=n_boot, level=level, seed=seed,
+                            method="percentile" if agreement else "bca")
+
+
+def single_arms(p) -> dict:
+    r"""The seed paper's single-position reading of a U: each end over the single smallest entry.
+
+    Chapters :ref:`ch-init` and :ref:`ch-after`.  Returns ``max_min`` (:func:`peak_to_valley`,
+    the largest over the smallest entry, what the seed reports), ``first_min`` (the first entry
+    over the smallest) and ``last_min`` (the last entry over the smallest).  Unlike
+    :func:`robust_peak_to_valley` these are decided by single positions: a one-token spike counts
+    in full, and so does a single low entry.
+
+    Raises
+    ------
+    ValueError
+        For a bad profile or a smallest entry of 0.
+
+    Examples
+    --------
+    >>> single_arms([8, 4, 1, 2, 4])
+    {'max_min': 8.0, 'first_min': 8.0, 'last_min': 4.0}
+    """
+    a = _profile("profile", p)
+    lo = a.min()
+    if lo <= 0:
+        raise ValueError("the profile reaches 0: the single-position arms are infinite")
+    return {"max_min": float(a.max() / lo), "first_min": float(a[0] / lo),
+            "last_min": float(a[-1] / lo)}
+
+
 def window_intervals(per_window, reference=None, *, ends: float = 0.02, n_boot: int = 2000,
                      level: float = 0.95, seed: int = 0) -> dict:
     r"""Bootstrap intervals over text windows for the statistics the verdicts rest on.
 
     Chapters :ref:`ch-init` and :ref:`ch-after`.  ``per_window`` is an (n, L) array, one
     measured profile per window of text; every statistic is computed on the **mean** profile of
-    a resample of windows (:func:`bootstrap`, windows resampled with replacement).  Returns a
-    dict of ``(estimate, low, high)`` tuples:
+    a resample of windows (:func:`posbias_nb.stats.bootstrap`, BCa with the small-sample
+    expansion, windows resampled with replacement).  Returns a dict of ``(estimate, low, high)``
+    tuples:
 
     - ``ptv``: :func:`robust_peak_to_valley` with ``ends``;
+    - ``max_min``, ``first_min``, ``last_min``: the single-position arms of :func:`single_arms`;
     - with a ``reference`` profile (length L, e.g. the theory's row with its :math:`\alpha`
       fitted once on all windows and held fixed): ``spearman`` and ``log_pearson`` between the
       mean profile and the reference.
@@ -573,13 +626,16 @@ def window_intervals(per_window, reference=None, *, ends: float = 0.02, n_boot: 
     if P.ndim != 2 or P.shape[0] < 2:
         raise ValueError(f"per_window must be (n >= 2, L), got shape {P.shape}")
     kw = dict(n_boot=n_boot, level=level, seed=seed)
-    out = {"ptv": bootstrap(lambda X: robust_peak_to_valley(X.mean(0), ends)[0], P, **kw)}
+    out = {"ptv": _interval(lambda X: robust_peak_to_valley(X.mean(0), ends)[0], P, **kw)}
+    for k in ("max_min", "first_min", "last_min"):
+        out[k] = _interval(lambda X, k=k: single_arms(X.mean(0))[k], P, **kw)
     if reference is not None:
         ref = _profile("reference", reference)
         if ref.size != P.shape[1]:
             raise ValueError(f"reference has {ref.size} positions, the windows {P.shape[1]}")
-        out["spearman"] = bootstrap(lambda X: spearman(X.mean(0), ref), P, **kw)
-        out["log_pearson"] = bootstrap(lambda X: log_pearson(X.mean(0), ref), P, **kw)
+        out["spearman"] = _interval(lambda X: spearman(X.mean(0), ref), P, agreement=True, **kw)
+        out["log_pearson"] = _interval(lambda X: log_pearson(X.mean(0), ref), P, agreement=True,
+                                       **kw)
     return out
 
 
@@ -593,7 +649,11 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
 
     - ``ptv`` and ``jmin``: :func:`robust_peak_to_valley` (``ends``) with its bootstrap interval
       over windows (``ptv_ci``, a tuple ``(estimate, low, high)``), and ``ptv_max`` the plain
-      largest-over-smallest ratio (decided by two single positions; for reference only);
+      largest-over-smallest ratio (decided by two single positions);
+    - the seed's single-position reading with intervals (:func:`single_arms`): ``max_min_ci``,
+      ``first_min_ci`` and ``last_min_ci``.  The robust ratio averages the first and last
+      ``ends`` of the positions (10 positions at L = 512), so it dilutes a one-token spike about
+      tenfold and its window grows with L; these arms do not;
     - ``first_mid`` and ``last_mid``: the first and last entry over the median of the middle
       region of :func:`regions` (the central half); ``head_mid``: the mean of the first 8 over
       the same median;
@@ -639,6 +699,8 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
                    first_mid_t=t[0] / tmid, last_mid_t=t[-1] / tmid)
     iv = window_intervals(P, t, ends=ends, n_boot=n_boot, seed=seed)
     out["ptv_ci"] = iv["ptv"]
+    for k in ("max_min", "first_min", "last_min"):
+        out[f"{k}_ci"] = iv[k]
     if t is not None:
         out["rho_ci"], out["log_pearson_ci"] = iv["spearman"], iv["log_pearson"]
         out["rho"] = iv["spearman"][0]
@@ -659,9 +721,16 @@ def agreement_vs_floor(same, fresh, other, *, n_boot: int = 2000, seed: int = 0)
       ``fresh``; ``floor_pearson`` and ``floor_spearman``: the same for ``same`` against
       ``fresh``;
     - ``gap_pearson`` and ``gap_spearman``: floor minus agreement (> 0: the change is visible
-      above probe noise).
+      above probe noise).  The gap is the statistic to decide on: both terms carry the same probe
+      noise, which cancels in the difference, while each correlation alone depends on how many
+      windows were averaged (more windows, less noise, higher correlation);
+    - ``ratio_pearson`` and ``ratio_spearman``: agreement over floor, the agreement corrected
+      for the probe noise (a disattenuated correlation: 1 when the change cannot be told from
+      re-measuring the original).
 
-    Each value is an ``(estimate, low, high)`` tuple of :func:`bootstrap`.
+    Each value is an ``(estimate, low, high)`` tuple of :func:`posbias_nb.stats.bootstrap`:
+    BCa for the gaps and ratios, percentile for the correlations themselves (see
+    :func:`_interval`: their estimand depends on the number of windows).
 
     Raises
     ------
@@ -682,8 +751,13 @@ def agreement_vs_floor(same, fresh, other, *, n_boot: int = 2000, seed: int = 0)
                                         - log_pearson(o.mean(0), f.mean(0))),
         "gap_spearman": lambda a, f, o: (spearman(a.mean(0), f.mean(0))
                                          - spearman(o.mean(0), f.mean(0))),
+        "ratio_pearson": lambda a, f, o: (log_pearson(o.mean(0), f.mean(0))
+                                          / log_pearson(a.mean(0), f.mean(0))),
+        "ratio_spearman": lambda a, f, o: (spearman(o.mean(0), f.mean(0))
+                                           / spearman(a.mean(0), f.mean(0))),
     }
-    return {k: bootstrap(s, A, F, O, **kw) for k, s in stats_.items()}
+    return {k: _interval(s, A, F, O, agreement=not k.startswith(("gap", "ratio")), **kw)
+            for k, s in stats_.items()}
 
 
 def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 1000,
@@ -696,7 +770,8 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
     measurement is resampled).  Returns ``{("rho", m): ci, ("w1", m): ci}`` for every prediction
     ``m`` and, for every ``(a, b)`` in ``pairs``, ``("dw1", a, b)``: :math:`W_1(a) - W_1(b)` and
     ``("drho", a, b)``: :math:`\rho(b) - \rho(a)` (both > 0 when ``b`` is the better
-    prediction).  Each ``ci`` is an ``(estimate, low, high)`` tuple of :func:`bootstrap`.
+    prediction).  Each ``ci`` is an ``(estimate, low, high)`` tuple of the percentile
+    :func:`posbias_nb.stats.bootstrap`: agreements of a mean profile, see :func:`_interval`.
 
     Raises
     ------
@@ -713,16 +788,19 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
     kw = dict(n_boot=n_boot, seed=seed)
     out = {}
     for m, q in preds.items():
-        out["rho", m] = bootstrap(lambda X, q=q: spearman(q, X.mean(0)), P, **kw)
-        out["w1", m] = bootstrap(lambda X, q=q: wasserstein(q, X.mean(0)), P, **kw)
+        out["rho", m] = _interval(lambda X, q=q: spearman(q, X.mean(0)), P, agreement=True, **kw)
+        out["w1", m] = _interval(lambda X, q=q: wasserstein(q, X.mean(0)), P, agreement=True,
+                                 **kw)
     for a, b in pairs:
         if a not in preds or b not in preds:
             raise ValueError(f"unknown prediction in pair {(a, b)!r}")
         qa, qb = preds[a], preds[b]
-        out["dw1", a, b] = bootstrap(
-            lambda X: wasserstein(qa, X.mean(0)) - wasserstein(qb, X.mean(0)), P, **kw)
-        out["drho", a, b] = bootstrap(
-            lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0)), P, **kw)
+        out["dw1", a, b] = _interval(
+            lambda X: wasserstein(qa, X.mean(0)) - wasserstein(qb, X.mean(0)), P,
+            agreement=True, **kw)
+        out["drho", a, b] = _interval(
+            lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0)), P, agreement=True,
+            **kw)
     return out
 
 
@@ -766,7 +844,8 @@ def paired_ptv_ratio(per_window_a, per_window_b, *, ends: float = 0.02, n_boot: 
                      seed: int = 0) -> tuple[float, float, float]:
     r"""How many times deeper the U of ``a`` is than that of ``b``, paired over windows:
     :math:`\mathrm{ptv}(\bar a) / \mathrm{ptv}(\bar b)` with :func:`robust_peak_to_valley` on the
-    mean profiles, and its :func:`bootstrap` interval (windows resampled jointly).
+    mean profiles, and its :func:`posbias_nb.stats.bootstrap` interval (BCa, windows resampled
+    jointly).
 
     Chapter :ref:`ch-after`: a pretrained model against its random-init twin reading the same
     token ids, the scale-free test of "deepened tenfold".
@@ -795,7 +874,7 @@ def paired_ptv_ratio(per_window_a, per_window_b, *, ends: float = 0.02, n_boot: 
     def ratio(X, Y):
         return robust_peak_to_valley(X.mean(0), ends)[0] / robust_peak_to_valley(Y.mean(0), ends)[0]
 
-    return bootstrap(ratio, A, B, n_boot=n_boot, seed=seed)
+    return _interval(ratio, A, B, n_boot=n_boot, seed=seed)
 
 
 def decades(ci, candidates=(1, 2, 3)) -> list[int]:

@@ -14,7 +14,7 @@ actually uses (a handful of seeds, windows or examples), which the tests check b
   :func:`posbias_nb.metrics.bootstrap`, bit for bit.
 * :func:`paired_test` -- exact sign-flip permutation test of paired differences.
 * :func:`holm` -- Holm's step-down adjustment when a chapter makes several comparisons.
-* :func:`decide` -- the verdict word.
+* :func:`decide` -- the verdict word; :func:`decide_all` -- one word for a claim made of parts.
 
 Measured coverage of a nominal 95% interval (simulations, see ``tests/test_stats.py``):
 the *t* interval 95.0% for normal data and ~94% for a moderately skewed population at n = 5, 6,
@@ -40,7 +40,7 @@ from scipy import special as _sp
 from ._validate import choice, positive_int
 
 __all__ = ["VERDICTS", "proportion_interval", "mean_interval", "bootstrap", "PairedTest",
-           "paired_test", "holm", "decide"]
+           "paired_test", "holm", "decide", "decide_all"]
 
 #: The verdict words, in the order the book's tables explain them.  :func:`decide` returns one of
 #: the first four (or ``"exact"`` when asked with ``exact=True``).
@@ -689,3 +689,43 @@ def decide(interval, threshold=0.0, direction: str = "greater", *, band=None,
     if exact:
         return "exact" if word == "holds" else "fails"
     return word
+
+
+def decide_all(words) -> str:
+    r"""One verdict for a claim made of several parts, each decided by :func:`decide`: "holds"
+    only when every part holds, "fails" when any part fails, "not testable" when any part cannot
+    be tested (and none fails), "inconclusive" otherwise.  Every part ``"exact"``: "exact"
+    (``"exact"`` counts as holding beside measured parts).
+
+    A claim such as "both models show a U" is the conjunction of its parts, so one failed part
+    refutes it and one undecided part leaves it undecided.
+
+    Raises
+    ------
+    ValueError
+        No words, or a word that is not one of :data:`VERDICTS`.
+
+    Examples
+    --------
+    >>> decide_all(["holds", "holds"])
+    'holds'
+    >>> decide_all(["holds", "inconclusive"])
+    'inconclusive'
+    >>> decide_all(["inconclusive", "fails"])
+    'fails'
+    >>> decide_all(["exact", "holds"])
+    'holds'
+    """
+    ws = list(words)
+    if not ws:
+        raise ValueError("decide_all needs at least one verdict word")
+    for w in ws:
+        if w not in VERDICTS:
+            raise ValueError(f"not a verdict word: {w!r} (expected one of {VERDICTS})")
+    if "fails" in ws:
+        return "fails"
+    if "not testable" in ws:
+        return "not testable"
+    if "inconclusive" in ws:
+        return "inconclusive"
+    return "exact" if all(w == "exact" for w in ws) else "holds"

@@ -394,3 +394,46 @@ def test_spike_census_finds_spikes_on_words_and_on_marks():
         metrics.spike_census(p, ids[:-1], words)
     with pytest.raises(ValueError, match="top"):
         metrics.spike_census(p, ids, words, top=L)
+
+
+def test_single_arms_are_decided_by_single_positions():
+    # a one-token spike at the end counts in full here, and only a twentieth in the robust ratio
+    p = np.ones(100)
+    p[-1] = 50.0
+    p[0] = 8.0
+    arms = metrics.single_arms(p)
+    assert arms == {"max_min": 50.0, "first_min": 8.0, "last_min": 50.0}
+    # the robust ratio averages the 2 end positions: (mean(8, 1) + mean(1, 50)) / 2 over 1
+    assert metrics.robust_peak_to_valley(p, 0.02)[0] == 15.0
+    with pytest.raises(ValueError, match="reaches 0"):
+        metrics.single_arms([1.0, 0.0, 2.0])
+    with pytest.raises(ValueError):
+        metrics.single_arms([1.0, -1.0])
+
+
+def test_window_intervals_carry_the_single_arms_with_bca():
+    rng = np.random.default_rng(0)
+    P = np.exp(rng.normal(0, 0.2, (8, 50))) * np.r_[20.0, np.ones(48), 40.0]
+    iv = metrics.window_intervals(P)
+    from posbias_nb import stats
+    for k in ("max_min", "first_min", "last_min"):
+        est, lo, hi = iv[k]
+        assert lo < est < hi
+        assert iv[k] == stats.bootstrap(lambda X, k=k: metrics.single_arms(X.mean(0))[k], P)
+    assert iv["last_min"] != stats.bootstrap(
+        lambda X: metrics.single_arms(X.mean(0))["last_min"], P, method="percentile")
+
+
+def test_agreement_vs_floor_gap_and_ratio():
+    rng = np.random.default_rng(1)
+    base = np.exp(-np.linspace(0, 3, 40))
+    same, fresh = (base * np.exp(rng.normal(0, 0.05, (8, 40))) for _ in range(2))
+    changed = base * np.linspace(1, 3, 40) * np.exp(rng.normal(0, 0.05, (8, 40)))
+    r = metrics.agreement_vs_floor(same, fresh, changed, n_boot=400)
+    # a real change: the gap lies above 0 and the disattenuated ratio below 1
+    assert r["gap_pearson"][1] > 0 and r["ratio_pearson"][2] < 1
+    assert r["ratio_pearson"][0] == pytest.approx(r["pearson"][0] / r["floor_pearson"][0])
+    # no change (the other model is the original with its own probes): the gap contains 0
+    other = base * np.exp(rng.normal(0, 0.05, (8, 40)))
+    r0 = metrics.agreement_vs_floor(same, fresh, other, n_boot=400)
+    assert r0["gap_pearson"][1] < 0 < r0["gap_pearson"][2]

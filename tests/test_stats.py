@@ -527,3 +527,16 @@ def test_decide_within_properties(a, b, c, e):
 def test_decide_rejects(args, kw, match):
     with pytest.raises(ValueError, match=match):
         stats.decide(*args, **kw)
+
+
+def test_decide_all_is_a_conjunction():
+    assert stats.decide_all(["holds"] * 3) == "holds"
+    assert stats.decide_all(["holds", "inconclusive", "holds"]) == "inconclusive"
+    assert stats.decide_all(["holds", "fails", "inconclusive"]) == "fails"
+    assert stats.decide_all(["holds", "not testable"]) == "not testable"
+    assert stats.decide_all(["exact", "exact"]) == "exact"
+    assert stats.decide_all(["exact", "holds"]) == "holds"
+    with pytest.raises(ValueError, match="at least one"):
+        stats.decide_all([])
+    with pytest.raises(ValueError, match="not a verdict word"):
+        stats.decide_all(["holds", "in part"])

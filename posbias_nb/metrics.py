@@ -613,6 +613,8 @@ def window_intervals(per_window, reference=None, *, ends: float = 0.02, n_boot: 
 
     - ``ptv``: :func:`robust_peak_to_valley` with ``ends``;
     - ``max_min``, ``first_min``, ``last_min``: the single-position arms of :func:`single_arms`;
+    - ``first_mid`` and ``last_mid``: the first and the last entry over the median of the middle
+      region of :func:`regions`;
     - with a ``reference`` profile (length L, e.g. the theory's row with its :math:`\alpha`
       fitted once on all windows and held fixed): ``spearman`` and ``log_pearson`` between the
       mean profile and the reference.
@@ -629,6 +631,9 @@ def window_intervals(per_window, reference=None, *, ends: float = 0.02, n_boot: 
     out = {"ptv": _interval(lambda X: robust_peak_to_valley(X.mean(0), ends)[0], P, **kw)}
     for k in ("max_min", "first_min", "last_min"):
         out[k] = _interval(lambda X, k=k: single_arms(X.mean(0))[k], P, **kw)
+    middle = regions(P.shape[1]).middle
+    out["first_mid"] = _interval(lambda X: X.mean(0)[0] / np.median(X.mean(0)[middle]), P, **kw)
+    out["last_mid"] = _interval(lambda X: X.mean(0)[-1] / np.median(X.mean(0)[middle]), P, **kw)
     if reference is not None:
         ref = _profile("reference", reference)
         if ref.size != P.shape[1]:
@@ -651,7 +656,7 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
       over windows (``ptv_ci``, a tuple ``(estimate, low, high)``), and ``ptv_max`` the plain
       largest-over-smallest ratio (decided by two single positions);
     - the seed's single-position reading with intervals (:func:`single_arms`): ``max_min_ci``,
-      ``first_min_ci`` and ``last_min_ci``.  The robust ratio averages the first and last
+      ``first_min_ci`` and ``last_min_ci``; ``first_mid_ci`` and ``last_mid_ci``.  The robust ratio averages the first and last
       ``ends`` of the positions (10 positions at L = 512), so it dilutes a one-token spike about
       tenfold and its window grows with L; these arms do not;
     - ``first_mid`` and ``last_mid``: the first and last entry over the median of the middle
@@ -699,7 +704,7 @@ def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,
                    first_mid_t=t[0] / tmid, last_mid_t=t[-1] / tmid)
     iv = window_intervals(P, t, ends=ends, n_boot=n_boot, seed=seed)
     out["ptv_ci"] = iv["ptv"]
-    for k in ("max_min", "first_min", "last_min"):
+    for k in ("max_min", "first_min", "last_min", "first_mid", "last_mid"):
         out[f"{k}_ci"] = iv[k]
     if t is not None:
         out["rho_ci"], out["log_pearson_ci"] = iv["spearman"], iv["log_pearson"]
@@ -841,14 +846,16 @@ def self_spike(profile, index: int) -> float:
 
 
 def paired_ptv_ratio(per_window_a, per_window_b, *, ends: float = 0.02, n_boot: int = 2000,
-                     seed: int = 0) -> tuple[float, float, float]:
+                     seed: int = 0, reading: str = "robust") -> tuple[float, float, float]:
     r"""How many times deeper the U of ``a`` is than that of ``b``, paired over windows:
     :math:`\mathrm{ptv}(\bar a) / \mathrm{ptv}(\bar b)` with :func:`robust_peak_to_valley` on the
     mean profiles, and its :func:`posbias_nb.stats.bootstrap` interval (BCa, windows resampled
     jointly).
 
     Chapter :ref:`ch-after`: a pretrained model against its random-init twin reading the same
-    token ids, the scale-free test of "deepened tenfold".
+    token ids, the scale-free test of "deepened tenfold".  ``reading="single"`` takes the seed's
+    largest-over-smallest single position (``max_min`` of :func:`single_arms`) instead of the
+    robust ratio.
 
     Returns
     -------
@@ -871,8 +878,17 @@ def paired_ptv_ratio(per_window_a, per_window_b, *, ends: float = 0.02, n_boot: 
         raise ValueError(f"per_window_a and per_window_b must share a shape (n >= 2, L), got "
                          f"{A.shape} and {B.shape}")
 
+    from ._validate import choice
+
+    choice("reading", reading, ("robust", "single"))
+
+    def ptv(X):
+        if reading == "single":
+            return single_arms(X.mean(0))["max_min"]
+        return robust_peak_to_valley(X.mean(0), ends)[0]
+
     def ratio(X, Y):
-        return robust_peak_to_valley(X.mean(0), ends)[0] / robust_peak_to_valley(Y.mean(0), ends)[0]
+        return ptv(X) / ptv(Y)
 
     return _interval(ratio, A, B, n_boot=n_boot, seed=seed)
 

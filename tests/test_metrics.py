@@ -437,3 +437,19 @@ def test_agreement_vs_floor_gap_and_ratio():
     other = base * np.exp(rng.normal(0, 0.05, (8, 40)))
     r0 = metrics.agreement_vs_floor(same, fresh, other, n_boot=400)
     assert r0["gap_pearson"][1] < 0 < r0["gap_pearson"][2]
+
+
+def test_paired_ptv_ratio_single_reading_follows_one_spike():
+    # a one-token spike at the end deepens the single-position reading tenfold, the robust one
+    # (ends averaged over 2% = 2 of 100 positions) far less
+    rng = np.random.default_rng(5)
+    L, n = 100, 8
+    base = np.exp(0.02 * rng.normal(size=(n, L))) * np.r_[5.0, np.ones(L - 2), 5.0]
+    spiked = base.copy()
+    spiked[:, -1] *= 10
+    single = metrics.paired_ptv_ratio(spiked, base, n_boot=300, reading="single")
+    robust = metrics.paired_ptv_ratio(spiked, base, n_boot=300)
+    assert single[0] == pytest.approx(10, rel=0.05) and single[1] > 5
+    assert robust[2] < 6
+    with pytest.raises(ValueError, match="reading"):
+        metrics.paired_ptv_ratio(base, base, reading="max")

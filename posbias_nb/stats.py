@@ -601,7 +601,8 @@ def by_unit(labels, unit, mixed: str = "mixed") -> dict:
     >>> by_unit(runs, lambda k: k[0])
     {'gpt2': True, 'mpt': 'mixed'}
     """
-    items = list(dict(labels).items())
+    items = [(run, lab.item() if isinstance(lab, np.generic) else lab)  # np.bool_ -> bool
+             for run, lab in dict(labels).items()]
     if not items:
         raise ValueError("by_unit needs at least one run, got none")
     if not callable(unit):

@@ -448,8 +448,9 @@ def test_by_unit_counts_a_model_only_when_all_its_runs_agree():
     # the counterexample: one disagreeing run is enough to withhold the model's label
     flags = {("a", 64): True, ("a", 128): False, ("b", 64): True}
     assert stats.by_unit(flags, lambda k: k[0]) == {"a": "mixed", "b": True}
-    # a bool and an int that compare equal are still different labels
+    # a bool and an int that compare equal are still different labels; a NumPy bool is a bool
     assert stats.by_unit({1: True, 2: 1}, lambda k: 0) == {0: "mixed"}
+    assert stats.by_unit({1: np.float64(0.3) > 0, 2: True}, lambda k: 0) == {0: True}
 
 
 @pytest.mark.parametrize("labels, unit, kw, match", [

@@ -14,6 +14,8 @@ actually uses (a handful of seeds, windows or examples), which the tests check b
   :func:`posbias_nb.metrics.bootstrap`, bit for bit.
 * :func:`paired_test` -- exact sign-flip permutation test of paired differences.
 * :func:`holm` -- Holm's step-down adjustment when a chapter makes several comparisons.
+* :func:`by_unit` and :func:`count_decide` -- counting independent units (models, not the
+  runs that share their weights) and the count rule for a claim graded unit by unit.
 * :func:`decide` -- the verdict word; :func:`decide_all` -- one word for a claim made of parts.
 
 Measured coverage of a nominal 95% interval (simulations, see ``tests/test_stats.py``):
@@ -40,7 +42,7 @@ from scipy import special as _sp
 from ._validate import choice, positive_int
 
 __all__ = ["VERDICTS", "proportion_interval", "mean_interval", "bootstrap", "PairedTest",
-           "paired_test", "holm", "decide", "decide_all"]
+           "paired_test", "holm", "by_unit", "count_decide", "decide", "decide_all"]
 
 #: The verdict words, in the order the book's tables explain them.  :func:`decide` returns one of
 #: the first four (or ``"exact"`` when asked with ``exact=True``).
@@ -561,6 +563,97 @@ def holm(pvalues) -> np.ndarray:
     out = np.empty(m)
     out[order] = adj
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# counting independent units
+# --------------------------------------------------------------------------------------------
+def by_unit(labels, unit, mixed: str = "mixed") -> dict:
+    r"""One label per independent unit from the labels of its runs: the runs' common label when
+    they all agree, else ``mixed``.
+
+    Chapter :ref:`ch-prediction`: runs that share weights (one model read at two lengths) are
+    not independent, so the chapter counts *models*, not runs, and a model counts as, say,
+    "closer" only if every one of its runs is.
+
+    Parameters
+    ----------
+    labels : mapping
+        Run -> label (a bool or a string such as ``"good"``), in the order to keep.
+    unit : callable
+        Run -> its unit (e.g. ``lambda k: k[:2]`` for runs keyed ``(model, weights, L)``).
+    mixed : str
+        The label of a unit whose runs disagree; must not be one of the runs' labels.
+
+    Returns
+    -------
+    dict
+        Unit -> label, units in the order of their first run.
+
+    Raises
+    ------
+    ValueError
+        No runs, ``unit`` not callable, or ``mixed`` equal to a run's label.
+
+    Examples
+    --------
+    >>> runs = {("gpt2", 64): True, ("gpt2", 128): True, ("mpt", 64): True, ("mpt", 128): False}
+    >>> by_unit(runs, lambda k: k[0])
+    {'gpt2': True, 'mpt': 'mixed'}
+    """
+    items = [(run, lab.item() if isinstance(lab, np.generic) else lab)  # np.bool_ -> bool
+             for run, lab in dict(labels).items()]
+    if not items:
+        raise ValueError("by_unit needs at least one run, got none")
+    if not callable(unit):
+        raise ValueError(f"unit must be a function run -> unit, got {unit!r}")
+    seen = {lab for _, lab in items}
+    if any(type(lab) is type(mixed) and lab == mixed for lab in seen):
+        raise ValueError(f"mixed={mixed!r} is also a run's label; choose another")
+    out: dict = {}
+    for run, lab in items:
+        u = unit(run)
+        if u not in out:
+            out[u] = lab
+        elif out[u] != lab or type(out[u]) is not type(lab):
+            out[u] = mixed
+    return out
+
+
+def count_decide(shown: int, opposite: int, n: int) -> str:
+    r"""The verdict word for a claim graded unit by unit (e.g. model by model): a count rule
+    declared before the data.
+
+    Each of ``n`` independent units either shows the claim (its interval excludes the null in
+    the claimed direction, in every one of its runs: :func:`by_unit`), shows the opposite, or
+    neither.  The claim
+
+    - ``"holds"`` when every unit shows it (``shown == n``);
+    - ``"fails"`` when more than half of the units show the opposite (``opposite > n / 2``);
+    - ``"inconclusive"`` otherwise (some units undecided, mixed or disagreeing).
+
+    Chapter :ref:`ch-prediction` (its verdicts over models).
+
+    Raises
+    ------
+    ValueError
+        Counts that are not integers >= 0, ``n < 1``, or ``shown + opposite > n``.
+
+    Examples
+    --------
+    >>> count_decide(5, 0, 5), count_decide(1, 3, 5), count_decide(3, 1, 5)
+    ('holds', 'fails', 'inconclusive')
+    """
+    n = positive_int("n", n)
+    shown = positive_int("shown", shown, minimum=0)
+    opposite = positive_int("opposite", opposite, minimum=0)
+    if shown + opposite > n:
+        raise ValueError(f"shown + opposite must be at most n = {n}, got {shown} + {opposite}")
+    if shown == n:
+        return "holds"
+    if 2 * opposite > n:
+        return "fails"
+    return "inconclusive"
 
 
 # --------------------------------------------------------------------------------------------

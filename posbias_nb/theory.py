@@ -25,7 +25,7 @@ from fractions import Fraction
 from itertools import combinations_with_replacement
 
 import numpy as np
-from scipy.special import gammainc, gammaln
+from scipy.special import gammainc, gammaln, logsumexp
 
 from ._validate import exact_fraction, positive_int, unit_interval_float
 
@@ -43,6 +43,8 @@ __all__ = [
     "dead_zone_asymptotic",
     "influence_ratios",
     "log_column_sums",
+    "log_column_l2",
+    "column_l2",
     "arm_ratio",
     "arm_ratio_approx",
     "converges_to",
@@ -580,6 +582,115 @@ def log_column_sums(L: int, depth: int, alpha=1.0) -> np.ndarray:
     for v in _log_recursion(np.zeros(L), depth, a):
         pass
     return v
+
+
+def _column_args(L, depth, positions):
+    """Checked ``L``, ``depth`` and the 0-indexed columns for 1-indexed ``positions``."""
+    L = positive_int("L", L)
+    depth = positive_int("depth", depth, minimum=0)
+    if positions is None:
+        return L, depth, np.arange(L)
+    try:
+        pos = [positive_int("positions", j) for j in np.atleast_1d(positions).tolist()]
+    except TypeError:
+        raise ValueError(f"positions must be integers in 1..L={L}, got {positions!r}") from None
+    if not pos or any(j > L for j in pos):
+        raise ValueError(f"positions must be integers in 1..L={L}, got {positions!r}")
+    return L, depth, np.asarray(pos) - 1
+
+
+def log_column_l2(L: int, depth: int, alpha=1.0, positions=None) -> np.ndarray:
+    r"""Natural log of the column :math:`\ell_2` norms :math:`\sqrt{\sum_i (N^H)_{ij}^2}`.
+
+    Chapter :ref:`ch-residual`, :eq:`eq-column-l2`: the next-token-loss gradient when the
+    per-output gradients are *independent* (equal size, random directions), so that they add in
+    quadrature; :func:`log_column_sums` is the reading where they are identical and add linearly.
+    Column ``j`` of :math:`N^H` is :math:`N^H e_j`; one step
+    :math:`v \leftarrow (1-\alpha) v + \alpha M v` is a prefix sum,
+    :math:`(Mv)_i = \frac1i \sum_{k \le i} v_k`, computed in log space (no intermediate
+    underflow), so ``k`` columns cost :math:`O(L H k)`.  :func:`column_l2` with ``exact=True``
+    gives the same norms in exact arithmetic.
+
+    Parameters
+    ----------
+    L, depth, alpha
+        As :func:`influence`.
+    positions : int or sequence of int, optional
+        1-indexed columns to compute (default: all ``L``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One log norm per requested column, in the order given.
+
+    Raises
+    ------
+    ValueError
+        For ``L < 1``, ``depth < 0``, ``alpha`` outside [0, 1], or a position outside ``1..L``.
+
+    Examples
+    --------
+    >>> np.exp(log_column_l2(2, 1)).round(4).tolist()  # M = [[1, 0], [1/2, 1/2]]
+    [1.118, 0.5]
+    >>> round(float(np.exp(log_column_l2(8, 3, 0.5, positions=8)[0])), 6)  # (1 - a + a/L)^H
+    0.177979
+    """
+    L, depth, cols = _column_args(L, depth, positions)
+    a = unit_interval_float("alpha", alpha)
+    log_keep, log_a = _log_alpha_terms(a)
+    log_i = np.log(np.arange(1, L + 1, dtype=np.float64))[:, None]
+    X = np.full((L, cols.size), -np.inf)
+    X[cols, np.arange(cols.size)] = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(depth if a > 0.0 else 0):
+            s = np.logaddexp.accumulate(X, axis=0) - log_i
+            X = s if a == 1.0 else np.logaddexp(log_keep + X, log_a + s)
+    return 0.5 * logsumexp(2.0 * X, axis=0)
+
+
+def column_l2(L: int, depth: int, alpha=1.0, exact: bool = False, positions=None):
+    r"""The column :math:`\ell_2` norms :math:`\sqrt{\sum_i (N^H)_{ij}^2}`, float or exact.
+
+    Chapter :ref:`ch-residual`, :eq:`eq-column-l2` (see :func:`log_column_l2` for the reading).
+
+    With ``exact=False`` a float64 array, ``exp`` of :func:`log_column_l2` (a norm below the
+    float64 range rounds to 0; use the log form at large depth).  With ``exact=True`` the same
+    prefix-sum recursion in exact rational arithmetic (``alpha`` as in :func:`influence`), and
+    each norm the SymPy number ``sqrt(q)`` of the exact rational sum of squares ``q``; meant for
+    small ``L`` (:math:`O(L^2 H)` rational operations for all columns).
+
+    Raises
+    ------
+    ValueError
+        As :func:`log_column_l2`.
+
+    Examples
+    --------
+    >>> column_l2(2, 1, exact=True)  # columns (1, 1/2) and (0, 1/2)
+    [sqrt(5)/2, 1/2]
+    >>> column_l2(3, 2, alpha="1/2", exact=True, positions=[3])  # (1 - 1/2 + 1/6)^2
+    [4/9]
+    """
+    if not exact:
+        return np.exp(log_column_l2(L, depth, alpha, positions))
+    import sympy as sp
+
+    L, depth, cols = _column_args(L, depth, positions)
+    a = exact_fraction("alpha", alpha)
+    keep = 1 - a
+    out = []
+    for c in cols.tolist():
+        v = [Fraction(0)] * L
+        v[c] = Fraction(1)
+        for _ in range(depth):
+            acc, new = Fraction(0), [Fraction(0)] * L
+            for i in range(L):  # prefix sums of v_k, divided by i
+                acc += v[i]
+                new[i] = keep * v[i] + a * acc / (i + 1)
+            v = new
+        q = sum(x * x for x in v)
+        out.append(sp.sqrt(sp.Rational(q.numerator, q.denominator)))
+    return out
 
 
 def _arm_args(L, depth, alpha):

@@ -435,6 +435,56 @@ def test_holm_rejects(bad):
 
 
 # --------------------------------------------------------------------------------------------
+# counting independent units
+# --------------------------------------------------------------------------------------------
+def test_by_unit_counts_a_model_only_when_all_its_runs_agree():
+    runs = {("gpt2", "random", 64): "good", ("gpt2", "random", 128): "good",
+            ("mpt", "random", 64): "bad", ("mpt", "random", 128): "unclear",
+            ("smol", "pretrained", 128): "bad"}
+    out = stats.by_unit(runs, lambda k: k[:2])
+    assert out == {("gpt2", "random"): "good", ("mpt", "random"): "mixed",
+                   ("smol", "pretrained"): "bad"}
+    assert list(out) == [("gpt2", "random"), ("mpt", "random"), ("smol", "pretrained")]
+    # the counterexample: one disagreeing run is enough to withhold the model's label
+    flags = {("a", 64): True, ("a", 128): False, ("b", 64): True}
+    assert stats.by_unit(flags, lambda k: k[0]) == {"a": "mixed", "b": True}
+    # a bool and an int that compare equal are still different labels; a NumPy bool is a bool
+    assert stats.by_unit({1: True, 2: 1}, lambda k: 0) == {0: "mixed"}
+    assert stats.by_unit({1: np.float64(0.3) > 0, 2: True}, lambda k: 0) == {0: True}
+
+
+@pytest.mark.parametrize("labels, unit, kw, match", [
+    ({}, lambda k: k, {}, "at least one run"),
+    ({1: True}, "model", {}, "unit must be a function"),
+    ({1: "mixed"}, lambda k: k, {}, "mixed='mixed' is also"),
+    ({1: "a", 2: "b"}, lambda k: k, dict(mixed="b"), "mixed='b' is also")])
+def test_by_unit_rejects(labels, unit, kw, match):
+    with pytest.raises(ValueError, match=match):
+        stats.by_unit(labels, unit, **kw)
+
+
+def test_count_decide_rule():
+    assert stats.count_decide(5, 0, 5) == "holds"
+    assert stats.count_decide(4, 0, 5) == "inconclusive"  # one unit undecided: not every unit
+    assert stats.count_decide(0, 3, 5) == "fails" and stats.count_decide(2, 3, 5) == "fails"
+    assert stats.count_decide(0, 2, 4) == "inconclusive"  # half is not a majority
+    assert stats.count_decide(0, 0, 3) == "inconclusive"
+    assert stats.count_decide(1, 0, 1) == "holds" and stats.count_decide(0, 1, 1) == "fails"
+    # every word of the rule is reachable, and only those three
+    words = {stats.count_decide(s, o, n) for n in range(1, 7) for s in range(n + 1)
+             for o in range(n - s + 1)}
+    assert words == {"holds", "fails", "inconclusive"}
+
+
+@pytest.mark.parametrize("args, match", [
+    ((3, 3, 5), "at most n"), ((-1, 0, 5), "shown must be"), ((0, 1.5, 5), "opposite must be"),
+    ((0, 0, 0), "n must be"), ((True, 0, 2), "shown must be")])
+def test_count_decide_rejects(args, match):
+    with pytest.raises(ValueError, match=match):
+        stats.count_decide(*args)
+
+
+# --------------------------------------------------------------------------------------------
 # decide
 # --------------------------------------------------------------------------------------------
 def test_decide_every_word_reachable():

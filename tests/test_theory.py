@@ -255,6 +255,59 @@ def test_column_sums_exact_and_last_token_gets_least():
         assert np.all(np.diff(c) <= 1e-12) and int(np.argmin(c)) == 511
 
 
+@pytest.mark.parametrize("alpha", ["1", "1/2", "3/10", "0"])
+@pytest.mark.parametrize("H", [0, 1, 2, 4])
+def test_column_l2_exact_against_explicit_matrix_power(alpha, H):
+    # brute force: form N^H with SymPy and take the l2 norm of every column
+    L = 6
+    a = sp.Rational(alpha)
+    N = (1 - a) * sp.eye(L) + a * theory.cesaro(L, exact=True)
+    P = N**H
+    brute = [sp.sqrt(sum(P[i, j] ** 2 for i in range(L))) for j in range(L)]
+    exact = theory.column_l2(L, H, alpha, exact=True)
+    assert all(sp.simplify(e - b) == 0 for e, b in zip(exact, brute))
+    assert theory.column_l2(L, H, alpha, exact=True, positions=[5, 2]) == [exact[4], exact[1]]
+    np.testing.assert_allclose(theory.column_l2(L, H, alpha), [float(b) for b in brute],
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0])
+def test_log_column_l2_against_numpy_matrix_power(alpha):
+    L, H = 40, 7
+    P = np.linalg.matrix_power((1 - alpha) * np.eye(L) + alpha * theory.cesaro(L), H)
+    brute = np.sqrt((P**2).sum(0))
+    np.testing.assert_allclose(np.exp(theory.log_column_l2(L, H, alpha)), brute, rtol=1e-11)
+    # the other reading adds the same entries linearly: l1 / sqrt(L - j + 1) <= l2 <= l1
+    col_sum = np.exp(theory.log_column_sums(L, H, alpha))
+    assert np.all(brute <= col_sum * (1 + 1e-12))
+    assert np.all(brute * np.sqrt(np.arange(L, 0, -1)) >= col_sum * (1 - 1e-12))
+    # the last column has one entry, (1 - a + a/L)^H
+    assert np.exp(theory.log_column_l2(L, H, alpha, positions=L)[0]) == pytest.approx(
+        (1 - alpha + alpha / L) ** H, rel=1e-12)
+
+
+def test_log_column_l2_far_below_float_range():
+    # alpha = 1, H = 120: the last column is L^-H = 1e-360, below float64; its log is exact
+    lg = theory.log_column_l2(1000, 120, 1.0, positions=[1000, 500])
+    assert lg[0] == pytest.approx(-120 * np.log(1000), rel=1e-12)
+    assert np.isfinite(lg[1])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(L=0, depth=2), "L must be"), (dict(L=4, depth=-1), "depth must be"),
+    (dict(L=4, depth=2.5), "depth must be"), (dict(L=4, depth=2, alpha=1.5), "alpha must"),
+    (dict(L=4, depth=2, positions=5), "positions must"),
+    (dict(L=4, depth=2, positions=[0, 1]), "positions must"),
+    (dict(L=4, depth=2, positions=[]), "positions must"),
+    (dict(L=4, depth=2, positions=[1.5]), "positions must")])
+@pytest.mark.parametrize("fn", ["log_column_l2", "column_l2", "column_l2_exact"])
+def test_column_l2_rejects_bad_input(kwargs, match, fn):
+    f = {"log_column_l2": theory.log_column_l2, "column_l2": theory.column_l2,
+         "column_l2_exact": lambda **k: theory.column_l2(exact=True, **k)}[fn]
+    with pytest.raises(ValueError, match=match):
+        f(**kwargs)
+
+
 @pytest.mark.parametrize("L", [2, 3, 8, 64, 1024, 4096])
 @pytest.mark.parametrize("H", [1, 2, 5, 16, 32, 64])
 @pytest.mark.parametrize("alpha", [0.05, 0.3, 0.5, 0.9, 0.99, 1.0])

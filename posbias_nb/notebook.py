@@ -166,9 +166,10 @@ def verdict_markdown(rows) -> str:
     return "\n".join(lines)
 
 
-#: The sphinx-design colour of each decision word's badge (``sd-bg-<colour>``).
-BADGE_STYLE = {"holds": "success", "exact": "primary", "fails": "danger",
-               "inconclusive": "warning", "not testable": "secondary"}
+#: The CSS class of each decision word's badge; its colour is set in ``_assets/posbias.css``,
+#: the same as the word's colour in the overview figure (:data:`posbias_nb.plots.VERDICT_COLORS`).
+BADGE_STYLE = {w: "posbias-verdict-" + w.replace(" ", "-")
+               for w in ("holds", "fails", "inconclusive", "not testable", "exact")}
 #: The badge of a row whose verdict has no decision word: the reader must read the row.
 NO_DECISION = "see text"
 _EFFECT_KEYS = ("interval", "threshold", "direction", "band", "testable", "exact", "scale")
@@ -219,9 +220,10 @@ def decision(row) -> tuple[str | None, str]:
 
 
 class Badge:
-    """A coloured badge for a decision word: HTML with sphinx-design's badge classes (the
-    ``{bdg-success}`` role's look) for the website, the bare word as plain text elsewhere.
-    Glued by :func:`verdict_table` and pasted across documents with the ``{glue}`` role."""
+    """A coloured badge for a decision word: HTML for the website (sphinx-design's badge shape,
+    ``sd-badge``, coloured by the book's ``_assets/posbias.css``), the bare word as plain text
+    elsewhere.  Glued by :func:`verdict_table` and pasted across documents with the ``{glue}``
+    role, which pastes the HTML."""
 
     def __init__(self, word: str | None):
         from . import stats
@@ -235,10 +237,8 @@ class Badge:
         return self.word if self.word is not None else NO_DECISION
 
     def _repr_html_(self) -> str:
-        colour = BADGE_STYLE.get(self.word, "light")
-        slug = (self.word or "none").replace(" ", "-")
-        return (f'<span class="sd-sphinx-override sd-badge sd-bg-{colour} '
-                f'sd-bg-text-{colour} posbias-verdict posbias-verdict-{slug}">{self.text}</span>')
+        cls = BADGE_STYLE.get(self.word, "posbias-verdict-none")
+        return f'<span class="sd-badge posbias-verdict {cls}">{self.text}</span>'
 
     def __repr__(self) -> str:
         return self.text

@@ -101,10 +101,10 @@ def force_figure(L: int, profiles: dict, x, y, xlabel: str, *, color: int = 0,
     return fig, (ax, ax2)
 
 
-#: The colour of each decision word in :func:`verdict_overview` (close to the badges' colours);
-#: ``None``: a verdict without a decision word.
-VERDICT_COLORS = {"holds": "#27ae60", "exact": "#1b4f72", "fails": "#c0392b",
-                  "inconclusive": "#d68910", "not testable": "#5d6d7e", None: "#aab7b8"}
+#: The colour of each decision word in :func:`verdict_overview`, the same as its badge's in the
+#: introduction's table (``_assets/posbias.css``); ``None``: a verdict without a decision word.
+VERDICT_COLORS = {"holds": "#1e8449", "exact": "#1b4f72", "fails": "#c0392b",
+                  "inconclusive": "#ad6800", "not testable": "#5d6d7e", None: "#aab7b8"}
 
 
 def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 62):
@@ -155,6 +155,9 @@ def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 62):
         drawn.add(word)
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xscale("symlog", linthresh=linthresh)
+    ends = [abs(float(v)) for r in rows if r.get("margin") is not None for v in r["margin"]]
+    reach = 3 * max(ends + [10 * linthresh])  # room for the dots at the ends, both sides
+    ax.set_xlim(-reach, reach)
     ax.set_yticks(range(n - 1, -1, -1), labels, fontsize=7)
     for tick, r in zip(ax.get_yticklabels(), rows):
         tick.set_color(VERDICT_COLORS[r.get("decision")])

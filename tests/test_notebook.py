@@ -33,7 +33,7 @@ def test_verdict_table_glues_every_cell(monkeypatch):
     badge = got.pop("v_x_u_badge")
     assert got == {"v_x_u_claim": "U", "v_x_u_paper": "yes", "v_x_u_measured": "9 [8, 10]",
                    "v_x_u_verdict": "holds", "v_x_u_explanation": "", "v_x_u_est": 9.0}
-    assert badge.word == "holds" and "sd-bg-success" in badge._repr_html_()
+    assert badge.word == "holds" and "posbias-verdict-holds" in badge._repr_html_()
     with pytest.raises(ValueError, match="distinct keys"):
         notebook.verdict_table(rows + rows, "v_x")
 
@@ -134,10 +134,10 @@ def test_decision_field_is_validated():
 def test_badge_html_and_text():
     b = notebook.Badge("not testable")
     assert repr(b) == "not testable"
-    assert 'class="sd-sphinx-override sd-badge sd-bg-secondary' in b._repr_html_()
-    assert "posbias-verdict-not-testable" in b._repr_html_()
+    assert b._repr_html_() == ('<span class="sd-badge posbias-verdict '
+                               'posbias-verdict-not-testable">not testable</span>')
     none = notebook.Badge(None)
-    assert repr(none) == notebook.NO_DECISION and "sd-bg-light" in none._repr_html_()
+    assert repr(none) == notebook.NO_DECISION and "posbias-verdict-none" in none._repr_html_()
     with pytest.raises(ValueError):
         notebook.Badge("partly")
 
@@ -245,3 +245,22 @@ def test_verdict_overview_draws_every_row():
                                      margin=(1.0, 2.0, 3.0))])
     with pytest.raises(ValueError, match="at least one"):
         plots.verdict_overview([])
+
+
+def test_badge_colours_are_the_figures_and_the_css_is_served():
+    """Every badge class has its colour in _assets/posbias.css, the same as the word's colour in
+    the overview figure, and the book's configuration serves that file."""
+    import re
+    from pathlib import Path
+
+    from posbias_nb import plots, stats
+
+    root = Path(__file__).resolve().parents[1]
+    css = (root / "_assets" / "posbias.css").read_text()
+    assert re.search(r'html_css_files:\s*\["posbias.css"\]', (root / "_config.yml").read_text())
+    assert set(notebook.BADGE_STYLE) == set(stats.VERDICTS)
+    for word in stats.VERDICTS:
+        rule = re.search(r"\." + notebook.BADGE_STYLE[word] + r"\s*{([^}]*)}", css)
+        assert rule, word
+        assert plots.VERDICT_COLORS[word] in rule.group(1), word
+    assert re.search(r"\.posbias-verdict-none\s*{", css)

@@ -698,15 +698,12 @@ def margin(interval, threshold=0.0, direction: str = "greater", *, band=None, sc
     ``"inconclusive"`` otherwise.  The book's overview of the verdicts (chapter
     :ref:`ch-verdicts`) draws every claim on this one axis.
 
-    For a value :math:`x`, threshold :math:`t` and band :math:`(a, b)`:
+    For a value :math:`x`, threshold :math:`t`, band :math:`(a, b)` and scale :math:`s`, the
+    signed distance :math:`m(x)` is
 
-    ============  ========================================  ==========================
-    direction     signed distance :math:`m(x)`              default ``scale``
-    ============  ========================================  ==========================
-    greater       :math:`(x - t) / s`                       :math:`|t|`
-    less          :math:`(t - x) / s`                       :math:`|t|`
-    within        :math:`\min(x - a,\ b - x) / s`          :math:`(b - a) / 2`
-    ============  ========================================  ==========================
+    * ``"greater"``: :math:`(x - t) / s`, with :math:`s = |t|` by default;
+    * ``"less"``: :math:`(t - x) / s`, with :math:`s = |t|` by default;
+    * ``"within"``: :math:`\min(x - a,\ b - x) / s`, with :math:`s = (b - a) / 2` by default.
 
     The returned interval is the range of :math:`m` over ``[low, high]`` and the estimate is
     :math:`m(\text{estimate})`.  A threshold of 0 has no size of its own: give ``scale`` (the

@@ -264,3 +264,29 @@ def test_badge_colours_are_the_figures_and_the_css_is_served():
         assert rule, word
         assert plots.VERDICT_COLORS[word] in rule.group(1), word
     assert re.search(r"\.posbias-verdict-none\s*{", css)
+
+
+def test_overview_page_is_read_again_after_any_change():
+    """The Sphinx hook (_ext/posbias_sphinx.py) marks book/verdicts and book/intro outdated
+    whenever another page is read again, and only then; the overview is last in sorted order
+    (read after every chapter) and last in the table of contents."""
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("posbias_sphinx",
+                                                  root / "_ext" / "posbias_sphinx.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    env = SimpleNamespace(found_docs={"book/intro", "book/cesaro", ext.OVERVIEW})
+    both = ["book/intro", ext.OVERVIEW]
+    assert ext._reread_overview(None, env, set(), {"book/cesaro"}, set()) == both
+    assert ext._reread_overview(None, env, set(), set(), {"book/old"}) == both
+    assert ext._reread_overview(None, env, set(), set(), set()) == []
+    assert ext._reread_overview(None, env, set(), {ext.OVERVIEW, "book/intro"}, set()) == []
+    docs = sorted(p.stem for p in (root / "book").glob("*.md"))
+    assert "book/" + docs[-1] == ext.OVERVIEW
+    toc = [line.split("file:")[1].strip() for line in (root / "_toc.yml").read_text().splitlines()
+           if "file:" in line]
+    assert toc[-1] == ext.OVERVIEW

@@ -158,6 +158,14 @@ def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 62):
     ends = [abs(float(v)) for r in rows if r.get("margin") is not None for v in r["margin"]]
     reach = 3 * max(ends + [10 * linthresh])  # room for the dots at the ends, both sides
     ax.set_xlim(-reach, reach)
+    # ticks at 0 and at most four decades each side, labelled 10^k
+    lo_k, hi_k = int(np.ceil(np.log10(linthresh))), int(np.floor(np.log10(reach)))
+    step = max(1, int(np.ceil((hi_k - lo_k + 1) / 4)))
+    ks = list(range(hi_k, lo_k - 1, -step))[::-1]
+    ticks = [-(10.0 ** k) for k in ks[::-1]] + [0.0] + [10.0 ** k for k in ks]
+    ax.set_xticks(ticks, [f"$-10^{{{k}}}$" for k in ks[::-1]] + ["0"]
+                  + [f"$10^{{{k}}}$" for k in ks])
+    ax.minorticks_off()
     ax.set_yticks(range(n - 1, -1, -1), labels, fontsize=7)
     for tick, r in zip(ax.get_yticklabels(), rows):
         tick.set_color(VERDICT_COLORS[r.get("decision")])

@@ -3,11 +3,13 @@ the Markdown tables and the verdict tables."""
 from __future__ import annotations
 
 import numbers
+from pathlib import Path
 
 import numpy as np
 
 __all__ = ["glue", "interval", "bold_best", "markdown_table", "verdict_markdown",
-           "verdict_table", "VERDICT_COLUMNS"]
+           "verdict_table", "VERDICT_COLUMNS", "decision", "Badge", "BADGE_STYLE", "NO_DECISION",
+           "verdict_dir", "write_verdict_record", "read_verdict_records"]
 
 
 _GLUED: dict = {}
@@ -164,31 +166,245 @@ def verdict_markdown(rows) -> str:
     return "\n".join(lines)
 
 
+#: The CSS class of each decision word's badge; its colour is set in ``_assets/posbias.css``,
+#: the same as the word's colour in the overview figure (:data:`posbias_nb.plots.VERDICT_COLORS`).
+BADGE_STYLE = {w: "posbias-verdict-" + w.replace(" ", "-")
+               for w in ("holds", "fails", "inconclusive", "not testable", "exact")}
+#: The badge of a row whose verdict has no decision word: the reader must read the row.
+NO_DECISION = "see text"
+_EFFECT_KEYS = ("interval", "threshold", "direction", "band", "testable", "exact", "scale")
+
+
+def decision(row) -> tuple[str | None, str]:
+    """The decision word of a verdict row and the explanation that follows it.
+
+    The word is the row's ``decision`` field when it has one (it must be one of
+    :data:`posbias_nb.stats.VERDICTS`), else the verdict's leading word when that is one of them
+    (``"holds; the valley sits late"`` -> ``("holds", "the valley sits late")``), else None (the
+    explanation is then the whole verdict).  Punctuation between the word and the explanation
+    is dropped.  Used by :func:`verdict_table` for the badges of the introduction's table.
+
+    Raises
+    ------
+    ValueError
+        A ``decision`` that is not a verdict word, or one that contradicts the verdict's own
+        leading word.
+
+    Examples
+    --------
+    >>> decision(dict(verdict="fails at L = 512: the spike is late"))
+    ('fails', 'at L = 512: the spike is late')
+    >>> decision(dict(verdict="holdsworth"))
+    (None, 'holdsworth')
+    >>> decision(dict(verdict="in part: both ends stay", decision="inconclusive"))
+    ('inconclusive', 'in part: both ends stay')
+    """
+    from . import stats
+
+    text = str(row.get("verdict", "")).strip()
+    lead, rest = None, text
+    for w in sorted(stats.VERDICTS, key=len, reverse=True):  # "not testable" before shorter
+        if text.startswith(w) and (len(text) == len(w) or not text[len(w)].isalnum()):
+            lead, rest = w, text[len(w):].lstrip(" ;,:.-\u2013\u2014").strip()
+            break
+    if "decision" in row:
+        word = row["decision"]
+        if word not in stats.VERDICTS:
+            raise ValueError(f"verdict row {row.get('key')!r}: decision must be one of "
+                             f"{stats.VERDICTS}, got {word!r}")
+        if lead is not None and lead != word:
+            raise ValueError(f"verdict row {row.get('key')!r}: decision {word!r} contradicts "
+                             f"the verdict's leading word {lead!r}")
+        return word, rest if lead is not None else text
+    return lead, rest
+
+
+class Badge:
+    """A coloured badge for a decision word: HTML for the website (sphinx-design's badge shape,
+    ``sd-badge``, coloured by the book's ``_assets/posbias.css``), the bare word as plain text
+    elsewhere.  Glued by :func:`verdict_table` and pasted across documents with the ``{glue}``
+    role, which pastes the HTML."""
+
+    def __init__(self, word: str | None):
+        from . import stats
+
+        if word is not None and word not in stats.VERDICTS:
+            raise ValueError(f"a badge shows one of {stats.VERDICTS} or None, got {word!r}")
+        self.word = word
+
+    @property
+    def text(self) -> str:
+        return self.word if self.word is not None else NO_DECISION
+
+    def _repr_html_(self) -> str:
+        cls = BADGE_STYLE.get(self.word, "posbias-verdict-none")
+        return f'<span class="sd-badge posbias-verdict {cls}">{self.text}</span>'
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _plain(v):
+    """JSON-able copy: numpy scalars and tuples to plain numbers and lists."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def _check_effect(row, word):
+    """The row's ``effect`` checked against :func:`posbias_nb.stats.decide`; returns the JSON-able
+    effect with its :func:`posbias_nb.stats.margin`, or None when the row has no effect."""
+    from . import stats
+
+    eff = row.get("effect")
+    if eff is None:
+        return None
+    k = row.get("key")
+    if not isinstance(eff, dict) or "interval" not in eff:
+        raise ValueError(f"verdict row {k!r}: effect must be a dict with an 'interval'")
+    unknown = set(eff) - set(_EFFECT_KEYS)
+    if unknown:
+        raise ValueError(f"verdict row {k!r}: effect has unknown keys {sorted(unknown)}; "
+                         f"allowed: {_EFFECT_KEYS}")
+    args = dict(threshold=eff.get("threshold", 0.0), direction=eff.get("direction", "greater"),
+                band=eff.get("band"))
+    said = stats.decide(eff["interval"], **args, testable=eff.get("testable", True),
+                        exact=eff.get("exact", False))
+    if said != word:
+        raise ValueError(f"verdict row {k!r}: the verdict's decision is {word!r} but "
+                         f"stats.decide on its effect says {said!r}")
+    out = _plain(dict(eff))
+    if not isinstance(out["interval"], list):
+        out["interval"] = [float(out["interval"])] * 3  # an exact scalar
+    out["interval"] = [float(x) for x in out["interval"]]
+    out["margin"] = list(stats.margin(out["interval"], **args, scale=eff.get("scale")))
+    return out
+
+
+def verdict_dir() -> Path:
+    """Where :func:`verdict_table` records each chapter's rows (one JSON file per prefix) for the
+    overview figure of chapter :ref:`ch-verdicts`: ``$POSBIAS_VERDICTS_DIR`` if set, else the
+    folder ``verdicts`` of the cache (:func:`posbias_nb.cache.cache_dir`), else, with the cache
+    off, ``$TMPDIR/posbias_nb/verdicts``."""
+    import os
+    import tempfile
+
+    from . import cache
+
+    if os.environ.get("POSBIAS_VERDICTS_DIR"):
+        return Path(os.environ["POSBIAS_VERDICTS_DIR"])
+    d = cache.cache_dir()
+    if d is None:
+        return Path(tempfile.gettempdir()) / "posbias_nb" / "verdicts"
+    return d / "verdicts"
+
+
+def write_verdict_record(prefix: str, rows) -> Path:
+    """Write ``rows`` (JSON-able dicts) as ``{prefix}.json`` in :func:`verdict_dir`, atomically;
+    returns the path."""
+    import json
+    import os
+    import tempfile
+    import time
+
+    d = verdict_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{prefix}.json"
+    blob = json.dumps({"prefix": prefix, "written": time.time(), "rows": _plain(list(rows))},
+                      indent=1, sort_keys=True, allow_nan=False)
+    fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_verdict_records(prefixes, sources=None) -> dict:
+    """The rows recorded by :func:`verdict_table` for each prefix, ``{prefix: [row, ...]}``, in
+    the order of ``prefixes``.  ``sources`` (optional) maps a prefix to its chapter's source
+    file: a record written before the source was last changed is stale.
+
+    Raises
+    ------
+    FileNotFoundError
+        A prefix without a record (its chapter has not been executed), or a stale record.
+    """
+    import json
+
+    d = verdict_dir()
+    out = {}
+    for p in prefixes:
+        path = d / f"{p}.json"
+        if not path.exists():
+            raise FileNotFoundError(f"no verdict record {path}: execute the chapter that calls "
+                                    f"verdict_table(rows, {p!r}) first")
+        rec = json.loads(path.read_text())
+        src = (sources or {}).get(p)
+        if src is not None and Path(src).exists() and Path(src).stat().st_mtime > rec["written"]:
+            raise FileNotFoundError(f"verdict record {path} is older than {src}: execute that "
+                                    f"chapter again")
+        out[p] = rec["rows"]
+    return out
+
+
 def verdict_table(rows, prefix: str):
-    """Render the chapter's closing verdict table and glue every cell for the intro's table.
+    """Render the chapter's closing verdict table, glue every cell for the intro's table, and
+    record the rows for the overview figure (chapter :ref:`ch-verdicts`).
 
     For a row with ``key`` ``k`` it glues ``{prefix}_{k}_claim``, ``_paper``, ``_measured`` and
-    ``_verdict`` (strings), and every entry of the row's optional ``values`` mapping as
-    ``{prefix}_{k}_{name}`` (numbers).  Returns an ``IPython.display.Markdown`` of
+    ``_verdict`` (strings), ``_badge`` (a :class:`Badge` of the row's :func:`decision` word, or
+    of none) and ``_explanation`` (the verdict without its decision word), and every entry of the
+    row's optional ``values`` mapping as ``{prefix}_{k}_{name}`` (numbers).
+
+    A row may carry ``decision`` (one of :data:`posbias_nb.stats.VERDICTS`, when its verdict
+    does not start with the word) and ``effect``, the interval its verdict was decided from::
+
+        effect=dict(interval=(estimate, low, high), threshold=t,
+                    direction="greater" | "less" | "within", band=(a, b),  # band: within only
+                    testable=True, exact=False,   # as stats.decide
+                    scale=s)                      # the unit of the overview; needed when t == 0
+
+    :func:`posbias_nb.stats.decide` on the effect must give the row's decision word.  The rows,
+    with their words, explanations and :func:`posbias_nb.stats.margin`, are written by
+    :func:`write_verdict_record`.  Returns an ``IPython.display.Markdown`` of
     :func:`verdict_markdown`.
 
     Raises
     ------
     ValueError
-        As :func:`verdict_markdown`, or a row without a ``key``, or a repeated key.
+        As :func:`verdict_markdown` and :func:`decision`, a row without a ``key``, a repeated
+        key, an effect with unknown keys, or one whose decided word is not the row's.
     """
     from IPython.display import Markdown
 
     rows = list(rows)
     text = verdict_markdown(rows)
     seen = set()
-    for r in rows:
+    record = []
+    for r in rows:  # every row checked before anything is glued
         k = r.get("key")
         if not k or k in seen:
             raise ValueError(f"verdict rows need distinct keys, got {k!r}")
         seen.add(k)
+        word, why = decision(r)
+        record.append(dict(key=k, **{c: str(r[c]) for c in ("claim", "paper", "measured",
+                                                             "verdict")},
+                           decision=word, explanation=why, effect=_check_effect(r, word)))
+    for r, rec in zip(rows, record):
+        k = rec["key"]
         for col in ("claim", "paper", "measured", "verdict"):
             glue(f"{prefix}_{k}_{col}", str(r[col]), display=False)
+        glue(f"{prefix}_{k}_badge", Badge(rec["decision"]), display=False)
+        glue(f"{prefix}_{k}_explanation", rec["explanation"], display=False)
         for name, v in (r.get("values") or {}).items():
             glue(f"{prefix}_{k}_{name}", v, display=False)
+    write_verdict_record(prefix, record)
     return Markdown(text)

@@ -42,7 +42,7 @@ from scipy import special as _sp
 from ._validate import choice, positive_int
 
 __all__ = ["VERDICTS", "proportion_interval", "mean_interval", "bootstrap", "PairedTest",
-           "paired_test", "holm", "by_unit", "count_decide", "decide", "decide_all"]
+           "paired_test", "holm", "by_unit", "count_decide", "decide", "decide_all", "margin"]
 
 #: The verdict words, in the order the book's tables explain them.  :func:`decide` returns one of
 #: the first four (or ``"exact"`` when asked with ``exact=True``).
@@ -822,3 +822,81 @@ def decide_all(words) -> str:
     if "inconclusive" in ws:
         return "inconclusive"
     return "exact" if all(w == "exact" for w in ws) else "holds"
+
+
+def margin(interval, threshold=0.0, direction: str = "greater", *, band=None, scale=None):
+    r"""The interval of a claim as a signed distance past its pre-declared boundary, in units of
+    ``scale``: positive where the claim is true, so that :func:`decide` says ``"holds"`` exactly
+    when the low end is above 0, ``"fails"`` exactly when the high end is at or below 0, and
+    ``"inconclusive"`` otherwise.  The book's overview of the verdicts (chapter
+    :ref:`ch-verdicts`) draws every claim on this one axis.
+
+    For a value :math:`x`, threshold :math:`t`, band :math:`(a, b)` and scale :math:`s`, the
+    signed distance :math:`m(x)` is
+
+    * ``"greater"``: :math:`(x - t) / s`, with :math:`s = |t|` by default;
+    * ``"less"``: :math:`(t - x) / s`, with :math:`s = |t|` by default;
+    * ``"within"``: :math:`\min(x - a,\ b - x) / s`, with :math:`s = (b - a) / 2` by default.
+
+    The returned interval is the range of :math:`m` over ``[low, high]`` and the estimate is
+    :math:`m(\text{estimate})`.  A threshold of 0 has no size of its own: give ``scale`` (the
+    effect that counts as large, in the claim's units, e.g. 1 for a share or a probability).
+
+    Parameters
+    ----------
+    interval, threshold, direction, band
+        As :func:`decide`.
+    scale : float, optional
+        A positive number, the unit of the result.
+
+    Returns
+    -------
+    (float, float, float)
+        ``(estimate, low, high)`` of the signed distance, ``low <= estimate <= high``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`decide`; a non-finite number; a scale that is not positive; no ``scale`` with a
+        threshold of 0.
+
+    Examples
+    --------
+    >>> margin((3.0, 1.0, 5.0), 2.0)
+    (0.5, -0.5, 1.5)
+    >>> margin((0.3, 0.1, 0.5), 0.0, "less", scale=1.0)
+    (-0.3, -0.5, -0.1)
+    >>> margin((0.0, -0.01, 0.02), direction="within", band=(-0.05, 0.05))
+    (1.0, 0.6, 1.0)
+    """
+    decide(interval, threshold, direction, band=band)  # the same checks as the verdict
+    est, low, high = (_real("interval", v) for v in interval)
+    if not all(math.isfinite(v) for v in (est, low, high)):
+        raise ValueError(f"margin needs a finite interval, got {interval!r}")
+    if direction == "within":
+        a, b = (_real("band", v) for v in band)
+        default = (b - a) / 2
+    else:
+        t = _real("threshold", threshold)
+        default = abs(t) if t != 0 else None
+    if scale is None:
+        if default is None:
+            raise ValueError("margin: a threshold of 0 has no size; give scale= (the effect that "
+                             "counts as large, in the claim's units)")
+        scale = default
+    scale = _real("scale", scale)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive number, got {scale!r}")
+    if direction == "greater":
+        out = (est - t, low - t, high - t)
+    elif direction == "less":
+        out = (t - est, t - high, t - low)
+    else:
+        mid = (a + b) / 2
+
+        def m(x):
+            return min(x - a, b - x)
+
+        top = m(mid) if low <= mid <= high else max(m(low), m(high))
+        out = (m(est), min(m(low), m(high)), top)
+    return tuple(float(v / scale) for v in out)

@@ -30,8 +30,10 @@ def test_verdict_table_glues_every_cell(monkeypatch):
                  values={"est": 9.0})]
     out = notebook.verdict_table(rows, "v_x")
     assert "| U | yes | 9 [8, 10] | holds |" in out.data
+    badge = got.pop("v_x_u_badge")
     assert got == {"v_x_u_claim": "U", "v_x_u_paper": "yes", "v_x_u_measured": "9 [8, 10]",
-                   "v_x_u_verdict": "holds", "v_x_u_est": 9.0}
+                   "v_x_u_verdict": "holds", "v_x_u_explanation": "", "v_x_u_est": 9.0}
+    assert badge.word == "holds" and "posbias-verdict-holds" in badge._repr_html_()
     with pytest.raises(ValueError, match="distinct keys"):
         notebook.verdict_table(rows + rows, "v_x")
 
@@ -95,3 +97,196 @@ def test_glue_refuses_a_key_glued_twice(monkeypatch):
     monkeypatch.setenv("POSBIAS_STRICT_GLUE", "1")
     with pytest.raises(ValueError, match="glued twice"):
         notebook.glue("k_twice", 1.0)
+
+
+# --- the badges and the overview of the verdicts (intro table, chapter verdicts) -------------
+@pytest.mark.parametrize("verdict, word, why", [
+    ("holds", "holds", ""),
+    ("holds; the valley sits late, not in the middle", "holds",
+     "the valley sits late, not in the middle"),
+    ("fails at L = 512: the spike is late", "fails", "at L = 512: the spike is late"),
+    ("not testable: flat by construction", "not testable", "flat by construction"),
+    ("inconclusive", "inconclusive", ""),
+    ("exact", "exact", ""),
+    ("in part: both ends stay above the middle", None, "in part: both ends stay above the middle"),
+    ("reproduced", None, "reproduced"),
+    ("not reproduced", None, "not reproduced"),     # "not" alone is no word
+    ("holdsworth", None, "holdsworth"),             # a word, not a prefix
+    ("Gemma-3-270M: holds; SmolLM2: fails", None, "Gemma-3-270M: holds; SmolLM2: fails"),
+])
+def test_decision_word_is_the_leading_verdict_word(verdict, word, why):
+    assert notebook.decision(dict(verdict=verdict)) == (word, why)
+
+
+def test_decision_field_is_validated():
+    r = dict(key="k", verdict="in part: the ends stay", decision="inconclusive")
+    assert notebook.decision(r) == ("inconclusive", "in part: the ends stay")
+    with pytest.raises(ValueError, match="decision must be one of"):
+        notebook.decision(dict(r, decision="partly"))
+    with pytest.raises(ValueError, match="decision must be one of"):
+        notebook.decision(dict(r, decision="Holds"))
+    # a decision that contradicts the verdict's own leading word is refused
+    with pytest.raises(ValueError, match="contradicts"):
+        notebook.decision(dict(key="k", verdict="holds; mostly", decision="fails"))
+    assert notebook.decision(dict(verdict="holds; mostly", decision="holds")) == ("holds", "mostly")
+
+
+def test_badge_html_and_text():
+    b = notebook.Badge("not testable")
+    assert repr(b) == "not testable"
+    assert b._repr_html_() == ('<span class="sd-badge posbias-verdict '
+                               'posbias-verdict-not-testable">not testable</span>')
+    none = notebook.Badge(None)
+    assert repr(none) == notebook.NO_DECISION and "posbias-verdict-none" in none._repr_html_()
+    with pytest.raises(ValueError):
+        notebook.Badge("partly")
+
+
+def _row(**kw):
+    base = dict(key="a", claim="C", paper="P", measured="0.3 [0.1, 0.5]", verdict="holds; wide")
+    base.update(kw)
+    return base
+
+
+@pytest.fixture
+def glued(monkeypatch, tmp_path):
+    got = {}
+    monkeypatch.setattr(notebook, "glue", lambda k, v, display=False: got.__setitem__(k, v))
+    monkeypatch.setenv("POSBIAS_VERDICTS_DIR", str(tmp_path / "verdicts"))
+    return got
+
+
+def test_verdict_table_checks_the_effect_against_decide(glued):
+    ok = _row(effect=dict(interval=(0.3, 0.1, 0.5), threshold=0.2, direction="greater"))
+    with pytest.raises(ValueError, match="stats.decide on its effect says 'inconclusive'"):
+        notebook.verdict_table([ok], "v_t")   # low 0.1 < 0.2: decide says inconclusive
+    assert glued == {}                        # nothing glued from a refused table
+    notebook.verdict_table([_row(effect=dict(interval=(0.3, 0.1, 0.5), threshold=0.05,
+                                             direction="greater"))], "v_t")
+    assert glued["v_t_a_explanation"] == "wide" and glued["v_t_a_badge"].word == "holds"
+    # the counterexample: a row typed "holds" whose interval says it fails
+    bad = _row(key="b", effect=dict(interval=(-0.2, -0.4, -0.1), threshold=0.0, scale=1.0))
+    with pytest.raises(ValueError, match="'holds' but stats.decide on its effect says 'fails'"):
+        notebook.verdict_table([bad], "v_t2")
+    # a row without a decision word cannot carry an effect
+    with pytest.raises(ValueError, match="decision is None"):
+        notebook.verdict_table([_row(verdict="reproduced", effect=dict(
+            interval=(0.3, 0.1, 0.5), threshold=0.05))], "v_t3")
+    with pytest.raises(ValueError, match="unknown keys"):
+        notebook.verdict_table([_row(effect=dict(interval=(0.3, 0.1, 0.5), threshold=0.05,
+                                                 thresh=1))], "v_t4")
+    # exact results: a scalar with exact=True is decided "exact"
+    notebook.verdict_table([_row(key="e", verdict="exact", effect=dict(
+        interval=0.25, threshold=0.0, direction="greater", exact=True, scale=1.0))], "v_t5")
+    rec = notebook.read_verdict_records(["v_t5"])["v_t5"][0]
+    assert rec["effect"]["interval"] == [0.25] * 3 and rec["effect"]["margin"] == [0.25] * 3
+
+
+def test_verdict_record_round_trip(glued, tmp_path):
+    import numpy as np
+
+    rows = [_row(effect=dict(interval=np.array([0.3, 0.1, 0.5]), threshold=np.float64(0.05))),
+            _row(key="b", verdict="in part: the ends", values=dict(est=1.5)),
+            _row(key="c", verdict="in part: the ends", decision="inconclusive",
+                 effect=dict(interval=(0.0, -0.01, 0.06), direction="within",
+                             band=(-0.05, 0.05)))]
+    notebook.verdict_table(rows, "v_rt")
+    got = notebook.read_verdict_records(["v_rt"])["v_rt"]
+    assert [r["key"] for r in got] == ["a", "b", "c"]
+    assert [r["decision"] for r in got] == ["holds", None, "inconclusive"]
+    assert got[1]["effect"] is None and got[1]["explanation"] == "in part: the ends"
+    a = got[0]["effect"]
+    assert a["interval"] == [0.3, 0.1, 0.5] and a["threshold"] == 0.05
+    assert a["margin"] == pytest.approx([5.0, 1.0, 9.0])
+    assert got[2]["effect"]["margin"] == pytest.approx([1.0, -0.2, 1.0])
+    assert glued["v_rt_b_badge"].word is None and glued["v_rt_c_badge"].word == "inconclusive"
+    with pytest.raises(FileNotFoundError, match="execute the chapter"):
+        notebook.read_verdict_records(["v_rt", "v_missing"])
+    # a record older than its chapter's source is stale
+    import os
+    src = tmp_path / "chapter.md"
+    src.write_text("x")
+    path = notebook.verdict_dir() / "v_rt.json"
+    os.utime(src, (path.stat().st_mtime + 10,) * 2)
+    with pytest.raises(FileNotFoundError, match="older than"):
+        notebook.read_verdict_records(["v_rt"], sources={"v_rt": src})
+
+
+def test_verdict_dir_follows_the_cache(monkeypatch, tmp_path):
+    monkeypatch.delenv("POSBIAS_VERDICTS_DIR", raising=False)
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path))
+    assert notebook.verdict_dir() == tmp_path / "verdicts"
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    assert notebook.verdict_dir().name == "verdicts"
+    monkeypatch.setenv("POSBIAS_VERDICTS_DIR", str(tmp_path / "v"))
+    assert notebook.verdict_dir() == tmp_path / "v"
+
+
+def test_verdict_overview_draws_every_row():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from posbias_nb import plots
+
+    rows = [dict(chapter="A", claim="one", decision="holds", margin=(2.0, 0.5, 30.0)),
+            dict(chapter="A", claim="two", decision="fails", margin=(-0.3, -0.5, -0.001)),
+            dict(chapter="B", claim="three", decision="inconclusive", margin=(0.0, -1.0, 1.0)),
+            dict(chapter="B", claim="four " * 30, decision=None, margin=None)]
+    fig, ax = plots.verdict_overview(rows)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "A: one" and labels[-1].endswith("\u2026") and len(labels) == 4
+    assert ax.get_xscale() == "symlog" and ax.get_xlabel() and ax.get_ylabel() == "claim"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "holds", "fails", "inconclusive", "no decision word"]
+    assert any(t.get_text() == "no single interval" for t in ax.texts)
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="low <= estimate"):
+        plots.verdict_overview([dict(chapter="A", claim="x", decision="holds",
+                                     margin=(1.0, 2.0, 3.0))])
+    with pytest.raises(ValueError, match="at least one"):
+        plots.verdict_overview([])
+
+
+def test_badge_colours_are_the_figures_and_the_css_is_served():
+    """Every badge class has its colour in _assets/posbias.css, the same as the word's colour in
+    the overview figure, and the book's configuration serves that file."""
+    import re
+    from pathlib import Path
+
+    from posbias_nb import plots, stats
+
+    root = Path(__file__).resolve().parents[1]
+    css = (root / "_assets" / "posbias.css").read_text()
+    assert re.search(r'html_css_files:\s*\["posbias.css"\]', (root / "_config.yml").read_text())
+    assert set(notebook.BADGE_STYLE) == set(stats.VERDICTS)
+    for word in stats.VERDICTS:
+        rule = re.search(r"\." + notebook.BADGE_STYLE[word] + r"\s*{([^}]*)}", css)
+        assert rule, word
+        assert plots.VERDICT_COLORS[word] in rule.group(1), word
+    assert re.search(r"\.posbias-verdict-none\s*{", css)
+
+
+def test_overview_page_is_read_again_after_any_change():
+    """The Sphinx hook (_ext/posbias_sphinx.py) marks book/verdicts and book/intro outdated
+    whenever another page is read again, and only then; the overview is last in sorted order
+    (read after every chapter) and last in the table of contents."""
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("posbias_sphinx",
+                                                  root / "_ext" / "posbias_sphinx.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    env = SimpleNamespace(found_docs={"book/intro", "book/cesaro", ext.OVERVIEW})
+    both = ["book/intro", ext.OVERVIEW]
+    assert ext._reread_overview(None, env, set(), {"book/cesaro"}, set()) == both
+    assert ext._reread_overview(None, env, set(), set(), {"book/old"}) == both
+    assert ext._reread_overview(None, env, set(), set(), set()) == []
+    assert ext._reread_overview(None, env, set(), {ext.OVERVIEW, "book/intro"}, set()) == []
+    docs = sorted(p.stem for p in (root / "book").glob("*.md"))
+    assert "book/" + docs[-1] == ext.OVERVIEW
+    toc = [line.split("file:")[1].strip() for line in (root / "_toc.yml").read_text().splitlines()
+           if "file:" in line]
+    assert toc[-1] == ext.OVERVIEW

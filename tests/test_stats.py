@@ -590,3 +590,32 @@ def test_decide_all_is_a_conjunction():
         stats.decide_all([])
     with pytest.raises(ValueError, match="not a verdict word"):
         stats.decide_all(["holds", "in part"])
+
+
+# --- margin: the overview's axis agrees with decide -------------------------------------------
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(st.lists(st.floats(-5, 5), min_size=3, max_size=3), st.floats(-2, 2),
+       st.sampled_from(["greater", "less", "within"]))
+def test_margin_sign_agrees_with_decide(vals, t, direction):
+    from posbias_nb import stats
+
+    lo, e, hi = sorted(vals)
+    kw = dict(band=(t - 1.0, t + 1.0)) if direction == "within" else dict(threshold=t)
+    word = stats.decide((e, lo, hi), direction=direction, **kw)
+    m = stats.margin((e, lo, hi), direction=direction, scale=0.5, **kw)
+    assert m[1] <= m[0] <= m[2]
+    assert word == ("holds" if m[1] > 0 else "fails" if m[2] <= 0 else "inconclusive")
+
+
+def test_margin_needs_a_scale_at_threshold_zero():
+    import pytest
+
+    from posbias_nb import stats
+
+    with pytest.raises(ValueError, match="no size"):
+        stats.margin((0.3, 0.1, 0.5))
+    with pytest.raises(ValueError, match="positive"):
+        stats.margin((0.3, 0.1, 0.5), scale=-1)
+    assert stats.margin((0.3, 0.1, 0.5), 1.0, "less") == pytest.approx((0.7, 0.5, 0.9))

@@ -42,8 +42,8 @@ from scipy import special as _sp
 
 from ._validate import choice, positive_int
 
-__all__ = ["VERDICTS", "proportion_interval", "paired_proportion_interval", "mean_interval", "bootstrap", "PairedTest",
-           "paired_test", "holm", "decide"]
+__all__ = ["VERDICTS", "proportion_interval", "paired_proportion_interval", "mean_interval",
+           "bootstrap", "PairedTest", "paired_test", "holm", "decide"]
 
 #: The verdict words, in the order the book's tables explain them.  :func:`decide` returns one of
 #: the first four (or ``"exact"`` when asked with ``exact=True``).

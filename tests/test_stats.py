@@ -187,7 +187,8 @@ def test_paired_proportion_covers_at_the_books_sample_size():
         if p.min() < 0:
             continue
         th = pa - pb
-        t_cov.append(sst.multinomial.pmf(T, 4, p / p.sum()) @ ((tiv[:, 0] <= th) & (th <= tiv[:, 1])))
+        t_cov.append(sst.multinomial.pmf(T, 4, p / p.sum())
+                     @ ((tiv[:, 0] <= th) & (th <= tiv[:, 1])))
     assert np.mean(t_cov) < cov.mean() - 0.05, np.mean(t_cov)
 
 

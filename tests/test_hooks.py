@@ -40,6 +40,15 @@ def test_kernels_stochastic_causal_and_lambda_in_unit_interval(name):
     assert np.all(res["upper_mass"] < 1e-6)
     assert np.all((lam > 0) & (lam < 1))
     assert res["lam_pos"].shape == (T, 12)
+    # per window: the unit of an interval over windows; each window's lambda is that of the
+    # window captured alone, and their mean over windows is lambda
+    ids = _ids(m)
+    assert res["lam_win"].shape == (T, 3)
+    assert np.allclose(res["lam_win"].mean(axis=1), lam, rtol=1e-12, atol=0)
+    for b in range(3):
+        alone = measure.capture_model(m, ids[b:b + 1])
+        assert np.allclose(res["lam_win"][:, b], alone["lam"], rtol=1e-5, atol=1e-7)
+    assert np.ptp(res["lam_win"], axis=1).max() > 0  # windows differ
 
 
 def test_alibi_zoo_entries_have_real_sizes():

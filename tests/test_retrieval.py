@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from posbias_nb import metrics
+from posbias_nb import metrics, stats
 from posbias_nb.experiments import retrieval as R
 from posbias_nb.tasks import retrieval as T
 from posbias_nb.measure import entry
@@ -519,3 +519,34 @@ def test_region_accuracy_pools_the_middle_and_refuses_non_binary():
     assert region_accuracy(M, "first")[0] == 1.0
     with pytest.raises(ValueError):
         region_accuracy(np.array([[0.5, 1.0]]))
+
+
+def test_region_pairs_and_the_paired_proportion_contrast():
+    M = np.array([[1, 0, 1], [1, 1, 0], [0, 0, 0]])
+    p = R.region_pairs(M)
+    assert p["first"][0].tolist() == [1, 1, 0] and p["first"][1].tolist() == [0, 1, 0]
+    assert p["last"][0].tolist() == [1, 0, 0] and p["last"][1].tolist() == [0, 1, 0]
+    with pytest.raises(ValueError, match="3 slots, not one"):
+        R.region_pairs(np.zeros((4, 5)))
+    with pytest.raises(ValueError, match="0/1 outcomes, got 0.5"):
+        R.region_pairs(np.full((4, 3), 0.5))
+    # Liu et al.'s case: every example ties (all correct everywhere).  The t interval of the
+    # 0/1 differences is [0, 0] (zero width, "not testable"); the paired proportion interval is
+    # wide and the verdict inconclusive, never "holds" on four examples
+    ones = np.ones((4, 3))
+    assert R.contrast_family(R.region_differences(ones))["first"]["verdict"] == "not testable"
+    fam = R.contrast_family(R.region_pairs(ones))
+    for v in fam.values():
+        est, lo, hi = v["interval"]
+        assert est == 0 and lo < -0.4 and hi > 0.4 and v["verdict"] == "inconclusive"
+        assert v["adjusted"][1] <= lo and v["adjusted"][2] >= hi  # Holm level is wider
+    # a clear primacy arm on 30 examples holds, its recency arm fails to
+    E = 30
+    P = np.zeros((E, 3))
+    P[:, 0] = 1
+    P[:3, 1] = 1
+    fam = R.contrast_family(R.region_pairs(P))
+    assert fam["first"]["verdict"] == "holds" and fam["last"]["verdict"] != "holds"
+    assert fam["first"]["interval"] == stats.paired_proportion_interval(P[:, 0], P[:, 1])
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        R.contrast_family({"x": (np.array([1, 2.0]), np.array([0, 1.0]))})

@@ -293,3 +293,32 @@ def test_replayed_equals_rollout_replay_and_is_a_result():
 def test_replayed_rejects_unknown_keys():
     with pytest.raises(ValueError, match="unknown published configuration"):
         exp_replay.replayed("no_content/gpt-5")
+
+
+def test_sum_lambda_is_a_t_interval_over_windows():
+    from posbias_nb import metrics, stats
+    from posbias_nb.experiments.replay import sum_lambda
+
+    rng = np.random.default_rng(0)
+    lam_win = rng.uniform(0.05, 0.3, size=(6, 8))
+    est, lo, hi = sum_lambda({"lam_win": lam_win, "lam": lam_win.mean(axis=1)})
+    assert est == pytest.approx(lam_win.mean(axis=1).sum(), rel=1e-12)
+    assert (est, lo, hi) == stats.mean_interval(lam_win.sum(axis=0))
+    for bad in ({"lam": np.ones(3)}, {"lam_win": np.ones((3, 1))}, {"lam_win": np.ones(3)}):
+        with pytest.raises(ValueError, match="lam_win"):
+            sum_lambda(bad)
+    # counterexample: each window shifts every position's share (text varies by window), so
+    # positions within a window are not independent.  Resampling positions (the old interval)
+    # misses the true sum far more often than the t interval over windows.
+    T, B, L, truth = 4, 8, 32, 4 * 0.2
+    hit_win = hit_pos = 0
+    reps = 200
+    for r in range(reps):
+        g = np.random.default_rng([1, r])
+        per = 0.2 + g.normal(0, 0.05, (T, B, 1)) + g.normal(0, 0.01, (T, B, L))  # (T, B, L)
+        _, lo, hi = sum_lambda({"lam_win": per.mean(axis=2)})
+        hit_win += lo <= truth <= hi
+        _, lo, hi = metrics.bootstrap(lambda lp: float(lp.mean(axis=0).sum()),
+                                      per.mean(axis=1).T, n_boot=200, seed=r)
+        hit_pos += lo <= truth <= hi
+    assert hit_win / reps >= 0.9 and hit_pos / reps < 0.5, (hit_win, hit_pos)

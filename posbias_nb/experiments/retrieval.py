@@ -67,7 +67,10 @@ correct when the value appears in the decoded output (case-insensitive).
 **Statistics.**  Accuracy per position: Wilson interval; log-probability per position: t
 interval over examples.  The task's U is graded by pre-declared paired contrasts, first and
 last slot against the mean of the central region of :func:`posbias_nb.metrics.regions`
-(:func:`region_differences`), with Holm's correction over the family (:func:`contrast_family`).
+(:func:`region_differences`), with Holm's correction over the family (:func:`contrast_family`);
+where the middle is one slot and the outcome 0/1 (Liu et al.'s setting, three slots, accuracy),
+the first and last slot against the middle are paired proportions (:func:`region_pairs`,
+Newcombe's interval :func:`posbias_nb.stats.paired_proportion_interval`).
 
 **The prior** (:func:`retrieval_link`, :func:`prior_matrices`): an influence profile
 :math:`I_1 \dots I_T` of the prompt positions on the answer position (the last prompt token),
@@ -104,7 +107,8 @@ __all__ = [
     "TASKS", "VARIANTS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
     "LIU_DEPARTURES", "summarize", "retrieval_run", "retrieval_link", "retrieval_study",
     "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
-    "edge_ratios", "region_accuracy", "region_differences", "contrast_family", "ratio_interval", "CSV_COLUMNS",
+    "edge_ratios", "region_accuracy", "region_differences", "region_pairs", "contrast_family",
+    "ratio_interval", "CSV_COLUMNS",
     "LIU_COLUMNS",
 ]
 
@@ -589,30 +593,75 @@ def region_differences(matrix) -> dict:
     return {"first": M[:, 0] - mid, "last": M[:, -1] - mid}
 
 
+def region_pairs(matrix) -> dict:
+    """For an ``(E, P)`` 0/1 matrix whose pre-declared middle region is **one** slot (``P = 3``:
+    first, middle, last), the paired outcomes ``{"first": (first, middle), "last": (last,
+    middle)}``, each an ``(E,)`` pair of 0/1 arrays, for :func:`contrast_family` to grade with
+    :func:`posbias_nb.stats.paired_proportion_interval`.  A wider middle region is averaged by
+    :func:`region_differences` instead (its per-example mean is not a 0/1 outcome).
+
+    Examples
+    --------
+    >>> p = region_pairs([[1, 0, 1], [1, 1, 0]])
+    >>> [v.tolist() for v in p["first"]], [v.tolist() for v in p["last"]]
+    ([[1.0, 1.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]])
+    """
+    M = np.asarray(matrix, dtype=float)
+    if M.ndim != 2 or M.shape[1] < 3:
+        raise ValueError(f"need an (examples, positions >= 3) array, got shape {M.shape}")
+    if not np.all((M == 0) | (M == 1)):
+        bad = float(M[(M != 0) & (M != 1)][0])
+        raise ValueError(f"matrix must hold 0/1 outcomes, got {bad!r}")
+    mid = metrics.regions(M.shape[1]).middle
+    if mid.stop - mid.start != 1:
+        raise ValueError(f"the middle region of {M.shape[1]} positions is {mid.stop - mid.start} "
+                         "slots, not one: use region_differences")
+    m = M[:, mid.start]
+    return {"first": (M[:, 0], m), "last": (M[:, -1], m)}
+
+
 def contrast_family(diffs: dict, alpha: float = 0.05, seed: int = 0) -> dict:
     r"""Grade a pre-declared family of paired contrasts with Holm's correction.
 
-    ``diffs`` maps a name to the per-example differences of one contrast (e.g. the outputs of
-    :func:`region_differences`); each claim is "the mean difference is greater than 0".  For
-    each contrast:
+    ``diffs`` maps a name to one contrast: either the per-example differences (e.g. the
+    outputs of :func:`region_differences`), or a pair ``(a, b)`` of paired **0/1** outcome
+    arrays (e.g. the outputs of :func:`region_pairs`).  Each claim is "the mean difference is
+    greater than 0".  For each contrast:
 
-    * ``interval``: the Student t 95% interval of the mean difference (paired over examples,
-      :func:`posbias_nb.stats.mean_interval`);
+    * ``interval``: its 95% interval -- for differences, the Student t interval of their mean
+      over examples (:func:`posbias_nb.stats.mean_interval`); for a pair of 0/1 outcomes,
+      Newcombe's paired interval of ``mean(a) - mean(b)``
+      (:func:`posbias_nb.stats.paired_proportion_interval`), which, unlike t, never has zero
+      width when every example ties;
     * ``p``: two-sided exact / sign-flip permutation p-value (:func:`posbias_nb.stats.paired_test`),
       ``p_holm`` its Holm-adjusted value over the family (:func:`posbias_nb.stats.holm`);
-    * ``level`` and ``adjusted``: the t interval at Holm's step-down level for this contrast,
+    * ``level`` and ``adjusted``: the interval at Holm's step-down level for this contrast,
       ``1 - alpha / (m - i + 1)`` for the contrast of rank ``i`` in p (the levels stop
       stepping down at the first contrast Holm does not reject);
     * ``verdict``: :func:`posbias_nb.stats.decide` of ``adjusted`` against 0 — "holds" only
-      when the Holm-level interval lies above 0; "not testable" when the differences do not
-      vary at all (every example ties: no interval exists).
+      when the Holm-level interval lies above 0; for differences, "not testable" when they do
+      not vary at all (every example ties: no t interval exists); a pair of 0/1 outcomes is
+      always testable (all ties give a wide Newcombe interval, "inconclusive").
 
-    Chapter *From prior to behaviour* (the task's U).
+    Chapter *From prior to behaviour* (the task's U; Liu et al.'s own setting).
     """
     names = list(diffs)
     if not names:
         raise ValueError("contrast_family needs at least one contrast")
-    D = [np.asarray(diffs[k], dtype=float) for k in names]
+    pairs = {k: isinstance(diffs[k], tuple) for k in names}
+    D, AB = [], []
+    for k in names:
+        if pairs[k]:
+            if len(diffs[k]) != 2:
+                raise ValueError(f"contrast {k!r}: a pair must be (a, b), got {len(diffs[k])} "
+                                 "arrays")
+            a, b = (np.asarray(v, dtype=float) for v in diffs[k])
+            stats.paired_proportion_interval(a, b)  # validates: 0/1, same length
+            AB.append((a, b))
+            D.append(a - b)
+        else:
+            AB.append(None)
+            D.append(np.asarray(diffs[k], dtype=float))
     p = np.array([stats.paired_test(d, np.zeros_like(d), seed=seed).pvalue for d in D])
     p_holm = stats.holm(p)
     m = len(D)
@@ -629,11 +678,17 @@ def contrast_family(diffs: dict, alpha: float = 0.05, seed: int = 0) -> dict:
             stepping, frozen = False, div
     out = {}
     for j, k in enumerate(names):
-        ci = stats.mean_interval(D[j])
-        adj = stats.mean_interval(D[j], level=float(level[j]))
+        if pairs[k]:
+            ci = stats.paired_proportion_interval(*AB[j])
+            adj = stats.paired_proportion_interval(*AB[j], level=float(level[j]))
+            testable = True
+        else:
+            ci = stats.mean_interval(D[j])
+            adj = stats.mean_interval(D[j], level=float(level[j]))
+            testable = bool(np.ptp(D[j]) > 0)
         out[k] = {"interval": ci, "adjusted": adj, "level": float(level[j]),
                   "p": float(p[j]), "p_holm": float(p_holm[j]),
-                  "verdict": stats.decide(adj, 0.0, testable=bool(np.ptp(D[j]) > 0))}
+                  "verdict": stats.decide(adj, 0.0, testable=testable)}
     return out
 
 

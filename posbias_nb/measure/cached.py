@@ -162,6 +162,11 @@ def shared_profile(name: str, weights: str, length: int, *, batch: int = 1, prob
 # Kernels, attention shares and the gradient influence on the same sequences
 
 
+#: The cache namespace of :func:`capture`: "capture-win" since the entries keep ``lam_win``
+#: (lambda per layer and window); the old "capture" entries lack it and are never read.
+_CAPTURE_NS = "capture-win"
+
+
 def _capture_key(model, weights, length, batch, seed) -> tuple[dict, dict]:
     info = checked(model, weights, length, batch, seed)
     params = run_key(info, weights, length, batch, seed, text_seed=seed, source="text",
@@ -178,7 +183,7 @@ def _compute_many(model: str, weights: str, lengths, batch: int, seed: int,
     todo = []
     for L in lengths:
         p, _ = _capture_key(model, weights, L, batch, seed)
-        need_c = cache.load("capture", p) is None
+        need_c = cache.load(_CAPTURE_NS, p) is None
         need_i = influence and cache.load("capture-influence", p) is None
         if need_c or need_i:
             todo.append((L, p, need_c, need_i))
@@ -193,7 +198,7 @@ def _compute_many(model: str, weights: str, lengths, batch: int, seed: int,
             res = capture_model(m, ids)
             res["input_ids"] = ids
             res["n_heads"] = np.array(n_heads(m))
-            cache.store("capture", p, res)
+            cache.store(_CAPTURE_NS, p, res)
             out[("capture", L)] = res
         if need_i:
             r = influence_profile(m, ids, target="argmax_prob", method="exact", seed=seed,
@@ -228,7 +233,7 @@ def capture(model: str, weights: str = "random", length: int = 128, batch: int =
         installed, or a model that cannot be hooked.
     """
     p, info = _capture_key(model, weights, length, batch, seed)
-    hit = cache.load("capture", p)
+    hit = cache.load(_CAPTURE_NS, p)
     if hit is None:
         hit = _compute_many(model, weights, [length], batch, seed, influence=False)[
             ("capture", length)]

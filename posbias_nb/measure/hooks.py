@@ -101,6 +101,8 @@ def capture_model(model, input_ids, chunk: int = 4) -> dict:
     dict of numpy arrays
         ``A`` (T, L, L) float64 row-stochastic, lower triangular; ``lam`` (T,) the attention
         shares; ``lam_pos`` (T, L) the same ratio averaged over sequences only, per position;
+        ``lam_win`` (T, B) averaged over positions only, per sequence (window): the unit an
+        interval over windows resamples (its mean over windows is ``lam``);
         ``lam_sd`` (T,) the standard deviation of the per-token ratio; ``upper_mass`` (T,) the
         largest row mass found above the diagonal before it was zeroed.
 
@@ -185,7 +187,7 @@ def capture_model(model, input_ids, chunk: int = 4) -> dict:
     A = np.tril(A)
     A /= A.sum(axis=2, keepdims=True)
     lam = ratios.mean(axis=(1, 2))
-    return {"A": A, "lam": lam, "lam_pos": ratios.mean(axis=1),
+    return {"A": A, "lam": lam, "lam_pos": ratios.mean(axis=1), "lam_win": ratios.mean(axis=2),
             "lam_sd": ratios.reshape(T, -1).std(axis=1), "upper_mass": upper_mass}
 
 

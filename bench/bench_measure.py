@@ -19,13 +19,15 @@
    backward passes (``torch.autograd.grad`` of ``<z_k, h_L>`` w.r.t. ``inputs_embeds``,
    ``retain_graph=True``) on the same model, fused attention, the same inputs.  The reported
    ratio is the median over rounds of profile time / floor time of the same round, so that a
-   neighbour's load shifts both; the old defaults (one graph, 8 probes batched through vmap)
-   are timed in the same rounds.  Cases: random-init GPT-2 at L = 1024 and pretrained
+   neighbour's load shifts both; the batched alternative (8 probes per backward pass
+   through vmap, ``chunk=8``) is timed in the same rounds.  Cases: random-init GPT-2 at L = 1024 and pretrained
    SmolLM2-135M at L = 2048, K = 8 (target: ratio <= 1.10).
-5. ``memory``: peak resident memory and time of one profile per fresh subprocess, by length:
-   SmolLM2-135M at L = 2048, 4096, 8192 (layer by layer, the default, and the one-graph path
-   where it fits), Gemma-3-270M at L = 16384; ``--probes`` for the long runs (time grows
-   linearly in K, memory does not: every probe reuses the same stored layer inputs).
+5. ``memory``: peak resident memory and time, one fresh process each: the command
+   ``posbias profile --model smollm2-135m --weights pretrained --length L --probes 8`` in full
+   at L = 2048, 4096, 8192 (its defaults; the memory model, GB per 1,000 tokens, is the line
+   through these peaks; the 8192 profile is kept for the reproduce page), the whole graph kept
+   (``checkpoint=False``) at 2048 and 4096 for comparison, and Gemma-3-270M at L = 16384 up to
+   its peak (the first recomputed layer).
 
 Run:  .venv/bin/python bench/bench_measure.py [--quick] [--only jacobian|probes|cli|floor|memory]
 Writes bench/results/measure.json and prints tables (``--only`` reruns one section and keeps the
@@ -159,7 +161,8 @@ def cli_once(args) -> dict:
     """Run ``posbias profile ARGS`` in this process; report its CPU time and peak RSS."""
     from posbias_nb import cli
 
-    rc = cli.main(["profile", *args, "--quiet", "--out", os.devnull])
+    out = [] if "--out" in args else ["--out", os.devnull]  # a given --out is kept
+    rc = cli.main(["profile", *args, "--quiet", *out])
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return {"rc": rc, "cpu_seconds": ru.ru_utime + ru.ru_stime, "peak_mb": _rss_mb()}
 
@@ -210,7 +213,9 @@ def floor_case(name: str, weights: str, L: int, K: int, rounds: int) -> dict:
     x = model.get_input_embeddings()(torch.as_tensor(ids)).detach().requires_grad_(True)
     gen = torch.Generator().manual_seed(0)
     Z = torch.randint(0, 2, (K, x.shape[-1]), generator=gen, dtype=torch.float32) * 2 - 1
-    variants = {"default": {}, "old_default_chunk8_one_graph": dict(chunk=8, checkpoint=False)}
+    # the default (plain backward passes on the CPU) and the batched alternative it was chosen
+    # over (8 probes per backward pass through vmap, jacobian.default_chunk)
+    variants = {"default": {}, "batched_chunk8": dict(chunk=8)}
     times: dict = {"floor": []}
     for r in range(rounds):
         for v, kw in variants.items():
@@ -240,7 +245,7 @@ def _save_section(key: str, value) -> None:
     tmp.replace(OUT)
 
 
-def bench_floor(quick: bool, rounds: int = 2) -> list[dict]:
+def bench_floor(quick: bool, rounds: int = 3) -> list[dict]:
     cases = [("gpt2", "random", 1024, 8)] if not quick else [("gpt2-tiny", "random", 256, 8)]
     if not quick:
         cases.append(("smollm2-135m", "pretrained", 2048, 8))
@@ -257,7 +262,7 @@ def bench_floor(quick: bool, rounds: int = 2) -> list[dict]:
         _save_section("floor", rows)
         print(f"  {name} L={L} K={K}: " + ", ".join(
             f"{v} ratio {row[v]['ratio_median']:.3f}" for v in
-            ("default", "old_default_chunk8_one_graph")), flush=True)
+            ("default", "batched_chunk8")), flush=True)
     return rows
 
 
@@ -316,43 +321,89 @@ def memory_case(name: str, weights: str, L: int, K: int, checkpoint: str,
             "n_params": info["n_params"], "threads": torch.get_num_threads()}
 
 
+#: Section 5, full runs of the command itself: ``posbias profile --model smollm2-135m
+#: --weights pretrained --length L --probes 8`` (defaults: fused attention, plain passes, the
+#: graph budget), one fresh process each.  The longest one's profile is kept for the reproduce
+#: page's long-context view (LONG_PROFILE).
+CLI_LENGTHS = (2048, 4096, 8192)
+LONG_PROFILE = ROOT / "bench" / "results" / "smollm2-135m-8192.json"
+
 MEMORY_CASES = [  # (model, weights, L, K, checkpoint[, stop after N recomputed layers])
-    # the peak of a long run is reached early (see memory_case): on 2 shared cores the long
-    # cases stop after 2 recomputed layers; the rest of the run repeats the same allocations
-    ("smollm2-135m", "pretrained", 8192, 8, "auto", 2),
-    ("smollm2-135m", "pretrained", 2048, 2, "one-graph", 2),
-    ("smollm2-135m", "pretrained", 2048, 8, "auto", 2),
-    ("smollm2-135m", "pretrained", 4096, 8, "auto", 2),
-    ("smollm2-135m", "pretrained", 2048, 2, "layers", 2),
-    ("smollm2-135m", "pretrained", 4096, 2, "layers", 2),
-    ("smollm2-135m", "pretrained", 8192, 2, "layers", 2),
-    ("gemma3-270m", "pretrained", 16384, 8, "auto", 2),
+    # the whole graph kept (the old path), for the memory model's "per 1,000 tokens of graph"
+    ("smollm2-135m", "pretrained", 2048, 2, "one-graph"),
     ("smollm2-135m", "pretrained", 4096, 2, "one-graph"),
+    # Gemma-3-270M at 16k: the peak of a long run is reached early (see memory_case), so the
+    # run stops after the first recomputed layer (a full run takes hours on 2 cores)
+    ("gemma3-270m", "pretrained", 16384, 8, "auto", 1),
 ]
 
 
-def bench_memory(quick: bool, cases=None) -> list[dict]:
-    cases = cases or ([("smollm2-tiny", "random", L, 2, cp) for L in (512, 1024)
-                       for cp in ("one-graph", "layers")] if quick else MEMORY_CASES)
-    rows = []
+def cli_memory_case(L: int) -> dict:
+    """``posbias profile`` on pretrained SmolLM2-135M at length ``L`` with 8 probes, in a fresh
+    process: wall time (imports and loading included), CPU time, peak resident memory."""
+    out = LONG_PROFILE if L == max(CLI_LENGTHS) else Path(os.devnull)
+    args = ["--model", "smollm2-135m", "--weights", "pretrained", "--length", str(L),
+            "--probes", "8", "--format", "json"]
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, __file__, "--cli", *args, "--out", str(out)],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, HF_HUB_OFFLINE="1", POSBIAS_CACHE_DIR="off"))
+    dt = time.perf_counter() - t0
+    if r.returncode:
+        raise RuntimeError(r.stderr[-3000:])
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    return {"model": "smollm2-135m", "weights": "pretrained", "L": L, "K": 8,
+            "command": "posbias profile " + " ".join(args), "seconds": dt,
+            "cpu_seconds": res["cpu_seconds"], "peak_mb": res["peak_mb"],
+            "profile": str(out.relative_to(ROOT)) if out != Path(os.devnull) else None,
+            "load_average_at_end": os.getloadavg()}
+
+
+def memory_model(rows) -> dict:
+    """Peak memory against length, from the full command runs: a least-squares line
+    ``peak = a + b L`` (``b`` in GB per 1,000 tokens) and its largest residual."""
+    L = np.array([r["L"] for r in rows], float)
+    pk = np.array([r["peak_mb"] for r in rows], float) / 1024
+    b, a = np.polyfit(L / 1000, pk, 1)
+    return {"gb_at_zero": float(a), "gb_per_1000_tokens": float(b),
+            "max_residual_gb": float(np.abs(pk - (a + b * L / 1000)).max()),
+            "lengths": L.astype(int).tolist(), "peak_gb": pk.tolist()}
+
+
+def bench_memory(quick: bool, cases=None) -> dict:
+    if quick:
+        cases = cases or [("smollm2-tiny", "random", L, 2, cp) for L in (512, 1024)
+                          for cp in ("one-graph", "layers")]
+    cases = cases or MEMORY_CASES
+    out: dict = {"cli": [], "cases": []}
+    for L in () if quick else CLI_LENGTHS:
+        row = cli_memory_case(L)
+        out["cli"].append(row)
+        _save_section("memory", out)
+        print(f"  posbias profile smollm2-135m L={L:6d} K=8 {row['seconds']:8.1f} s  peak "
+              f"{row['peak_mb']:7.0f} MB", flush=True)
+    if len(out["cli"]) > 1:
+        out["model"] = memory_model(out["cli"])
+        print(f"  memory model: {out['model']['gb_at_zero']:.2f} GB + "
+              f"{out['model']['gb_per_1000_tokens']:.3f} GB per 1,000 tokens", flush=True)
     for name, weights, L, K, cp, *stop in cases:
         r = subprocess.run([sys.executable, __file__, "--memory", name, weights, str(L), str(K),
                             cp, str(stop[0] if stop else 0)], capture_output=True, text=True,
                            env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))
         if r.returncode:
-            rows.append({"model": name, "L": L, "K": K, "checkpoint": cp,
-                         "error": r.stderr.strip().splitlines()[-1:]})
-            _save_section("memory", rows)
-            print(f"  {name} L={L} K={K} {cp}: failed {rows[-1]['error']}", flush=True)
+            out["cases"].append({"model": name, "L": L, "K": K, "checkpoint": cp,
+                                 "error": r.stderr.strip().splitlines()[-1:]})
+            _save_section("memory", out)
+            print(f"  {name} L={L} K={K} {cp}: failed {out['cases'][-1]['error']}", flush=True)
             continue
         row = json.loads(r.stdout.strip().splitlines()[-1])
         row["load_average_at_end"] = os.getloadavg()
-        rows.append(row)
-        _save_section("memory", rows)
+        out["cases"].append(row)
+        _save_section("memory", out)
         print(f"  {name} L={L:6d} K={K} {cp:9s} {row['seconds']:8.1f} s  peak "
               f"{row['peak_mb']:7.0f} MB (+{row['extra_mb']:6.0f} over the loaded model)",
               flush=True)
-    return rows
+    return out
 
 
 def main() -> None:
@@ -362,7 +413,7 @@ def main() -> None:
                     help="run one section and update it in the existing results file")
     ap.add_argument("--one", nargs=3, metavar=("METHOD", "L", "CONFIG"), help=argparse.SUPPRESS)
     ap.add_argument("--cli", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of section 4")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of section 4")
     ap.add_argument("--floor", nargs=5, help=argparse.SUPPRESS)
     ap.add_argument("--memory", nargs=6, help=argparse.SUPPRESS)
     a = ap.parse_args()

@@ -15,7 +15,7 @@ __all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasse
            "monotone_channels", "attention_sharpness", "fit_theory",
            "peak_to_valley", "mean_position", "fit_alpha", "bootstrap", "attention_share", "auc",
            "log_pearson", "robust_peak_to_valley", "single_arms", "spike_factors", "window_intervals",
-           "profile_summary", "agreement_vs_floor", "prediction_scores", "self_spike",
+           "profile_summary", "probe_intervals", "agreement_vs_floor", "prediction_scores", "self_spike",
            "paired_ptv_ratio", "decades", "is_mark", "spike_census"]
 
 
@@ -627,21 +627,74 @@ def window_intervals(per_window, reference=None, *, ends: float = 0.02, n_boot: 
     P = np.asarray(per_window, dtype=np.float64)
     if P.ndim != 2 or P.shape[0] < 2:
         raise ValueError(f"per_window must be (n >= 2, L), got shape {P.shape}")
+    return _unit_intervals(P, lambda X: X.mean(0), reference, ends=ends, n_boot=n_boot,
+                           level=level, seed=seed)
+
+
+def _unit_intervals(P, profile_of, reference, *, ends, n_boot, level, seed) -> dict:
+    """The statistics of :func:`window_intervals` on ``profile_of(resample of the rows of P)``."""
     kw = dict(n_boot=n_boot, level=level, seed=seed)
-    out = {"ptv": _interval(lambda X: robust_peak_to_valley(X.mean(0), ends)[0], P, **kw)}
+    out = {"ptv": _interval(lambda X: robust_peak_to_valley(profile_of(X), ends)[0], P, **kw)}
     for k in ("max_min", "first_min", "last_min"):
-        out[k] = _interval(lambda X, k=k: single_arms(X.mean(0))[k], P, **kw)
+        out[k] = _interval(lambda X, k=k: single_arms(profile_of(X))[k], P, **kw)
     middle = regions(P.shape[1]).middle
-    out["first_mid"] = _interval(lambda X: X.mean(0)[0] / np.median(X.mean(0)[middle]), P, **kw)
-    out["last_mid"] = _interval(lambda X: X.mean(0)[-1] / np.median(X.mean(0)[middle]), P, **kw)
+
+    def end_over_middle(X, i):
+        p = profile_of(X)
+        return p[i] / np.median(p[middle])
+
+    out["first_mid"] = _interval(lambda X: end_over_middle(X, 0), P, **kw)
+    out["last_mid"] = _interval(lambda X: end_over_middle(X, -1), P, **kw)
     if reference is not None:
         ref = _profile("reference", reference)
         if ref.size != P.shape[1]:
-            raise ValueError(f"reference has {ref.size} positions, the windows {P.shape[1]}")
-        out["spearman"] = _interval(lambda X: spearman(X.mean(0), ref), P, agreement=True, **kw)
-        out["log_pearson"] = _interval(lambda X: log_pearson(X.mean(0), ref), P, agreement=True,
-                                       **kw)
+            raise ValueError(f"reference has {ref.size} positions, the profile {P.shape[1]}")
+        out["spearman"] = _interval(lambda X: spearman(profile_of(X), ref), P, agreement=True,
+                                    **kw)
+        out["log_pearson"] = _interval(lambda X: log_pearson(profile_of(X), ref), P,
+                                       agreement=True, **kw)
     return out
+
+
+def probe_intervals(samples, reference=None, *, ends: float = 0.02, n_boot: int = 2000,
+                    level: float = 0.95, seed: int = 0) -> dict:
+    r"""Intervals over the probes of **one** window, for the statistics of
+    :func:`window_intervals`.
+
+    The reproduce page (its long-context view), and any profile of a single window, e.g.
+    ``posbias profile --format json`` (whose ``probe_samples`` this takes).  ``samples`` is the
+    (K, L) array of squared norms :math:`\lVert z_k^	op J_j Vert^2` of K Hutchinson probes
+    (``influence_profile(...)["probe_samples"][b]``); a resample of probes gives the profile
+    :math:`\sqrt{	ext{mean}_k}` (:func:`posbias_nb.measure.jacobian.hutchinson`), and the
+    probes are resampled jointly over positions (one probe serves every position, so the errors
+    of neighbouring positions are correlated).  BCa with the small-sample expansion over the K
+    probes, as :func:`window_intervals` over windows.
+
+    These intervals cover the **probe error given the window**: how far the estimate may sit
+    from the exact profile of the same text.  They say nothing of how another text would read;
+    that is what :func:`window_intervals` over several windows is for.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 probes, a negative sample, a reference of the wrong length.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> J = np.array([9.0, 1.0, 1.0, 1.0, 4.0])            # exact squared norms
+    >>> S = J * rng.chisquare(4, size=(8, 5)) / 4         # 8 noisy probes of them
+    >>> r = probe_intervals(S, n_boot=400)
+    >>> r["first_mid"][1] < 3 < r["first_mid"][2]        # the exact ratio is 3
+    True
+    """
+    S = np.asarray(samples, dtype=np.float64)
+    if S.ndim != 2 or S.shape[0] < 2:
+        raise ValueError(f"samples must be (K >= 2 probes, L), got shape {S.shape}")
+    if not np.all(np.isfinite(S)) or (S < 0).any():
+        raise ValueError("samples are squared norms: finite and >= 0")
+    return _unit_intervals(S, lambda X: np.sqrt(X.mean(0)), reference, ends=ends,
+                           n_boot=n_boot, level=level, seed=seed)
 
 
 def profile_summary(per_window, depth: int | None = None, *, ends: float = 0.02,

@@ -67,6 +67,29 @@ def test_profile_exact_json(tmp_path):
     assert meta["version"] and meta["torch"] and len(meta["batch_stderr"]) == 6
 
 
+def test_profile_json_carries_the_probe_samples(tmp_path):
+    """JSON output keeps each probe's squared norms, from which the influence is recomputed and
+    intervals over probes follow (metrics.probe_intervals); the CSV stays three columns."""
+    import numpy as np
+
+    from posbias_nb import metrics
+    from posbias_nb.measure import hutchinson
+
+    f = tmp_path / "p.json"
+    assert cli.main(["profile", "--model", "gpt2-tiny", "--length", "12", "--probes", "4",
+                     "--batch", "2", "--format", "json", "--out", str(f), "--quiet"]) == 0
+    obj = json.loads(f.read_text())
+    S = np.array(obj["probe_samples"])
+    assert S.shape == (2, 4, 12)
+    per_seq = np.array([hutchinson(s)[0] for s in S])
+    np.testing.assert_allclose(per_seq.mean(0), obj["influence"], rtol=1e-12)
+    assert metrics.probe_intervals(S[0], n_boot=200)["ptv"][0] > 0
+    c = tmp_path / "p.csv"
+    assert cli.main(["profile", "--model", "gpt2-tiny", "--length", "12", "--probes", "4",
+                     "--out", str(c), "--quiet"]) == 0
+    assert c.read_text().splitlines()[0] == "position,influence,stderr"
+
+
 def test_profile_no_rope_and_argmax_target(capsys):
     base = ["profile", "--model", "qwen2-tiny", "--length", "8", "--quiet"]
     assert cli.main(base) == 0

@@ -453,3 +453,49 @@ def test_paired_ptv_ratio_single_reading_follows_one_spike():
     assert robust[2] < 6
     with pytest.raises(ValueError, match="reading"):
         metrics.paired_ptv_ratio(base, base, reading="max")
+
+
+def _hutchinson_samples(J, K, rng):
+    """Squared norms ||z_k^T J_j||^2 of K Rademacher probes z_k (one probe for every j)."""
+    Z = rng.choice([-1.0, 1.0], size=(K, J.shape[1]))
+    return np.einsum("kd,jde->kje", Z, J).__pow__(2).sum(-1)
+
+
+def test_probe_intervals_cover_the_exact_profile_of_the_window():
+    rng = np.random.default_rng(3)
+    L, d = 40, 6
+    scale = 1.0 / (1.0 + np.minimum(np.arange(L), L - 1 - np.arange(L)))
+    J = rng.normal(size=(L, d, d)) * scale[:, None, None]  # one window's exact Jacobians
+    exact = np.sqrt((J**2).sum((1, 2)))
+    mid = metrics.regions(L).middle
+    truth = {"first_mid": exact[0] / np.median(exact[mid]),
+             "ptv": metrics.robust_peak_to_valley(exact)[0]}
+    hits = {k: 0 for k in truth}
+    reps = 60
+    for r in range(reps):
+        iv = metrics.probe_intervals(_hutchinson_samples(J, 8, rng), n_boot=400, seed=r)
+        for k, t in truth.items():
+            hits[k] += iv[k][1] <= t <= iv[k][2]
+    # nominal 95%; at K = 8 probes the expanded BCa is somewhat narrow (stats.bootstrap)
+    assert all(h / reps >= 0.8 for h in hits.values()), hits
+
+
+def test_probe_intervals_resample_probes_jointly_and_reject_bad_input():
+    rng = np.random.default_rng(0)
+    S = rng.chisquare(3, size=(8, 30))
+    iv = metrics.probe_intervals(S, n_boot=300)
+    from posbias_nb import stats
+    # the statistic is the Hutchinson profile sqrt(mean over probes) of a resample of probes
+    assert iv["first_mid"] == stats.bootstrap(
+        lambda X: np.sqrt(X.mean(0))[0] / np.median(np.sqrt(X.mean(0))[metrics.regions(30).middle]),
+        S, n_boot=300)
+    # identical probes: no probe error, an interval of zero width at the exact value
+    same = np.tile(S[0], (8, 1))
+    est, lo, hi = metrics.probe_intervals(same, n_boot=300)["ptv"]
+    assert lo == est == hi == pytest.approx(metrics.robust_peak_to_valley(np.sqrt(S[0]))[0])
+    with pytest.raises(ValueError, match="K >= 2"):
+        metrics.probe_intervals(S[:1])
+    with pytest.raises(ValueError, match=">= 0"):
+        metrics.probe_intervals(-S)
+    with pytest.raises(ValueError, match="positions"):
+        metrics.probe_intervals(S, reference=np.ones(29))

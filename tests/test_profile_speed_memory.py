@@ -70,9 +70,14 @@ def test_eager_and_fused_profiles_agree():
 # (b) chunks change only float rounding ---------------------------------------------------
 
 def test_default_chunk_by_device():
-    assert jacobian.default_chunk("probes", "cpu") == 8  # batched: measured faster on SmolLM2
+    import torch
+
+    # plain backward passes on the CPU (the bare floor itself), batches elsewhere
+    assert jacobian.default_chunk("probes", "cpu") == 1
+    assert jacobian.default_chunk("probes", torch.device("cpu")) == 1
     assert jacobian.default_chunk("exact", "cpu") == 32
     assert jacobian.default_chunk("probes", "cuda:0") == 8
+    assert jacobian.default_chunk("probes", torch.device("cuda", 1)) == 8
     assert jacobian.default_chunk("exact", "cuda") == 32
 
 
@@ -223,3 +228,29 @@ def test_long_context_memory_fused_layerwise_vs_eager():
     assert eager > 0.9 * analytic_probs, (eager, analytic_probs)
     assert fused < 0.1 * eager, (fused, eager)
     assert fused < 64, fused
+
+
+# (e) the README's speed and memory figures are the benchmark's ------------------------------
+
+def test_readme_speed_and_memory_figures_are_the_benchmarks():
+    """The README states measured figures (it cannot execute code): each must be the one in
+    bench/results/measure.json, formatted as the README writes it, so a rerun of the
+    benchmark that changes them fails here until the README is updated."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = " ".join((root / "README.md").read_text().split())  # line breaks as spaces
+    res = json.loads((root / "bench" / "results" / "measure.json").read_text())
+    floor = {r["model"]: r for r in res["floor"]}
+    want = [f"{floor['gpt2']['default']['ratio_median']:.2f}× the floor",
+            f"{floor['smollm2-135m']['default']['ratio_median']:.2f}× on pretrained SmolLM2",
+            f"takes {floor['gpt2']['batched_chunk8']['ratio_median']:.2f}× and "
+            f"{floor['smollm2-135m']['batched_chunk8']['ratio_median']:.2f}×"]
+    mem = res["memory"]
+    for r in mem["cli"]:
+        want.append(f"{r['peak_mb'] / 1024:.1f} GB at {r['L']:,} tokens")
+    want.append(f"about {mem['model']['gb_per_1000_tokens']:.2f} GB per 1,000 tokens")
+    missing = [w for w in want if w not in readme]
+    assert not missing, missing
+    # and the issue's bound: the full context of SmolLM2 within 12 GB
+    assert max(r["peak_mb"] for r in mem["cli"]) < 12 * 1024

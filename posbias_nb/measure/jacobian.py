@@ -43,7 +43,7 @@ the estimate may sit from the exact profile of the same sequences; and ``batch_s
 spread across sequences (:math:`\mathrm{sd}_b / \sqrt{B}`, zero for :math:`B = 1`).
 
 Cost and memory.  One forward pass, then one backward pass per direction (``chunk`` directions
-per pass, :func:`default_chunk`), so the time is within a few
+per pass, :func:`default_chunk`: plain passes on the CPU), so the time is within a few
 per cent of the bare floor "one forward, K backward passes".  The autograd graph of the whole
 model (every layer's activations, about 1.3 GB per 1,000 tokens for a 135M-parameter model with
 fused attention) is kept only while it fits in :data:`GRAPH_BUDGET`; beyond it the top layers
@@ -149,16 +149,23 @@ def _vjp_rows(out, x, V):
 
 
 def default_chunk(method: str, device) -> int:
-    """Output directions per backward pass when ``chunk=None``: 8 probes or 32 exact directions
-    per batched backward pass (``is_grads_batched``), on every device.
+    """Output directions per backward pass when ``chunk=None``.
 
-    Measured on this project's 2-core machine, side by side in one process: random-init
-    SmolLM2-135M, L = 512, 4 probes: 4 plain backward passes 69-92 s against 32-47 s batched by
-    4, so batching is kept as the default.  (The opposite was reported for random-init GPT-2 at
-    L = 1024 with 8 probes, 16 s plain against 27-31 s batched; ``chunk=1`` gives plain passes
-    where they are faster.)  ``bench/bench_measure.py`` compares both with the bare-torch floor.
+    Probes on the CPU: 1, plain backward passes, which is exactly the bare floor "one forward,
+    K backward passes" (``bench/bench_measure.py --only floor``).  Measured on this project's
+    2-core machine, interleaved in one process, medians of 3 rounds as ratios to the floor:
+    random-init GPT-2, L = 1024, 8 probes: plain 0.96, batched by 8 through
+    ``is_grads_batched`` 1.31; random-init SmolLM2-135M, L = 512: plain 0.96, batched 0.99 (an
+    earlier "batched twice as fast" there was measured on a loaded machine and did not
+    reproduce).  On other devices: 8 probes per batched pass, where one large kernel can fill the
+    accelerator (not measured in this project: no accelerator in CI).  The exact method batches
+    32 directions on every device (768 plain passes per sequence would pay the per-pass overhead
+    768 times).  ``chunk=`` overrides; it changes only float rounding.
     """
-    return 32 if method == "exact" else 8
+    kind = getattr(device, "type", None) or str(device).split(":")[0]
+    if method == "exact":
+        return 32
+    return 1 if kind == "cpu" else 8
 
 
 # Long contexts: layer by layer -------------------------------------------------------------
@@ -387,8 +394,9 @@ def influence_profile(model, input_ids, target: str = "hidden", method: str = "p
     seed : int
         Seeds the probes (sequence ``b`` uses ``SeedSequence([seed, b, ...])``).
     chunk : int or None
-        Output directions per backward pass.  None: the fastest measured on this device
-        (:func:`default_chunk`: batches of 8 probes or 32 exact directions).  Batching multiplies the backward pass's memory by ``chunk``.
+        Output directions per backward pass.  None: :func:`default_chunk` (probes: plain
+        passes on the CPU, batches of 8 elsewhere; exact: batches of 32 directions).  Batching
+        multiplies the backward pass's memory by ``chunk``.
         Changes only float rounding.
     probe_dist : {"rademacher", "gaussian"}
         Probe law; both have identity covariance, Rademacher has the smaller variance.

@@ -10,6 +10,8 @@ what it returns (``table()`` as CSV, ``to_json()`` as JSON); the experiments
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import __version__, models, theory
 from ..results import Result
 from .cached import capture, predict, profile
@@ -58,6 +60,9 @@ def profile_run(model, weights: str = "random", length: int = 1024, *, rope: boo
     if estimate:
         data["stderr"] = [float(v) for v in res["stderr"]]
         columns.append("stderr")
+        # JSON only: the squared norm of each probe (batch, probes, length), from which an
+        # interval over probes follows for any reading (metrics.probe_readings)
+        data["probe_samples"] = np.asarray(res["probe_samples"]).tolist()
     meta = {
         "command": "profile", "model": info["name"], "family": info["family"],
         "n_layers": info["n_layers"], "weights": weights, "rope": bool(rope),

@@ -663,9 +663,9 @@ def probe_intervals(samples, reference=None, *, ends: float = 0.02, n_boot: int 
 
     The reproduce page (its long-context view), and any profile of a single window, e.g.
     ``posbias profile --format json`` (whose ``probe_samples`` this takes).  ``samples`` is the
-    (K, L) array of squared norms :math:`\lVert z_k^	op J_j Vert^2` of K Hutchinson probes
+    (K, L) array of squared norms :math:`\lVert z_k^\top J_j \rVert^2` of K Hutchinson probes
     (``influence_profile(...)["probe_samples"][b]``); a resample of probes gives the profile
-    :math:`\sqrt{	ext{mean}_k}` (:func:`posbias_nb.measure.jacobian.hutchinson`), and the
+    :math:`\sqrt{\text{mean}_k}` (:func:`posbias_nb.measure.jacobian.hutchinson`), and the
     probes are resampled jointly over positions (one probe serves every position, so the errors
     of neighbouring positions are correlated).  BCa with the small-sample expansion over the K
     probes, as :func:`window_intervals` over windows.

@@ -43,14 +43,18 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 7.0, height: float = 3
 
 
 def profile_axes(ax, L: int | None = None, logy: bool = True, relative: bool = False,
-                 ylabel: str = "influence"):
-    """Label an axis for an influence profile: position on x, influence (log) on y."""
+                 ylabel: str = "influence", logx: bool = False):
+    """Label an axis for an influence profile: position on x, influence (log) on y; ``logx``
+    puts the positions on a log scale too (long contexts, where the first tokens would
+    otherwise be squeezed against the axis)."""
     ax.set_xlabel("relative position j / L" if relative else "input position j")
     ax.set_ylabel(ylabel)
     if logy:
         ax.set_yscale("log")
+    if logx:
+        ax.set_xscale("log")
     if L is not None and not relative:
-        ax.set_xlim(0, L + 1)
+        ax.set_xlim(*((0.8, 1.25 * L) if logx else (0, L + 1)))
     return ax
 
 

@@ -167,22 +167,26 @@ def cli_once(args) -> dict:
     return {"rc": rc, "cpu_seconds": ru.ru_utime + ru.ru_stime, "peak_mb": _rss_mb()}
 
 
+def _cli_process(args) -> dict:
+    """``posbias profile ARGS`` in a fresh process (:func:`cli_once`, uncached): wall time
+    (interpreter start and imports included), CPU time and peak RSS; raises if it fails."""
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, __file__, "--cli", *args], capture_output=True,
+                       text=True, env=dict(os.environ, HF_HUB_OFFLINE="1", POSBIAS_CACHE_DIR="off"))
+    dt = time.perf_counter() - t0
+    res = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {"rc": None}
+    if res["rc"] != 0:
+        raise RuntimeError(f"posbias profile {' '.join(args)} failed: {r.stderr[-3000:]}")
+    return {"seconds": dt, "cpu_seconds": res["cpu_seconds"], "peak_mb": res["peak_mb"]}
+
+
 def bench_cli() -> list[dict]:
     runs = [["--model", "gpt2", "--weights", "random", "--length", "1024", "--probes", "8"],
             ["--model", "qwen2-0.5b", "--weights", "random", "--length", "512", "--probes", "8"]]
     rows = []
     for args in runs:
-        t0 = time.perf_counter()  # wall time includes interpreter start and imports
-        r = subprocess.run([sys.executable, __file__, "--cli", *args], capture_output=True,
-                           text=True, check=True,
-                           env=dict(os.environ, HF_HUB_OFFLINE="1", POSBIAS_CACHE_DIR="off"))
-        dt = time.perf_counter() - t0
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-        if res["rc"] != 0:
-            raise RuntimeError(f"posbias profile {' '.join(args)} failed: {r.stderr}")
-        rows.append({"args": " ".join(args), "seconds": dt, "cpu_seconds": res["cpu_seconds"],
-                     "peak_mb": res["peak_mb"]})
-        print(f"  posbias profile {' '.join(args)}: {dt:.1f} s wall, "
+        rows.append({"args": " ".join(args), **_cli_process(args)})
+        print(f"  posbias profile {' '.join(args)}: {rows[-1]['seconds']:.1f} s wall, "
               f"{rows[-1]['cpu_seconds']:.1f} s CPU, peak {rows[-1]['peak_mb']:.0f} MB", flush=True)
     return rows
 
@@ -333,7 +337,7 @@ MEMORY_CASES = [  # (model, weights, L, K, checkpoint[, stop after N recomputed 
     ("smollm2-135m", "pretrained", 2048, 2, "one-graph"),
     ("smollm2-135m", "pretrained", 4096, 2, "one-graph"),
     # Gemma-3-270M at 16k: the peak of a long run is reached early (see memory_case), so the
-    # run stops after the first recomputed layer (a full run takes hours on 2 cores)
+    # run stops after the first recomputed layer (a full run was not measured)
     ("gemma3-270m", "pretrained", 16384, 8, "auto", 1),
 ]
 
@@ -344,17 +348,9 @@ def cli_memory_case(L: int) -> dict:
     out = LONG_PROFILE if L == max(CLI_LENGTHS) else Path(os.devnull)
     args = ["--model", "smollm2-135m", "--weights", "pretrained", "--length", str(L),
             "--probes", "8", "--format", "json"]
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, __file__, "--cli", *args, "--out", str(out)],
-                       capture_output=True, text=True,
-                       env=dict(os.environ, HF_HUB_OFFLINE="1", POSBIAS_CACHE_DIR="off"))
-    dt = time.perf_counter() - t0
-    if r.returncode:
-        raise RuntimeError(r.stderr[-3000:])
-    res = json.loads(r.stdout.strip().splitlines()[-1])
     return {"model": "smollm2-135m", "weights": "pretrained", "L": L, "K": 8,
-            "command": "posbias profile " + " ".join(args), "seconds": dt,
-            "cpu_seconds": res["cpu_seconds"], "peak_mb": res["peak_mb"],
+            "command": "posbias profile " + " ".join(args),
+            **_cli_process([*args, "--out", str(out)]),
             "profile": str(out.relative_to(ROOT)) if out != Path(os.devnull) else None,
             "load_average_at_end": os.getloadavg()}
 

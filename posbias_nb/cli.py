@@ -114,11 +114,14 @@ def _remedy_flags(p) -> None:
     from .models.remedies import REMEDIES
 
     p.add_argument("--remedy", choices=REMEDIES, default=None,
-                   help="apply an inference-time remedy (Llama-like models; ms-poe needs RoPE); "
-                        "its inputs are measured on offline text")
+                   help="apply an inference-time remedy (Llama-like models; ms-poe needs RoPE, "
+                        "attention-calibration the kv task's documents); hidden-scaling, "
+                        "ms-poe and attention-calibration are the papers' methods, the other "
+                        "two variants of ours")
     p.add_argument("--remedy-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="the remedy's free parameter: scale (hidden-scaling, default 0.5), tau "
-                        "(prior-calibration, default 0.25), lo and hi (ms-poe, 1.2 and 1.8)")
+                   help="the remedy's free parameter: scale (hidden-scaling[-all], default 0), "
+                        "lo and hi (ms-poe, 1.2 and 1.8), temperature (attention-calibration, "
+                        "default 5e-5), tau (prior-calibration, default 0.25)")
 
 
 def _cmd_report(args):

@@ -12,7 +12,8 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasserstein",
-           "monotone_channels", "attention_sharpness", "fit_theory",
+           "monotone_channels", "cubic_monotone", "savgol_roughness",
+           "positional_candidates", "attention_sharpness", "fit_theory",
            "peak_to_valley", "mean_position", "fit_alpha", "bootstrap", "attention_share", "auc",
            "log_pearson", "robust_peak_to_valley", "single_arms", "spike_factors", "window_intervals",
            "profile_summary", "probe_intervals", "agreement_vs_floor", "prediction_scores", "self_spike",
@@ -1096,6 +1097,114 @@ def monotone_channels(values) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         out = (r * p[:, None]).sum(axis=0) / sd
     return np.where(sd > 0, out, np.nan)
+
+
+def _minmax(x):
+    lo, hi = x.min(axis=0), x.max(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (x - lo) / np.where(hi > lo, hi - lo, np.nan)
+
+
+def cubic_monotone(series, skip: int = 300) -> np.ndarray:
+    r"""Yu et al.'s monotonicity test of each channel (their ``fit_and_monotic``): the series
+    from position ``skip`` on, min-max normalised, gets a least-squares cubic; the channel is
+    **increasing** (1) if every first difference of the fitted curve on the integer grid is
+    ``>= 0``, **decreasing** (2) if every one is ``<= 0``, else 0.  ``series`` is
+    ``(positions, channels)``; a constant channel gives 0.  Chapter :ref:`ch-inference`.
+
+    Examples
+    --------
+    >>> x = np.arange(40.0)
+    >>> cubic_monotone(np.stack([x, -x ** 2, np.sin(x / 3)], 1), skip=0).tolist()
+    [1, 2, 0]
+    """
+    v = np.asarray(series, dtype=np.float64)
+    if v.ndim != 2 or v.shape[0] - int(skip) < 5:
+        raise ValueError(f"series must be (positions > skip + 4, channels), got shape {v.shape} "
+                         f"with skip={skip!r}")
+    y = _minmax(v[int(skip):])
+    ok = np.all(np.isfinite(y), axis=0)
+    x = np.arange(y.shape[0], dtype=np.float64)
+    coef = np.polyfit(x, np.where(ok, y, 0.0), 3)  # (4, channels)
+    fit = np.vander(x, 4) @ coef
+    d = np.diff(fit, axis=0)
+    out = np.where(np.all(d >= 0, axis=0), 1, np.where(np.all(d <= 0, axis=0), 2, 0))
+    return np.where(ok, out, 0).astype(int)
+
+
+def savgol_roughness(series, skip: int = 200) -> np.ndarray:
+    r"""Yu et al.'s smoothness score of each channel (their ``get_smoothness``; smaller is
+    smoother): from position ``skip`` on, min-max normalised, a Savitzky-Golay filter (window
+    10, order 3), then the sum of squared second differences.  ``series``: ``(positions,
+    channels)``; a constant channel gives ``inf``.
+
+    Examples
+    --------
+    >>> x = np.arange(60.0)
+    >>> r = savgol_roughness(np.stack([x, np.sin(x)], 1), skip=0)
+    >>> bool(100 * r[0] < r[1])  # the line is far smoother than the sine
+    True
+    """
+    from scipy.signal import savgol_filter
+
+    v = np.asarray(series, dtype=np.float64)
+    if v.ndim != 2 or v.shape[0] - int(skip) < 12:
+        raise ValueError(f"series must be (positions > skip + 11, channels), got shape "
+                         f"{v.shape} with skip={skip!r}")
+    y = _minmax(v[int(skip):])
+    ok = np.all(np.isfinite(y), axis=0)
+    y = savgol_filter(np.where(ok, y, 0.0), window_length=10, polyorder=3, axis=0)
+    r = np.square(np.diff(y, n=2, axis=0)).sum(axis=0)
+    return np.where(ok, r, np.inf)
+
+
+def positional_candidates(hidden, top: int = 10, mono_skip: int = 300,
+                          smooth_skip: int = 200) -> dict:
+    r"""Stages 1 and 2 of Yu et al.'s channel search (their ``search_by_statistic``) on the
+    mean hidden states ``hidden`` of every layer, ``(entries, positions, channels)`` (the
+    ``output_hidden_states`` of a model averaged over sequences, embeddings first).
+
+    * An odd number of entries drops the first (the embeddings); of the ``T`` left, the layers
+      ``2 .. T - 2`` are tested.
+    * Each channel's monotone layers (:func:`cubic_monotone`, from ``mono_skip``) in its
+      dominant direction (increasing if strictly more layers increase than decrease); the
+      channel passes if they are more than ``T // 4``.
+    * The passing channels are ranked by their smallest :func:`savgol_roughness` (from
+      ``smooth_skip``) over their monotone layers; the ``top`` smoothest are the candidates.
+
+    Returns ``{"candidates" (best first), "passed", "roughness" (of the candidates),
+    "monotone_layers" (count per channel), "direction" (1 up, 2 down)}``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> h = rng.normal(size=(9, 400, 6))
+    >>> h[:, :, 4] += np.linspace(0, 30, 400)  # one channel grows with position in every layer
+    >>> positional_candidates(h, mono_skip=100, smooth_skip=50)["candidates"].tolist()
+    [4]
+    """
+    h = np.asarray(hidden, dtype=np.float64)
+    if h.ndim != 3:
+        raise ValueError(f"hidden must be (entries, positions, channels), got shape {h.shape}")
+    if h.shape[0] % 2 == 1:
+        h = h[1:]
+    T = h.shape[0]
+    layers = list(range(2, T - 1))
+    if not layers:
+        raise ValueError(f"{T} layers leave none between 2 and T - 2 to test")
+    kinds = np.stack([cubic_monotone(h[i], mono_skip) for i in layers])  # (layers, channels)
+    inc, dec = (kinds == 1).sum(0), (kinds == 2).sum(0)
+    direction = np.where(inc > dec, 1, 2)
+    count = np.where(inc > dec, inc, dec)
+    passed = np.flatnonzero(count > T // 4)
+    rough = np.full(h.shape[2], np.inf)
+    if passed.size:
+        per = np.stack([savgol_roughness(h[i][:, passed], smooth_skip) for i in layers])
+        mine = kinds[:, passed] == direction[passed][None]
+        rough[passed] = np.where(mine, per, np.inf).min(axis=0)
+    order = passed[np.argsort(rough[passed], kind="stable")][:int(top)]
+    return {"candidates": order, "passed": passed, "roughness": rough[order],
+            "monotone_layers": count, "direction": direction}
 
 
 def attention_sharpness(rows) -> np.ndarray:

@@ -3,6 +3,7 @@ the Markdown tables and the verdict tables."""
 from __future__ import annotations
 
 import numbers
+import re
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,12 @@ def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
     '0.50 [0.41, 0.60]'
     >>> interval((12.0, 9.4, 15.2), ".0f")
     '12 [9, 15]'
+
+    An interval of positive width gets the digits that show its width (a point estimate
+    printed ``0.483 [0.483, 0.483]`` reads as an interval of width 0):
+
+    >>> interval(0.48312, 0.48301, 0.48342, ".3f")
+    '0.4831 [0.4830, 0.4834]'
     """
     if high is None and (low is None or isinstance(low, str)):
         if isinstance(low, str):
@@ -76,7 +83,16 @@ def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
     if not all(np.isfinite(vals)):
         raise ValueError(f"interval: non-finite value in {vals!r}")
     e, lo, hi = (format(v, fmt) for v in vals)
+    m = _PRECISION.fullmatch(fmt)
+    extra = 0
+    while m and lo == hi and vals[1] != vals[2] and extra < 8:
+        extra += 1  # an interval of positive width is never printed as a point
+        f = f"{m.group(1)}{int(m.group(2)) + extra}{m.group(3)}"
+        e, lo, hi = (format(v, f) for v in vals)
     return f"{e} [{lo}, {hi}]"
+
+
+_PRECISION = re.compile(r"(.*\.)(\d+)([eEfFgG%])")
 
 
 def bold_best(values, fmt: str = ".3f", best=min) -> list[str]:

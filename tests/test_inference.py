@@ -9,8 +9,8 @@ import torch
 
 from posbias_nb import cli, measure, metrics, models
 from posbias_nb.measure import positional
-from posbias_nb.models.remedies import (later_layers, middle_layers, ms_poe_ratios, remedy,
-                                        row_probabilities)
+from posbias_nb.models.remedies import (REMEDIES, later_layers, ms_poe_layers, remedy,
+                                        row_probabilities, yu_layers)
 
 TINY = ("smollm2-tiny", "gemma3-tiny", "qwen2-tiny")
 
@@ -32,10 +32,13 @@ def _shape(m):
 
 def _params(m, name, L=24):
     T, H, hk = _shape(m)
-    if name == "hidden-scaling":
+    if name in ("hidden-scaling", "hidden-scaling-all"):
         return {"channel": 3, "scale": -1.0}
     if name == "ms-poe":
-        return {"ratios": ms_poe_ratios(np.arange(H, dtype=float), hk)}
+        return {}
+    if name == "attention-calibration":
+        return {"spans": [(1, 5), (5, 9), (9, 14)], "relevance": [0.02, 0.0, -0.01],
+                "temperature": 0.01, "start": 16}
     rng = np.random.default_rng(0)
     return {"prior": rng.random((len(later_layers(T)), H, 6, L)) + 0.01, "row0": L - 6,
             "tau": 1.0}
@@ -44,7 +47,7 @@ def _params(m, name, L=24):
 IDS = torch.randint(0, 200, (2, 24), generator=torch.Generator().manual_seed(1))
 
 
-@pytest.mark.parametrize("name", ["hidden-scaling", "ms-poe", "prior-calibration"])
+@pytest.mark.parametrize("name", REMEDIES)
 @pytest.mark.parametrize("model", TINY)
 def test_remedy_changes_logits_and_restores_exactly(tiny, model, name):
     m = tiny[model]
@@ -68,7 +71,7 @@ def test_restores_after_an_error_inside_the_block(tiny):
     m = tiny["smollm2-tiny"]
     before = m(IDS).logits.detach().clone()
     with pytest.raises(RuntimeError, match="boom"):
-        with remedy(m, "ms-poe", **_params(m, "ms-poe")):
+        with remedy(m, "ms-poe"):
             raise RuntimeError("boom")
     assert torch.equal(m(IDS).logits.detach(), before)
 
@@ -113,23 +116,30 @@ def test_row_probabilities_calibrated_by_their_own_prior_are_uniform():
 
 @pytest.mark.parametrize("model", ["smollm2-tiny", "qwen2-tiny"])
 def test_ms_poe_with_one_ratio_equals_compressed_positions(tiny, model):
-    """Independent reference: every head compressed by r is the model run at positions t / r."""
+    """Independent reference: every head compressed by r in every layer is the model run at
+    positions t / r."""
     m = tiny[model]
     T, H, hk = _shape(m)
     L = IDS.shape[1]
+    every = list(range(T))
     with torch.no_grad():
         ref = m(IDS, position_ids=(torch.arange(L, dtype=torch.float32) / 1.5)[None]).logits
-        with remedy(m, "ms-poe", ratios=np.full(hk, 1.5)):
+        with remedy(m, "ms-poe", ratios=np.full(H, 1.5), layers=every):
             got = m(IDS).logits
         plain = m(IDS).logits
-        with remedy(m, "ms-poe", ratios=np.ones(hk)):
+        with remedy(m, "ms-poe", ratios=np.ones(H), layers=every):
             one = m(IDS).logits
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
     assert (got - plain).abs().max() > 1e-3
-    assert torch.equal(one, plain)  # ratio 1: angle 0, exactly the model
+    torch.testing.assert_close(one, plain, rtol=0, atol=1e-6)  # ratio 1: angle 0
 
 
-def test_hidden_scaling_touches_queries_and_keys_only(tiny):
+def test_default_layers():
+    assert yu_layers(32) == list(range(10, 26)) and ms_poe_layers(32) == list(range(2, 32))
+    assert later_layers(8) == [4, 5, 6, 7] and yu_layers(2) == [1]
+
+
+def test_hidden_scaling_all_touches_queries_and_keys_only(tiny):
     m = tiny["smollm2-tiny"]
     a = models.decoder_layers(m)[0].self_attn
 
@@ -144,7 +154,7 @@ def test_hidden_scaling_touches_queries_and_keys_only(tiny):
         m(IDS)
         for h in hooks:
             h.remove()
-        with remedy(m, "hidden-scaling", channel=5, scale=0.0, layers=[0]):
+        with remedy(m, "hidden-scaling-all", channel=5, scale=0.0, layers=[0]):
             hooks = observe(seen)
             m(IDS)
             for h in hooks:
@@ -163,9 +173,22 @@ def test_hidden_scaling_touches_queries_and_keys_only(tiny):
     ("hidden-scaling", {"channel": 1, "scale": float("nan")}, "scale must be"),
     ("hidden-scaling", {"channel": 1, "scale": 0.5, "layers": [99]}, "layers must be"),
     ("hidden-scaling", {"channel": 1, "scale": 0.5, "tau": 1}, "takes"),
-    ("ms-poe", {}, "needs ratios"),
-    ("ms-poe", {"ratios": [0.5, 1.0]}, "ratios must be"),
+    ("hidden-scaling", {"channel": 1, "scale": 0.5, "start": -1}, "start must be"),
+    ("hidden-scaling", {"channel": 1, "scale": 0.5, "context": [1]}, "context must be"),
+    ("hidden-scaling-all", {"channel": 1, "scale": 0.5, "start": 3}, "takes"),
+    ("ms-poe", {"ratios": [0.5, 1.0, 1.0, 1.0]}, "ratios must be"),
     ("ms-poe", {"ratios": [1.2, 1.3, 1.4]}, "ratios must be"),
+    ("ms-poe", {"lo": 0.5}, "lo must be"),
+    ("ms-poe", {"assign": "sorted"}, "assign must be"),
+    ("attention-calibration", {"relevance": [0.0], "temperature": 1.0}, "needs spans"),
+    ("attention-calibration", {"spans": [(3, 2)], "relevance": [0.0], "temperature": 1.0},
+     "spans must be"),
+    ("attention-calibration", {"spans": [(1, 3)], "relevance": [0.0, 1.0], "temperature": 1.0},
+     "relevance has"),
+    ("attention-calibration", {"spans": [(1, 3)], "relevance": [0.0], "temperature": 0.0},
+     "temperature must be"),
+    ("attention-calibration", {"spans": [(1, 3), (2, 4)], "relevance": [0.0, 0.0],
+                               "temperature": 1.0}, "overlap"),
     ("prior-calibration", {"row0": 1, "tau": 1}, "needs prior"),
     ("prior-calibration", {"prior": np.ones((1, 4, 2, 8)), "row0": 6, "tau": -1}, "tau must"),
     ("prior-calibration", {"prior": np.ones((1, 4, 2, 7)), "row0": 6, "tau": 1}, "prior must"),
@@ -182,7 +205,7 @@ def test_bad_parameters(tiny, name, params, match):
 def test_ms_poe_needs_rope():
     m, _, _ = models.load("gpt2-tiny", weights="random", seed=0)
     with pytest.raises(ValueError):
-        with remedy(m, "ms-poe", ratios=[1.2]):
+        with remedy(m, "ms-poe"):
             pass
 
 
@@ -194,15 +217,12 @@ def test_calibration_outside_the_measured_rows_is_an_error(tiny):
             m(IDS)
 
 
-def test_ms_poe_ratios():
-    assert ms_poe_ratios([0.0, 5.0], 1).tolist() == [1.2]
-    r = ms_poe_ratios([1.0, 1.0, 9.0, 9.0], 2)  # group 1 is sharper: least compression
-    assert r.tolist() == [1.8, 1.2]
-    with pytest.raises(ValueError):
-        ms_poe_ratios([1.0, 2.0, 3.0], 2)
-    with pytest.raises(ValueError):
-        ms_poe_ratios([1.0, 2.0], 2, lo=0.9)
-    assert middle_layers(8) == [2, 3, 4, 5] and later_layers(8) == [4, 5, 6, 7]
+def test_calibration_spans_must_end_before_the_calibrated_rows(tiny):
+    m = tiny["smollm2-tiny"]
+    with pytest.raises(ValueError, match="end before start"):
+        with remedy(m, "attention-calibration", spans=[(1, 20)], relevance=[0.0],
+                    temperature=1.0, start=10), torch.no_grad():
+            m(IDS)
 
 
 def test_monotone_channels_finds_the_planted_channel():
@@ -216,10 +236,21 @@ def test_monotone_channels_finds_the_planted_channel():
 
 
 def test_positional_channel_and_rows_on_a_tiny_model(tiny):
+    m = tiny["gemma3-tiny"]  # 6 layers: Yu et al.'s stages need layers 2 .. T - 2
+    V = m.get_input_embeddings().num_embeddings
+    from posbias_nb.tasks.text import random_ascii_batch
+    search = random_ascii_batch(None, 400, 2, seed=0, vocab_size=V)
+    g = np.random.default_rng(0)
+    P = [g.integers(0, V, 12).tolist() for _ in range(3)]
+    A = [g.integers(0, V, 3).tolist() for _ in range(3)]
+    ch = positional.positional_channel(m, search, P, A, top=4)
+    assert 1 <= len(ch["candidates"]) <= 4 and ch["channel"] in ch["candidates"].tolist()
+    assert ch["channel"] == int(ch["candidates"][np.nanargmin(ch["losses"])])
+    assert ch["values"].shape == (400,) and np.isfinite(ch["baseline_loss"])
+    with pytest.raises(ValueError, match="leave none"):
+        positional.positional_channel(tiny["smollm2-tiny"], search)  # 2 layers
     m = tiny["smollm2-tiny"]
     ids = measure.text_batch(None, 32, 3, seed=0, vocab_size=m.get_input_embeddings().num_embeddings)
-    ch = positional.positional_channel(m, ids)
-    assert 0 <= ch["channel"] < m.config.hidden_size and ch["values"].shape == (32,)
     rows = positional.attention_rows(m, ids, 28)
     T, H, _ = _shape(m)
     assert rows.shape == (T, H, 4, 32)
@@ -243,13 +274,13 @@ def test_profile_command_with_a_remedy(tmp_path, capsys):
     out = tmp_path / "p.json"
     args = ["profile", "--model", "smollm2-tiny", "--length", "24", "--quiet", "--format",
             "json", "--out", str(out)]
-    assert cli.main(args + ["--remedy", "hidden-scaling", "--remedy-param", "scale=-1"]) == 0
+    assert cli.main(args + ["--remedy", "prior-calibration", "--remedy-param", "tau=1"]) == 0
     a = json.loads(out.read_text())
-    assert a["meta"]["remedy"] == "hidden-scaling" and a["meta"]["setting"] == {"scale": -1.0}
+    assert a["meta"]["remedy"] == "prior-calibration" and a["meta"]["setting"] == {"tau": 1.0}
     assert cli.main(args + ["--remedy", "ms-poe"]) == 0
     b = json.loads(out.read_text())
     assert len(b["influence"]) == 24 and a["influence"] != b["influence"]
-    assert cli.main(args + ["--remedy", "hidden-scaling", "--remedy-param", "scale=-1"]) == 0
+    assert cli.main(args + ["--remedy", "prior-calibration", "--remedy-param", "tau=1"]) == 0
     assert json.loads(out.read_text())["influence"] == a["influence"]  # same seed, same numbers
 
 
@@ -262,6 +293,8 @@ def test_profile_command_with_a_remedy(tmp_path, capsys):
      "needs --remedy"),
     (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy", "hidden-scaling",
       "--remedy-param", "scale"], "KEY=VALUE"),
+    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy",
+      "attention-calibration"], "has none"),
     (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy", "bogus"], "invalid"),
 ])
 def test_remedy_command_errors(argv, match, capsys):
@@ -270,22 +303,24 @@ def test_remedy_command_errors(argv, match, capsys):
     assert len(err) == 1 and match in err[0]
 
 
-def test_calibrated_scores_batched_equal_one_by_one(tiny):
-    """Prompts of one length share the first calibrated row and are scored in one batch."""
-    from posbias_nb.experiments.inference import _score_arm
-    from posbias_nb.measure.scoring import score
+def test_per_sequence_starts_batched_equal_one_by_one(tiny):
+    """Prompts of different lengths, right-padded in one batch, each with its own first
+    recomputed row, score as they do alone."""
+    from posbias_nb.measure.scoring import score, score_batch
 
-    m = tiny["smollm2-tiny"]
     g = np.random.default_rng(3)
-    recs = [{"prompt_ids": g.integers(0, 200, n).tolist(), "answer_ids": g.integers(0, 200, a)
-             .tolist()} for n, a in ((18, 3), (18, 5), (20, 2), (18, 4))]
-    p = _params(m, "prior-calibration", L=24)
-    p["row0"] = 17
-    p["prior"] = p["prior"][:, :, :1].repeat(7, axis=2)  # rows 17..23
-    lp, ok = _score_arm(m, "prior-calibration", p, recs)
-    for i, r in enumerate(recs):
-        with remedy(m, "prior-calibration", start=len(r["prompt_ids"]) - 1, **p):
-            one, _ = score(m, r["prompt_ids"], r["answer_ids"])
-        assert abs(lp[i] - one) < 1e-4
-    plain, _ = _score_arm(m, None, None, recs)
-    assert np.all(np.abs(plain - lp) > 1e-6)  # the calibration did act
+    for model, name, p in (("smollm2-tiny", "hidden-scaling", {"channel": 3, "scale": -1.0}),
+                           ("qwen2-tiny", "ms-poe", {})):
+        m = tiny[model]
+        P = [g.integers(0, 200, n).tolist() for n in (18, 15, 20, 16)]
+        A = [g.integers(0, 200, a).tolist() for a in (3, 5, 2, 4)]
+
+        def within(rows):
+            return remedy(m, name, start=[len(P[q]) - 1 for q in rows], **p)
+        lp, _ = score_batch(m, P, A, within=within)
+        plain, _ = score_batch(m, P, A)
+        for i in range(4):
+            with remedy(m, name, start=len(P[i]) - 1, **p):
+                one, _ = score(m, P[i], A[i])
+            assert abs(lp[i] - one) < 1e-4
+        assert np.all(np.abs(plain - lp) > 1e-7)  # the remedy did act

@@ -1,28 +1,30 @@
-r"""What the inference-time remedies need from a model, measured on offline text.
+r"""What the inference-time remedies need from a model, measured on offline data.
 
 Chapter :ref:`ch-inference`.  Each function runs the model and collects; the remedies themselves
 live in :mod:`posbias_nb.models.remedies` (so ``models`` imports nothing from here) and the pure
 statistics in :mod:`posbias_nb.metrics`.
 
-* :func:`attention_rows` — the attention probabilities of the last query rows, per layer and
-  head, averaged over sequences: the content-free **positional prior** that the calibration
-  divides out when the sequences are offline text windows, the *dummy-document* estimate
-  (Hsieh et al. 2024) when they are retrieval prompts with other content.
-* :func:`positional_channel` — the hidden channel that changes most monotonically with position
-  (Yu et al. 2024's criterion), read at the input of the query/key projections.
-* :func:`row_nll` — the next-token loss of the last rows of held-out windows: the cost of a
+* :func:`attention_rows` -- the attention probabilities of the last query rows, per layer and
+  head, averaged over sequences: the content-free **positional prior** that our prior
+  calibration divides out, when the sequences are offline text windows.
+* :func:`positional_channel` -- Yu et al.'s search for the positional hidden channel, all
+  three stages: monotone in enough layers (cubic fit), smoothest, then lowest validation loss
+  with the channel scaled to 0.
+* :func:`calibrated_attention` -- Hsieh et al.'s calibrated attention of each document of a
+  prompt: its attention minus that of a dummy document at the same place.
+* :func:`row_nll` -- the next-token loss of the last rows of held-out windows: the cost of a
   remedy.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import monotone_channels
 from ..models import decoder_layers
 from ..models.patches import register_attention
 from ..models.remedies import row_probabilities
 
-__all__ = ["attention_rows", "positional_channel", "row_nll"]
+__all__ = ["attention_rows", "layer_means", "positional_channel", "calibrated_attention",
+           "row_nll"]
 
 _TAP = "posbias_rows"
 _tapped: dict = {}
@@ -84,48 +86,116 @@ def attention_rows(model, input_ids, start: int, chunk: int = 4) -> np.ndarray:
     return total / B
 
 
-def positional_channel(model, input_ids, layers=None, skip: int = 1) -> dict:
-    r"""The hidden channel whose value changes most monotonically with position.
-
-    The post-norm hidden state entering the query projection of each layer in ``layers``
-    (0-based; default the middle half) is averaged over the sequences and those layers; each
-    channel's Spearman correlation with position over positions ``skip .. L-1`` (position 0,
-    the attention sink, is an outlier in most models) is
-    :func:`posbias_nb.metrics.monotone_channels`; the channel with the largest ``|rho|`` is
-    Yu et al.'s positional hidden dimension.
-
-    Returns ``{"channel", "rho" (all channels), "values" (the channel by position),
-    "layers"}``.
-    """
+def layer_means(model, input_ids, chunk: int = 4) -> np.ndarray:
+    """Every layer's output hidden states (``output_hidden_states``: the embeddings first, the
+    last after the final norm), averaged over the sequences of ``input_ids``:
+    ``(n_layers + 1, L, d)`` float64."""
     import torch
 
-    from ..models.remedies import middle_layers
-
     ids = _ids(input_ids)
-    stack = decoder_layers(model)
-    layers = middle_layers(len(stack)) if layers is None else [int(x) for x in layers]
-    acc: dict = {}
-    hooks = []
-    for i in layers:
-        q = getattr(getattr(stack[i], "self_attn", None), "q_proj", None)
-        if q is None:
-            raise ValueError(f"{model.config.model_type}: no self_attn.q_proj to read the "
-                             "hidden state at (Llama-like models only)")
-
-        def pre(mod, args, i=i):
-            acc[i] = acc.get(i, 0) + args[0].detach().double().sum(0).cpu()
-        hooks.append(q.register_forward_pre_hook(pre))
     device = next(model.parameters()).device
-    try:
-        with torch.no_grad():
-            model.base_model(input_ids=ids.to(device), use_cache=False)
-    finally:
-        for h in hooks:
-            h.remove()
-    mean = (sum(acc[i] for i in layers) / (len(layers) * ids.shape[0])).numpy()  # (L, d)
-    rho = monotone_channels(mean[int(skip):])
-    c = int(np.nanargmax(np.abs(rho)))
-    return {"channel": c, "rho": rho, "values": mean[:, c], "layers": np.asarray(layers)}
+    total = None
+    with torch.no_grad():
+        for i in range(0, ids.shape[0], max(int(chunk), 1)):
+            hs = model.base_model(input_ids=ids[i:i + chunk].to(device), use_cache=False,
+                                  output_hidden_states=True).hidden_states
+            got = torch.stack([h.double().sum(0) for h in hs]).cpu().numpy()
+            total = got if total is None else total + got
+    return total / ids.shape[0]
+
+
+def positional_channel(model, search_ids, prompts=None, answers=None, top: int = 10,
+                       layers=None, scale: float = 0.0) -> dict:
+    r"""Yu et al.'s positional hidden channel, found by their three stages
+    (``experiments/search_dimension``).
+
+    1. The mean output hidden states of every layer over ``search_ids`` (their corpus: random
+       printable ASCII, no BOS, :func:`posbias_nb.tasks.text.random_ascii_batch`).
+    2. :func:`posbias_nb.metrics.positional_candidates`: channels monotone (cubic fit) in more
+       than a quarter of the layers, the ``top`` smoothest kept.
+    3. With validation ``prompts`` and ``answers`` (their KV validation set; here the task's
+       tuning prompts): each candidate scaled by ``scale`` (their 0) in ``layers`` (default
+       :func:`posbias_nb.models.remedies.yu_layers`) with the last ``len(answer) + 1`` rows
+       recomputed, and the mean per-token cross-entropy of the answers; the channel of the
+       lowest loss is chosen.  Yu et al. print the three best, the unscaled model ("baseline")
+       among them, and choose by hand; here the best candidate is taken, and the baseline's loss
+       is returned beside it.  Without prompts the smoothest candidate is taken (stage 3 left
+       out: say so).
+
+    Returns ``{"channel", "candidates", "losses" (per candidate), "baseline_loss", "roughness",
+    "monotone_layers", "values" (the channel's mean over its layers, by position), "stage3"}``.
+    """
+    from ..metrics import positional_candidates
+    from ..models.remedies import remedy, yu_layers
+    from .scoring import score_batch
+
+    H = layer_means(model, search_ids)
+    c = positional_candidates(H, top=top)
+    cand = [int(x) for x in c["candidates"]]
+    if not cand:
+        raise ValueError(f"{model.config.model_type}: no channel is monotone in more than a "
+                         "quarter of the layers (Yu et al.'s first stage found none)")
+    T = len(decoder_layers(model))
+    layers = yu_layers(T) if layers is None else [int(x) for x in layers]
+    losses = np.full(len(cand), np.nan)
+    base = np.nan
+    if prompts is not None:
+        P = [list(map(int, p)) for p in prompts]
+        A = [list(map(int, a)) for a in answers]
+        n = np.array([len(a) for a in A], dtype=float)
+        lp, _ = score_batch(model, P, A)
+        base = float(np.mean(-lp / n))
+        for j, ch in enumerate(cand):
+            def within(rows, ch=ch):
+                return remedy(model, "hidden-scaling", channel=ch, scale=scale, layers=layers,
+                              start=[len(P[r]) - 1 for r in rows])
+            lp, _ = score_batch(model, P, A, within=within)
+            losses[j] = float(np.mean(-lp / n))
+        best = cand[int(np.argmin(losses))]
+    else:
+        best = cand[0]
+    hs = H[1:] if H.shape[0] % 2 == 1 else H
+    return {"channel": best, "candidates": np.array(cand), "losses": losses,
+            "baseline_loss": base, "roughness": c["roughness"],
+            "monotone_layers": c["monotone_layers"][cand], "values": hs[:, :, best].mean(0),
+            "stage3": prompts is not None}
+
+
+def calibrated_attention(model, prompt_ids, spans, dummies) -> dict:
+    r"""Hsieh et al.'s calibrated attention (eq. 4) of each document of one prompt.
+
+    :math:`\mathrm{Attn}(x^{doc}_k, k)` is the attention of the prompt's last token to the
+    tokens of document :math:`k` (``spans[k]``), averaged over those tokens, every layer and
+    every head (their section 2); :math:`\mathrm{Attn}(x^{dum}, k)` is the same quantity for the
+    dummy document in the prompt where it replaces document :math:`k` (``dummies[k]``: a dict
+    with ``prompt_ids`` and the dummy's ``span``, e.g. from
+    :func:`posbias_nb.tasks.retrieval.dummy_prompts`).  One extra pass per document, as the
+    paper says; each reuses the keys and values of the prefix it shares with the prompt
+    (``prompt_ids`` may be a :class:`posbias_nb.measure.prefix.Prefix` of the prompt already
+    recorded).
+
+    Returns ``{"attention", "dummy", "relevance"}`` (``(K,)`` each; relevance = attention -
+    dummy).
+    """
+    from .prefix import Prefix
+
+    spans = [tuple(map(int, s)) for s in spans]
+    if len(dummies) != len(spans):
+        raise ValueError(f"{len(spans)} documents but {len(dummies)} dummy prompts")
+    pre = prompt_ids if isinstance(prompt_ids, Prefix) else Prefix(model, prompt_ids)
+    ids, row = pre.ids, pre.last_row
+    att = np.array([row[a:b].mean() for a, b in spans])
+    dum = np.zeros(len(spans))
+    for k, d in enumerate(dummies):
+        dids = list(map(int, d["prompt_ids"]))
+        a, b = map(int, d["span"])
+        c = 0
+        while c < min(len(ids), len(dids), a) and ids[c] == dids[c]:
+            c += 1
+        if c < 1:
+            raise ValueError("a dummy prompt shares no prefix with the prompt")
+        dum[k] = pre.run(c, dids[c:])[a:b].mean()
+    return {"attention": att, "dummy": dum, "relevance": att - dum}
 
 
 def row_nll(model, input_ids, start: int) -> np.ndarray:

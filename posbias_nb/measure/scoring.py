@@ -13,6 +13,8 @@ numbers equal :func:`score`'s up to float rounding of batched matrix products
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 __all__ = ["score", "score_batch", "score_hidden", "answer_logits", "generate_greedy"]
@@ -53,13 +55,17 @@ def score_hidden(model, hidden, prompt_len: int, answer_ids) -> tuple[float, boo
     return float(out.gather(1, tgt[:, None]).sum()), bool((out.argmax(-1) == tgt).all())
 
 
-def score_batch(model, prompts, answers, batch: int = 8, max_tokens: int = 4096):
+def score_batch(model, prompts, answers, batch: int = 8, max_tokens: int = 4096, within=None):
     r""":func:`score` of many prompts: ``(logprob, correct)`` numpy arrays in input order.
 
     Sequences (prompt + answer) are sorted by length and stacked, right-padded, in groups of at
     most ``batch`` rows and ``max_tokens`` padded tokens (see the module docstring: right
     padding changes no logit of a causal model).  Chapter *From prior to behaviour*, eq.
     ``eq-ret-logprob``.
+
+    ``within``, if given, is called with the input indices of each stacked group and returns
+    a context manager that the group's forward pass runs in: an inference-time remedy whose
+    parameters differ by prompt (e.g. ``start``, the prompt's last row, one per sequence).
 
     Raises
     ------
@@ -92,7 +98,8 @@ def score_batch(model, prompts, answers, batch: int = 8, max_tokens: int = 4096)
         for r, q in enumerate(rows):
             seq = P[q] + A[q]
             ids[r, :len(seq)] = torch.tensor(seq)
-        with torch.no_grad():
+        ctx = within([int(q) for q in rows]) if within is not None else contextlib.nullcontext()
+        with torch.no_grad(), ctx:
             h = model.base_model(input_ids=ids.to(device), use_cache=False).last_hidden_state
             for r, q in enumerate(rows):
                 lp[q], ok[q] = score_hidden(model, h[r], len(P[q]), A[q])

@@ -17,7 +17,8 @@ import numpy as np
 from .._validate import choice, positive_int
 
 __all__ = ["TASKS", "VARIANTS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "kv_pairs", "kv_prompt",
-           "slot_items", "haystack_sentences", "needle_prompt", "build_prompts", "check_args"]
+           "slot_items", "haystack_sentences", "needle_prompt", "build_prompts", "check_args",
+           "DUMMY_PAIR", "dummy_prompts"]
 
 TASKS = ("kv", "needle")
 #: ``"hex"``: the chapter's fast task (8-hex-digit keys and values, a forced opening quote,
@@ -228,7 +229,8 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
         gold item's index among the ``n_items``), ``content`` (task text), ``text`` (rendered
         prompt), ``prompt_ids``, ``answer_ids``, ``value``, ``span`` (token range of the gold
         value in the prompt), for kv ``pair_spans`` (token range of every pair ``"k": "v"``,
-        in the object's order); ``n_items``, ``items`` (slot -> item), ``chat`` (bool).
+        in the object's order) and ``pairs`` (the pairs in that order); ``n_items``, ``items``
+        (slot -> item), ``chat`` (bool).
 
     Raises
     ------
@@ -273,6 +275,7 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
                 rec = _record(codec, e, k, int(it), content, gold[1], c0, answer=gold[1],
                               lead=lead, slots=slots)
                 rec["pair_spans"] = _pair_spans(codec, rec["text"], content, order)
+                rec["pairs"] = list(order)
                 records.append(rec)
     else:
         sents = haystack_sentences()
@@ -317,6 +320,42 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
     return {"records": records, "n_items": n_items, "chat": codec.chat, "codec": codec,
             "variant": variant,
             "items": [int(r["item"]) for r in records[:positions]]}
+
+
+#: The dummy document of the attention calibration (Hsieh et al. 2024): one fixed key-value
+#: pair, drawn once like the task's own (8 hex digits each).
+DUMMY_PAIR = tuple(kv_pairs(1, np.random.default_rng(0xD0C))[0])
+
+
+def dummy_prompts(prompts: dict, record: dict, dummy=DUMMY_PAIR) -> list[dict]:
+    """For each document (key-value pair) ``k`` of a kv ``record`` of ``prompts`` (what
+    :func:`build_prompts` returns), the same prompt with that pair replaced, in place, by the
+    ``dummy`` pair (Hsieh et al.'s "dummy document at position k"): a list of ``{"prompt_ids",
+    "span"}`` (the token range of the dummy pair ``"k": "v"``), in the object's order.
+
+    Raises
+    ------
+    ValueError
+        A record without ``pairs`` (not kv), or a dummy string that occurs in the prompt.
+    """
+    if "pairs" not in record:
+        raise ValueError("dummy_prompts needs a kv record (with its pairs)")
+    dk, dv = dummy
+    content = record["content"]
+    if dk in content or dv in content:
+        raise ValueError(f"the dummy pair {dummy!r} occurs in the prompt")
+    codec = prompts["codec"]
+    lead = '"' if prompts.get("variant", "hex") == "hex" else ""
+    out = []
+    for k, v in record["pairs"]:
+        old = f'"{k}": "{v}"'
+        new = f'"{dk}": "{dv}"'
+        c0 = content.index(old)
+        alt = content[:c0] + new + content[c0 + len(old):]
+        text, off = codec.render(alt, lead)
+        ids, offs = codec.encode(text, prompt=True)
+        out.append({"prompt_ids": ids, "span": _span(offs, off + c0, off + c0 + len(new))})
+    return out
 
 
 def _pair_spans(codec, text: str, content: str, pairs) -> list[tuple[int, int]]:

@@ -17,7 +17,8 @@ import numpy as np
 
 from .._validate import choice, positive_int
 
-__all__ = ["STDLIB_MODULES", "SOURCES", "WINDOWS", "stdlib_corpus", "corpus_digest", "text_batch"]
+__all__ = ["STDLIB_MODULES", "SOURCES", "WINDOWS", "ASCII_ALPHABET", "stdlib_corpus", "corpus_digest",
+           "text_batch", "random_ascii_batch"]
 
 #: The rule that draws windows: part of every cache key (bump when :func:`text_batch` changes).
 WINDOWS = "disjoint-v1"
@@ -221,3 +222,45 @@ def text_batch(tokenizer, length: int, batch: int, seed: int = 0, source: str = 
     if vocab_size is not None and ids.max() >= vocab_size:
         raise ValueError(f"token id {int(ids.max())} is outside the vocabulary of {vocab_size}")
     return ids
+
+
+#: Printable ASCII without whitespace: the alphabet of Yu et al.'s channel-search corpus.
+ASCII_ALPHABET = "".join(chr(c) for c in range(33, 127))
+
+
+def random_ascii_batch(tokenizer, length: int, batch: int, seed: int = 0,
+                       vocab_size: int | None = None) -> np.ndarray:
+    """Yu et al.'s channel-search inputs (their ``corpus/random_string.txt``, cut into chunks of
+    ``10 * length`` characters): ``batch`` strings of ``10 * length`` random printable ASCII
+    characters (no spaces), each tokenized **without** special tokens (no BOS) and cut to its
+    first ``length`` tokens; ``(batch, length)`` int64, seeded.  A model without a tokenizer
+    reads the bytes (``mod vocab_size``).
+
+    Examples
+    --------
+    >>> random_ascii_batch(None, 5, 2, seed=0, vocab_size=256).shape
+    (2, 5)
+    """
+    length = positive_int("length", length)
+    batch = positive_int("batch", batch)
+    seed = positive_int("seed", seed, minimum=0)
+    rng = np.random.default_rng([seed, 0xA5C11])
+    out = np.zeros((batch, length), dtype=np.int64)
+    for b in range(batch):
+        chars = rng.integers(0, len(ASCII_ALPHABET), size=10 * length)
+        text = "".join(ASCII_ALPHABET[i] for i in chars)
+        if tokenizer is None:
+            if vocab_size is None:
+                raise ValueError("a byte-level batch (tokenizer None) needs vocab_size")
+            ids = np.frombuffer(text.encode("ascii"), dtype=np.uint8).astype(np.int64) \
+                % int(vocab_size)
+        else:
+            ids = np.asarray(tokenizer(text, add_special_tokens=False)["input_ids"],
+                             dtype=np.int64)
+        if ids.size < length:
+            raise ValueError(f"{10 * length} random characters gave only {ids.size} tokens, "
+                             f"fewer than length={length}")
+        out[b] = ids[:length]
+    if vocab_size is not None and out.max() >= vocab_size:
+        raise ValueError(f"token id {int(out.max())} is outside the vocabulary of {vocab_size}")
+    return out

@@ -1,0 +1,440 @@
+"""Each remedy named after a paper against an oracle written from that paper's equations, on tiny
+models; and each oracle shown to reject the departure the book's first version had.
+
+* hidden scaling (Yu et al.): only the rows from ``start`` change, and they equal a direct
+  recomputation with the scaled query against the scaled keys and the unscaled values;
+* Ms-PoE (Zhang et al.): every head equals that head run alone by the model's own attention at
+  ``position_ids / r_h``, with the ratios ranked by the outlier share of the raw last row, and
+  distinct ratios inside one key-value group;
+* attention calibration (Hsieh et al.): the calibrated attention of a document is its attention
+  minus that of a dummy document at its place (eager attention maps), and the remedied layer
+  equals eq. 5 applied by hand to the eager probabilities.
+"""
+import numpy as np
+import pytest
+import torch
+
+from posbias_nb import models
+from posbias_nb.measure import positional
+from posbias_nb.measure.prefix import Prefix, score_after_prefix
+from posbias_nb.measure.scoring import score_batch
+from posbias_nb.models.remedies import (calibration_weights, ms_poe_ratios, ms_poe_state,
+                                        outlier_share, remedy)
+
+TINY = ("smollm2-tiny", "gemma3-tiny", "qwen2-tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return {n: models.load(n, weights="random", seed=0)[0] for n in TINY}
+
+
+def _ids(L=14, B=2, seed=1):
+    return torch.randint(0, 200, (B, L), generator=torch.Generator().manual_seed(seed))
+
+
+def _capture(m, layer, ids, ctx=None):
+    """(input hidden state, position embeddings, output) of layer ``layer``'s attention block,
+    and the input of its o_proj (the heads' outputs), in one forward pass."""
+    got = {}
+    a = models.decoder_layers(m)[layer].self_attn
+
+    def pre(mod, args, kwargs):
+        got["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
+        got["pe"] = tuple(t.detach().clone() for t in kwargs["position_embeddings"])
+
+    def post(mod, args, out):
+        if "out" not in got:  # the first call (a nested call of hidden scaling comes before)
+            pass
+        got["out"] = out[0].detach().clone()
+
+    def o_pre(mod, args):
+        got["heads"] = args[0].detach().clone()
+    hs = [a.register_forward_pre_hook(pre, with_kwargs=True), a.register_forward_hook(post),
+          a.o_proj.register_forward_pre_hook(o_pre)]
+    try:
+        with torch.no_grad(), (ctx if ctx is not None else torch.no_grad()):
+            m(ids)
+    finally:
+        for h in hs:
+            h.remove()
+    return got
+
+
+def _rope(x, pos, inv_freq, scaling=1.0):
+    """Standard RoPE (rotate-half) of x (B, H, L, d) at float positions pos (L,), float64."""
+    ang = pos.double()[:, None] * inv_freq.double()[None, :]
+    emb = torch.cat((ang, ang), -1)
+    cos, sin = emb.cos() * scaling, emb.sin() * scaling
+    rot = 2 * inv_freq.numel()
+    xr = x[..., :rot]
+    h = rot // 2
+    half = torch.cat((-xr[..., h:], xr[..., :h]), -1)
+    out = xr * cos + half * sin
+    return torch.cat((out, x[..., rot:]), -1) if rot < x.shape[-1] else out
+
+
+def _inv_freq(m, a):
+    from posbias_nb.models.remedies import _layer_inv_freq
+    return _layer_inv_freq(m, a)
+
+
+def _qkv(a, x):
+    """Projections of x by the attention block a, with its per-head q/k norms if any:
+    (q (B, H, L, d), k (B, Hkv, L, d), v (B, Hkv, L, d)) in float64."""
+    B, L, _ = x.shape
+    d = a.head_dim
+    q = a.q_proj(x).view(B, L, -1, d).transpose(1, 2)
+    k = a.k_proj(x).view(B, L, -1, d).transpose(1, 2)
+    v = a.v_proj(x).view(B, L, -1, d).transpose(1, 2)
+    if hasattr(a, "q_norm"):
+        q, k = a.q_norm(q), a.k_norm(k)
+    return q.double(), k.double(), v.double()
+
+
+def _mask(L, window=None):
+    i = torch.arange(L)[:, None]
+    j = torch.arange(L)[None, :]
+    vis = j <= i
+    if window:
+        vis = vis & (i - j < window)
+    return vis
+
+
+def _attend(q, k, v, scale, vis, softcap=None):
+    H, Hk = q.shape[1], k.shape[1]
+    k = k.repeat_interleave(H // Hk, 1)
+    v = v.repeat_interleave(H // Hk, 1)
+    s = q @ k.transpose(-1, -2) * scale
+    if softcap:
+        s = torch.tanh(s / softcap) * softcap
+    s = s.masked_fill(~vis, float("-inf"))
+    return torch.softmax(s, -1) @ v, torch.softmax(s, -1)
+
+
+def _moved(a, b):
+    """a differs from b by more than float rounding (relative to b's scale)."""
+    return bool((a - b).abs().max() > 1e-4 * b.abs().max())
+
+
+def _close(a, b):
+    """a equals b up to float32 rounding (relative to b's scale)."""
+    torch.testing.assert_close(a, b.to(a.dtype), rtol=1e-4, atol=1e-5 * float(b.abs().max()))
+
+
+def _window(a):
+    return getattr(a, "sliding_window", None)
+
+
+def _out(a, heads):
+    """o_proj of (B, H, L, d) head outputs."""
+    B, H, L, d = heads.shape
+    return a.o_proj(heads.transpose(1, 2).reshape(B, L, H * d).to(a.o_proj.weight.dtype))
+
+
+# --------------------------------------------------------------------------------------------
+# hidden scaling
+
+@pytest.mark.parametrize("model", TINY)
+def test_hidden_scaling_equals_the_recomputed_last_rows(tiny, model):
+    m = tiny[model]
+    layer = len(models.decoder_layers(m)) - 1
+    a = models.decoder_layers(m)[layer].self_attn
+    ids = _ids(L=12)
+    start, c, s = 9, 5, -1.0
+    base = _capture(m, layer, ids)
+    got = _capture(m, layer, ids, remedy(m, "hidden-scaling", channel=c, scale=s,
+                                          layers=[layer], start=start))
+    x = base["h"]
+    assert torch.equal(got["h"], x)  # only this layer is patched: its input is the model's
+    L = x.shape[1]
+    pos = torch.arange(L)
+    inv = _inv_freq(m, a)
+    with torch.no_grad():
+        q, k, v = _qkv(a, x)
+        xs = x.clone()
+        xs[..., c] *= s
+        q2, k2, _ = _qkv(a, xs)  # the values stay those of x
+        q, k, q2, k2 = (_rope(t, pos, inv) for t in (q, k, q2, k2))
+        vis = _mask(L, _window(a))
+        o, _ = _attend(q, k, v, a.scaling, vis, getattr(a, "attn_logit_softcapping", None))
+        o2, _ = _attend(q2, k2, v, a.scaling, vis, getattr(a, "attn_logit_softcapping", None))
+        o[:, :, start:] = o2[:, :, start:]
+        want = _out(a, o)
+    _close(got["out"], want)
+    torch.testing.assert_close(got["out"][:, :start], base["out"][:, :start], rtol=0, atol=0)
+    assert _moved(got["out"][:, start:], base["out"][:, start:])
+    # the departure put back: our all-rows variant scales every row's query and key
+    ours = _capture(m, layer, ids, remedy(m, "hidden-scaling-all", channel=c, scale=s,
+                                           layers=[layer]))
+    assert _moved(ours["out"][:, :start], want[:, :start].float())
+
+
+def test_hidden_scaling_with_a_cache_keeps_the_scaled_keys(tiny):
+    """Generation: a prefill under the remedy then one token at a time equals the full pass
+    with every row from the prefill's last on recomputed (Yu et al.'s cache holds scaled
+    keys)."""
+    m = tiny["smollm2-tiny"]
+    from posbias_nb.measure.scoring import _cache_kw
+    ids = _ids(L=12, B=1)
+    with torch.no_grad():
+        with remedy(m, "hidden-scaling", channel=2, scale=0.0, start=7):
+            full = m(ids).logits
+        with remedy(m, "hidden-scaling", channel=2, scale=0.0, start=7):
+            o = m(ids[:, :8], use_cache=True)
+            cache = getattr(o, "cache", None) or o.past_key_values
+            steps = [o.logits[:, -1]]
+            for t in range(8, 12):
+                o = m(ids[:, t:t + 1], use_cache=True, **{_cache_kw(): cache})
+                cache = getattr(o, "cache", None) or o.past_key_values
+                steps.append(o.logits[:, -1])
+    torch.testing.assert_close(torch.stack(steps[:-1], 1), full[:, 7:11], rtol=1e-4,
+                               atol=1e-4)
+
+
+# --------------------------------------------------------------------------------------------
+# Ms-PoE
+
+def _head_alone_at(m, layer, x, pe_fn, ratio, h):
+    """Head h of layer ``layer`` run by the model's own attention block with the positions
+    divided by ``ratio`` (its rotary embedding at float positions)."""
+    a = models.decoder_layers(m)[layer].self_attn
+    B, L, _ = x.shape
+    pos = (torch.arange(L, dtype=torch.float32) / ratio)[None].expand(B, L)
+    cos, sin = pe_fn(x, pos)
+    got = {}
+    hk = a.o_proj.register_forward_pre_hook(lambda mod, args: got.__setitem__("o", args[0]))
+    try:
+        with torch.no_grad():
+            mask = None  # the block's own causal handling (sdpa is_causal) for full layers
+            if _window(a):
+                vis = _mask(L, _window(a))
+                mask = torch.zeros(L, L).masked_fill(~vis, float("-inf"))[None, None]
+            a(hidden_states=x, position_embeddings=(cos, sin), attention_mask=mask)
+    finally:
+        hk.remove()
+    d = a.head_dim
+    return got["o"].view(B, L, -1, d)[:, :, h]
+
+
+def _rotary_fn(m, a):
+    rot = [mod for mod in m.modules() if any(n.endswith("inv_freq") for n, _ in
+                                               mod.named_buffers(recurse=False))][0]
+    lt = getattr(a, "layer_type", None)
+    if lt is not None and hasattr(rot, f"{lt}_inv_freq"):
+        return lambda x, pos: rot(x, pos, layer_type=lt)
+    return lambda x, pos: rot(x, pos)
+
+
+def _oracle_ratios(m, a, x, row, lo=1.2, hi=1.8):
+    """Ms-PoE's ratios from the paper's rule: outlier share of the raw (pre-RoPE) attention of
+    row ``row``, heads of most outliers first, lo + (hi - lo) i / H."""
+    with torch.no_grad():
+        q, k, _ = _qkv(a, x)
+    H = q.shape[1]
+    k = k.repeat_interleave(H // k.shape[1], 1)
+    out = []
+    for b in range(x.shape[0]):
+        s = (q[b, :, row] @ k[b, :, :row + 1].transpose(-1, -2)) * a.scaling
+        p = torch.softmax(s.float(), -1).double().numpy()
+        share = (p > 3 * p.mean(-1, keepdims=True)).mean(-1)
+        order = np.argsort(-share, kind="stable")
+        r = np.empty(H)
+        r[order] = lo + (hi - lo) * np.arange(H) / H
+        out.append(r)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("model", TINY)
+def test_ms_poe_each_head_is_that_head_at_compressed_positions(tiny, model):
+    m = tiny[model]
+    layer = len(models.decoder_layers(m)) - 1
+    a = models.decoder_layers(m)[layer].self_attn
+    ids = _ids(L=12)
+    start = 11
+    base = _capture(m, layer, ids)
+    ctx = remedy(m, "ms-poe", layers=[layer], start=start)
+    got = {}
+
+    with torch.no_grad(), ctx:
+        res = _capture(m, layer, ids)
+        got["ratios"] = ms_poe_state(m)[layer]
+    want_r = _oracle_ratios(m, a, base["h"], start)
+    np.testing.assert_allclose(got["ratios"], want_r, rtol=0, atol=1e-12)
+    H, Hk = want_r.shape[1], a.k_proj.out_features // a.head_dim
+    if H != Hk:  # distinct ratios inside one key-value group
+        g = want_r[0].reshape(Hk, -1)
+        assert np.any(g.max(1) > g.min(1))
+    pe = _rotary_fn(m, a)
+    heads = res["heads"].view(*res["heads"].shape[:2], H, -1)
+    for b in range(2):
+        for h in range(H):
+            alone = _head_alone_at(m, layer, base["h"][b:b + 1], pe, float(want_r[b, h]), h)
+            _close(heads[b:b + 1, :, h], alone)
+    # the departure put back: one ratio per key-value group (the first head's) is not it
+    if H != Hk:
+        shared = np.repeat(want_r[0].reshape(Hk, -1)[:, :1], H // Hk, axis=1).ravel()
+        with torch.no_grad(), remedy(m, "ms-poe", layers=[layer], ratios=shared):
+            grp = _capture(m, layer, ids[:1])
+        assert _moved(grp["out"], res["out"][:1])
+
+
+def test_ms_poe_ranking_rule():
+    share = [0.1, 0.3, 0.0, 0.2]
+    assert ms_poe_ratios(share).round(3).tolist() == [1.5, 1.2, 1.65, 1.35]
+    code = ms_poe_ratios(share, assign="reference-code")  # their cos[head_order]
+    assert code.round(3).tolist() == [1.35, 1.65, 1.2, 1.5]
+    assert ms_poe_ratios([0.0] * 4).tolist() == [1.2, 1.35, 1.5, 1.65]  # ties keep head order
+    assert outlier_share([[0.8, 0.05, 0.05, 0.05, 0.05], [0.9, 0.05, 0.05, 0, 0]]).tolist() == [0.2, 0.2]
+    with pytest.raises(ValueError):
+        ms_poe_ratios([0.1], assign="sorted")
+    with pytest.raises(ValueError):
+        ms_poe_ratios([0.1], lo=0.5)
+
+
+def test_ms_poe_frozen_order_in_generation(tiny):
+    """The head order is fixed at the prefill; decoded tokens keep it (and their positions are
+    compressed too): prefill + steps equal the full pass ranked at the prefill's last row."""
+    m = tiny["qwen2-tiny"]
+    from posbias_nb.measure.scoring import _cache_kw
+    ids = _ids(L=12, B=1)
+    with torch.no_grad():
+        with remedy(m, "ms-poe", start=7):
+            full = m(ids).logits
+        with remedy(m, "ms-poe", start=7):
+            o = m(ids[:, :8], use_cache=True)
+            cache = getattr(o, "cache", None) or o.past_key_values
+            steps = [o.logits[:, -1]]
+            for t in range(8, 12):
+                o = m(ids[:, t:t + 1], use_cache=True, **{_cache_kw(): cache})
+                cache = getattr(o, "cache", None) or o.past_key_values
+                steps.append(o.logits[:, -1])
+    torch.testing.assert_close(torch.stack(steps[:-1], 1), full[:, 7:11], rtol=1e-4,
+                               atol=1e-4)
+
+
+# --------------------------------------------------------------------------------------------
+# attention calibration (Hsieh et al.)
+
+def _eager_attentions(m, ids):
+    m.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            return m(torch.as_tensor([ids]), output_attentions=True).attentions
+    finally:
+        m.set_attn_implementation("sdpa")
+
+
+@pytest.mark.parametrize("model", ["smollm2-tiny", "gemma3-tiny"])
+def test_calibrated_attention_is_attention_minus_the_dummys(tiny, model):
+    m = tiny[model]
+    g = np.random.default_rng(0)
+    ids = g.integers(0, 200, 15).tolist()
+    spans = [(1, 4), (4, 7), (7, 11)]
+    dummy = [70, 71, 72, 73]
+    dummies = []
+    for a, b in spans:
+        d = ids[:a] + dummy + ids[b:]
+        dummies.append({"prompt_ids": d, "span": (a, a + len(dummy))})
+    got = positional.calibrated_attention(m, ids, spans, dummies)
+
+    def doc_attention(seq, a, b):
+        att = _eager_attentions(m, seq)
+        row = torch.stack([x[0, :, -1].double() for x in att]).mean((0, 1))  # layers, heads
+        return float(row[a:b].mean())
+    for k, (a, b) in enumerate(spans):
+        want = doc_attention(ids, a, b) - doc_attention(dummies[k]["prompt_ids"], a,
+                                                        a + len(dummy))
+        assert abs(got["relevance"][k] - want) < 1e-6
+    # the departure put back: a prior read at absolute rows of other sequences is not it
+    other = positional.attention_rows(m, np.array([dummies[0]["prompt_ids"]]), 14)
+    wrong = np.array([other[:, :, 0, a:b].mean() for a, b in spans])
+    assert np.abs((got["attention"] - wrong) - got["relevance"]).max() > 1e-4
+
+
+@pytest.mark.parametrize("model", TINY)
+def test_attention_calibration_layer_equals_eq5(tiny, model):
+    m = tiny[model]
+    layer = len(models.decoder_layers(m)) - 1
+    a = models.decoder_layers(m)[layer].self_attn
+    ids = _ids(L=13)
+    start = 10
+    spans = [(1, 3), (3, 6), (6, 9)]
+    rel = np.array([[0.02, -0.01, 0.0], [0.0, 0.03, -0.02]])
+    t = 0.01
+    base = _capture(m, layer, ids)
+    got = _capture(m, layer, ids, remedy(m, "attention-calibration", layers=[layer],
+                                          start=start, spans=spans, relevance=rel,
+                                          temperature=t))
+    att = _eager_attentions(m, ids[0].tolist()), _eager_attentions(m, ids[1].tolist())
+    x = base["h"]
+    with torch.no_grad():
+        _, _, v = _qkv(a, x)
+    H = a.q_proj.out_features // a.head_dim
+    v = v.repeat_interleave(H // v.shape[1], 1)
+    alpha = calibration_weights(rel, t)
+    o = torch.zeros(2, H, 13, a.head_dim, dtype=torch.float64)
+    for b in range(2):
+        p = att[b][layer][0].double().clone()  # (H, L, L) the model's own probabilities
+        for h in range(H):
+            for i in range(start, 13):
+                S = np.array([float(p[h, i, s0:s1].sum()) for s0, s1 in spans])
+                N = np.array([s1 - s0 for s0, s1 in spans], dtype=float)
+                C = S.sum() / (alpha[b] * N).sum()
+                for k, (s0, s1) in enumerate(spans):
+                    p[h, i, s0:s1] = C * alpha[b, k] / (S[k] / N[k]) * p[h, i, s0:s1]
+        o[b] = p @ v[b]
+    with torch.no_grad():
+        want = _out(a, o)
+    _close(got["out"][:, start:], want[:, start:])
+    torch.testing.assert_close(got["out"][:, :start], base["out"][:, :start], rtol=0, atol=0)
+    # the departure put back: our multiplicative per-token calibration is not eq. 5
+    T = len(models.decoder_layers(m))
+    prior = np.random.default_rng(1).random((1, H, 3, 13)) + 0.05
+    ours = _capture(m, layer, ids, remedy(m, "prior-calibration", layers=[layer], prior=prior,
+                                           row0=10, tau=1.0))
+    assert _moved(ours["out"][:, start:], want[:, start:].float())
+    assert T >= 1
+
+
+def test_eq5_keeps_the_document_total_and_the_pattern_inside():
+    from posbias_nb.models.remedies import _document_calibrated
+    g = torch.Generator().manual_seed(0)
+    p = torch.softmax(torch.randn(1, 2, 3, 12, generator=g), -1)
+    D = torch.zeros(1, 2, 12, dtype=torch.float64)
+    D[0, 0, 1:4], D[0, 1, 4:8] = 1, 1
+    doc = {"members": D, "alpha": torch.tensor([[0.9, 0.1]], dtype=torch.float64)}
+    new = _document_calibrated(p, doc, 9, torch.tensor([9]))
+    torch.testing.assert_close(new.sum(-1), torch.ones(1, 2, 3), rtol=0, atol=1e-6)
+    tot = lambda q, a, b: q[..., a:b].sum(-1)  # noqa: E731
+    torch.testing.assert_close(tot(new, 1, 8), tot(p, 1, 8), rtol=0, atol=1e-6)  # total kept
+    ratio = (tot(new, 1, 4) / 3) / (tot(new, 4, 8) / 4)
+    torch.testing.assert_close(ratio, torch.full_like(ratio, 9.0), rtol=1e-5, atol=0)
+    torch.testing.assert_close(new[..., 8:], p[..., 8:], rtol=0, atol=1e-7)  # others untouched
+    inside = new[..., 1:4] / p[..., 1:4]
+    torch.testing.assert_close(inside, inside[..., :1].expand_as(inside), rtol=1e-5, atol=0)
+
+
+# --------------------------------------------------------------------------------------------
+# the recorded prefix: the remedies that change only the last rows, scored after it
+
+@pytest.mark.parametrize("model", TINY)
+def test_scores_after_a_recorded_prefix_equal_full_passes(tiny, model):
+    m = tiny[model]
+    g = np.random.default_rng(2)
+    P, A = g.integers(0, 200, 10).tolist(), g.integers(0, 200, 4).tolist()
+    spans, rel = [(1, 3), (3, 6), (6, 9)], [0.01, 0.0, -0.01]
+    pre = Prefix(m, P, hidden=True)
+    arms = [None,
+            lambda s, c: remedy(m, "hidden-scaling", channel=3, scale=-1.0, start=s, context=c),
+            lambda s, c: remedy(m, "attention-calibration", spans=spans, relevance=rel,
+                                temperature=0.01, start=s)]
+    got = [lp for lp, _ in score_after_prefix(pre, A, arms)]
+    full = [score_batch(m, [P], [A])[0][0]]
+    for name, p in (("hidden-scaling", dict(channel=3, scale=-1.0)),
+                    ("attention-calibration", dict(spans=spans, relevance=rel,
+                                                   temperature=0.01))):
+        with remedy(m, name, start=len(P) - 1, **p):
+            full.append(score_batch(m, [P], [A])[0][0])
+    np.testing.assert_allclose(got, full, rtol=0, atol=2e-4)
+    assert abs(full[1] - full[0]) > 1e-6 and abs(full[2] - full[0]) > 1e-6

@@ -1,74 +1,129 @@
-r"""Inference-time remedies measured on the influence prior, on the task and on the cost.
+r"""Inference-time remedies measured on the task, on the influence prior and on the cost.
 
-Chapter :ref:`ch-inference`.  Three remedies (:mod:`posbias_nb.models.remedies`), each applied to
-a pretrained model without retraining:
+Chapter :ref:`ch-inference`.  Five arms (:data:`ARMS`), each a remedy of
+:mod:`posbias_nb.models.remedies` applied to a pretrained model without retraining: the three
+papers' own methods (Yu et al.'s hidden scaling, Zhang et al.'s Ms-PoE, Hsieh et al.'s
+attention calibration) and two variants of ours beside them, named apart.
 
-* **hidden scaling** (Yu et al. 2024): the positional hidden channel, scaled before the query and
-  key projections of the middle layers;
-* **prior calibration** (ours): the last queries' attention in the later layers divided by the
-  model's content-free positional prior, measured on offline text; beside it the same
-  calibration with the prior measured on **dummy documents** (Hsieh et al. 2024's estimate:
-  retrieval prompts with other content);
-* **Ms-PoE** (Zhang et al. 2024): per-head RoPE position compression, ratios 1.2 to 1.8 ordered
-  by how sharply each head attends.
+The design is one frozen object, :data:`DESIGN`, whose hash the registry
+(:mod:`posbias_nb.experiments.design`) records with the date and reason of every change; the
+chapter prints both.  For each arm and model:
 
-For each: the **task** change (key-value retrieval, log-probability and accuracy at the
-pre-declared middle slots, paired over examples: each example's middle slots are averaged, then
-a t interval over examples), the **prior** change (the hidden-state influence profile, paired
-over windows, at initialization and pretrained: the middle share and the valley depth), and the
-**cost** (next-token loss on held-out text windows, paired over windows).  Hyperparameters are
-chosen on the tuning examples (:data:`CHAPTER` ``tune``), never on the examples the verdicts use
-(``test``).
+* the **task**: key-value retrieval at the pre-declared slots, the paired change of the gold
+  value's log-probability on the test examples (an example is the unit: its slots averaged,
+  then a t interval over examples), accuracy beside it (Wilson over examples, never pooled
+  prompts);
+* the **prior**: the hidden-state influence profile of the last token of offline text windows,
+  the paired change of the middle's share (t over windows), pretrained and at initialization;
+* the **cost**: the paired change of the next-token loss on held-out windows, over the rows a
+  task answer would occupy (t over windows).
 
-Everything is cached (namespace ``inference``); the baseline scores are the retrieval chapter's
-cached run on the same prompts.
+Free parameters are chosen on the tuning examples (``tune``), never on the test examples.  The
+verdicts are decided family by family with Holm's correction (:func:`decisions`,
+:func:`posbias_nb.stats.holm_family`).  Everything is cached (namespaces ``inference-*``).
 """
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 
 from .. import cache, metrics, models, stats
 from ..measure import entry
 from ..measure.jacobian import influence_profile
-from ..measure.positional import attention_rows, positional_channel, row_nll
+from ..measure.positional import attention_rows, calibrated_attention, positional_channel, \
+    row_nll
+from ..measure.prefix import Prefix, score_after_prefix
 from ..measure.scoring import score_batch
-from ..models.remedies import REMEDIES, check_applicable, later_layers, ms_poe_ratios
+from ..models.remedies import REMEDIES, check_applicable, later_layers, ms_poe_state
 from ..results import Result
-from ..tasks.text import text_batch
+from ..tasks.retrieval import dummy_prompts
+from ..tasks.text import random_ascii_batch, text_batch
 from . import retrieval as ret
+from .design import Design, check
 
-__all__ = ["CHAPTER", "ARMS", "GRID", "fit", "arm_params", "task_arms", "prior_arms",
-           "cost_arms", "tune", "summary", "compare_arms", "relative_change", "remedy_run",
-           "retrieval_remedy_run", "parse_params", "task_fit", "middle_slots"]
+__all__ = ["DESIGN", "CHAPTER", "ARMS", "GRID", "FAMILIES", "channel", "text_prior", "tune",
+           "task_arms", "prior_arms", "cost_arms", "summary", "decisions", "remedy_run",
+           "retrieval_remedy_run", "parse_params", "slots", "arm_params"]
 
-_DEF = "inference-v1"  # bump when a definition below changes
+_DEF = "inference-v2"  # bump when a definition below changes (the design has its own hash)
 
-#: The chapter's design, fixed before any measurement.
-CHAPTER = {
-    "models": ("smollm2-135m", "gemma3-270m"),
-    "retrieval": dict(task="kv", positions=7, examples=30, length=350, seed=0),
-    "tune": (0,),                         # the example that chooses the hyperparameters
-    "test": tuple(range(22, 30)),         # examples the verdicts use
-    "profile": dict(length=128, windows=4, probes=4, seed=0),
-    "fit_windows": 4,                     # offline text windows: channel, prior, sharpness
-    "cost_windows": 4,                    # held-out windows (disjoint from the fit windows)
-}
-
-#: The arms: a remedy and the way its parameters are measured.
+#: The arms: the remedy each applies, whose method it is, and which rows it changes ("last":
+#: the prompt's last token and the answer only, so the prompt is computed once for all of them).
 ARMS = {
-    "hidden-scaling": "hidden-scaling",
-    "prior-calibration": "prior-calibration",    # prior from offline text
-    "dummy-calibration": "prior-calibration",    # prior from dummy documents (Hsieh et al.)
-    "ms-poe": "ms-poe",
+    "hidden-scaling": {"remedy": "hidden-scaling", "method": "Yu et al. 2024", "ours": False,
+                       "rows": "last"},
+    "hidden-scaling-all": {"remedy": "hidden-scaling-all", "method": "ours, after Yu et al.",
+                           "ours": True, "rows": "all"},
+    "ms-poe": {"remedy": "ms-poe", "method": "Zhang et al. 2024", "ours": False, "rows": "all"},
+    "attention-calibration": {"remedy": "attention-calibration", "method": "Hsieh et al. 2024",
+                              "ours": False, "rows": "last"},
+    "prior-calibration": {"remedy": "prior-calibration", "method": "ours, after Hsieh et al.",
+                          "ours": True, "rows": "last"},
 }
-
-#: The hyperparameter grid of each arm (the tuning examples choose one).
+_MODELS = ("smollm2-135m", "gemma3-270m")
+#: The hyperparameter grids (the tuning examples choose one setting per arm and model).
 GRID = {
-    "hidden-scaling": ({"scale": 0.5}, {"scale": 0.0}, {"scale": -0.5}, {"scale": -1.0}),
-    "prior-calibration": ({"tau": 0.25}, {"tau": 0.5}, {"tau": 1.0}),
-    "dummy-calibration": "prior-calibration",  # the same temperature: only the prior differs
+    "hidden-scaling": ({"scale": 0.0}, {"scale": -1.0}),  # the factors of Yu et al.'s configs
+    "hidden-scaling-all": ({"scale": 0.0}, {"scale": -1.0}),
     "ms-poe": ({"lo": 1.2, "hi": 1.8},),  # the published setting, not tuned
+    # the paper's t = 5e-5 (its prompts: ~3000 tokens), and one and two decades above it
+    "attention-calibration": ({"temperature": 5e-5}, {"temperature": 5e-4},
+                              {"temperature": 5e-3}),
+    "prior-calibration": ({"tau": 0.25}, {"tau": 0.5}, {"tau": 1.0}),
 }
+_PRIOR_ARMS = ("hidden-scaling", "hidden-scaling-all", "ms-poe", "prior-calibration")
+#: The pre-declared families of comparisons (Holm within each).
+FAMILIES = {
+    "task": [f"{m}/{a}" for m in _MODELS for a in ARMS],
+    "prior": [f"{m}/{a}" for m in _MODELS for a in _PRIOR_ARMS],
+    "init": [f"{m}/{a}" for m in _MODELS for a in _PRIOR_ARMS],
+    "cost": [f"{m}/{a}" for m in _MODELS for a in _PRIOR_ARMS],
+    "versus": [f"{m}/{a}" for m in _MODELS for a in ("hidden-scaling-all", "prior-calibration")],
+}
+_VERSUS = {"hidden-scaling-all": "hidden-scaling", "prior-calibration": "attention-calibration"}
+
+#: The chapter's design, fixed before the measurements it governs (registry: ``designs.json``).
+DESIGN = Design("inference", {
+    "models": list(_MODELS),
+    "retrieval": {"task": "kv", "positions": 7, "examples": 30, "length": 350, "seed": 0},
+    "slots": [3],                  # the central slot of seven (the centre of regions(7).middle)
+    "tune": list(range(0, 6)),     # the examples that choose the settings (and the channel)
+    "test": list(range(6, 30)),    # the examples the verdicts use: 24
+    "channel_search": {"samples": 8, "length": 1000, "seed": 0, "top": 10, "scale": 0.0},
+    "prior_fit": {"windows": 8, "seed": 0},   # offline text: our prior calibration's prior
+    "profile": {"length": 128, "windows": 8, "probes": 2, "seed": 7},
+    "cost": {"windows": 8, "seed": 1},
+    "arms": {a: dict(v) for a, v in ARMS.items()},
+    "grid": {a: [dict(s) for s in g] for a, g in GRID.items()},
+    "rules": {
+        "task": {"statistic": "paired change of the gold value's log p at the slots, per "
+                              "example", "threshold": 0.0, "direction": "greater"},
+        "prior": {"statistic": "paired change of the middle share of the influence, per "
+                               "window (pretrained)", "threshold": 0.0, "direction": "greater"},
+        "init": {"statistic": "per-window relative change of the middle share at "
+                              "initialization", "band": [-0.05, 0.05], "direction": "within",
+                 "control": "testable only if the same remedy moves the pretrained prior "
+                            "outside the band (its 95% interval outside it)"},
+        "cost": {"statistic": "paired change of the next-token loss (nats), per held-out "
+                              "window", "threshold": 0.05, "direction": "less"},
+        "versus": {"statistic": "ours minus the paper's arm, task log p gain, per example",
+                   "threshold": 0.0, "direction": "greater"},
+    },
+    "families": FAMILIES,
+    "alpha": 0.05,
+})
+#: The design as a plain read-only mapping (``CHAPTER["test"]``).
+CHAPTER = DESIGN.spec
+
+
+def _checked():
+    check(DESIGN)  # a design that moved without a dated registry entry is refused
+
+
+def slots() -> list[int]:
+    """The pre-declared slots the task is scored at."""
+    return [int(s) for s in CHAPTER["slots"]]
 
 
 def _arm(name):
@@ -91,367 +146,415 @@ def _windows(model, m, tok, length, n, seed):
                       vocab_size=m.get_input_embeddings().num_embeddings)
 
 
-def fit(model, weights: str = "pretrained", length: int = 128, start: int | None = None,
-        seed: int = 0, windows: int | None = None) -> dict:
-    r"""What the remedies need, measured on ``windows`` offline text windows of ``length``:
-    the positional channel (:func:`~posbias_nb.measure.positional.positional_channel`), the
-    attention rows ``start .. length-1`` of the later layers (the text prior; default: the last
-    row) and every head's sharpness (:func:`posbias_nb.metrics.attention_sharpness`, over the
-    same rows, all layers).  Cached."""
-    windows = CHAPTER["fit_windows"] if windows is None else int(windows)
-    start = length - 1 if start is None else int(start)
-    info = entry.checked(model, weights, length, windows, seed)
-    key = entry.run_key(info, weights, length, windows, seed, start=start, definition=_DEF)
-
-    def compute():
-        m, tok, _ = entry.loaded(model, weights=weights, seed=seed)
-        ids = _windows(model, m, tok, length, windows, seed)
-        ch = positional_channel(m, ids)
-        rows = attention_rows(m, ids, start)
-        T = rows.shape[0]
-        return {"channel": np.array(ch["channel"]), "rho": ch["rho"],
-                "channel_values": ch["values"], "sharpness": metrics.attention_sharpness(rows),
-                "prior": rows[later_layers(T)].astype(np.float32), "row0": np.array(start)}
-
-    return cache.cached("inference-fit", key, compute)
+def _prompts(model, weights="pretrained"):
+    d = CHAPTER["retrieval"]
+    P, m = ret._prompts_for(model, d["task"], d["positions"], d["examples"], d["length"],
+                            d["seed"], weights)
+    return P, m
 
 
-def dummy_prior(model, records, row0: int, length: int, seed: int = 0) -> np.ndarray:
-    r"""Hsieh et al.'s estimate of the positional prior: the attention rows ``row0 ..
-    length-1`` of the later layers averaged over retrieval prompts with *other* content (the
-    tuning ``records``: prompt and answer, continued by offline text up to ``length`` tokens
-    so that every row exists; a row never sees what follows it)."""
-    m, tok, _ = entry.loaded(model, weights="pretrained", seed=seed)
-    filler = _windows(model, m, tok, length, 1, seed + 1)[0]
-    seqs = []
-    for r in records:
-        s = list(r["prompt_ids"]) + list(r["answer_ids"])
-        if len(s) > length:
-            raise ValueError(f"a dummy prompt has {len(s)} tokens, more than length={length}")
-        seqs.append(s + filler[:length - len(s)].tolist())
-    rows = attention_rows(m, np.array(seqs), row0)
-    return rows[later_layers(rows.shape[0])].astype(np.float32)
-
-
-def arm_params(arm: str, fitted: dict, setting: dict, prior=None) -> dict:
-    """The keyword arguments of :func:`posbias_nb.models.remedy` for ``arm`` with ``setting``,
-    from a :func:`fit` (and, for ``dummy-calibration``, the :func:`dummy_prior`)."""
-    kind = _arm(arm)
-    if kind == "hidden-scaling":
-        return {"channel": int(fitted["channel"]), "scale": float(setting["scale"])}
-    if kind == "ms-poe":
-        sh = np.asarray(fitted["sharpness"])  # (T, H)
-        return {"ratios": np.stack([ms_poe_ratios(row, _n_kv(fitted, row), setting["lo"],
-                                                  setting["hi"]) for row in sh])}
-    P = fitted["prior"] if arm == "prior-calibration" else prior
-    if P is None:
-        raise ValueError("dummy-calibration needs the dummy prior (dummy_prior)")
-    return {"prior": np.asarray(P), "row0": int(fitted["row0"]), "tau": float(setting["tau"])}
-
-
-def _n_kv(fitted, row):
-    return int(fitted.get("n_kv", len(row)))
-
-
-def _fit_for(model, weights, length, start, seed):
-    f = dict(fit(model, weights, length, start, seed))
-    m, _, _ = entry.loaded(model, weights=weights, seed=seed)
-    a = models.decoder_layers(m)[0].self_attn
-    f["n_kv"] = a.k_proj.out_features // a.head_dim
-    return f
-
-
-def task_fit(model) -> dict:
-    """:func:`fit` of the pretrained ``model`` at the geometry of the chapter's retrieval prompts
-    (the rows from the first answer row to the longest prompt), plus ``n_kv`` (key-value heads):
-    what the task arms apply."""
-    row0, length = _geometry(_prompts(model))
-    return _fit_for(model, "pretrained", length, row0, 0)
-
-
-def middle_slots() -> list[int]:
-    """The pre-declared middle slots of the chapter's prompts (:func:`posbias_nb.metrics.regions`)."""
-    return _middle()
-
-
-def _prompts(model):
-    P, m = ret._prompts_for(model, **{k: CHAPTER["retrieval"][k] for k in
-                                      ("task", "positions", "examples", "length", "seed")},
-                            weights="pretrained")
-    return P["records"]
+def _chosen(recs, examples):
+    ex, sl = set(int(e) for e in examples), set(slots())
+    return [r for r in recs if r["example"] in ex and r["gold_index"] in sl]
 
 
 def _geometry(recs):
+    """(first answer row, longest prompt + answer) of the chapter's prompts."""
     row0 = min(len(r["prompt_ids"]) for r in recs) - 1
     length = max(len(r["prompt_ids"]) + len(r["answer_ids"]) for r in recs)
     return row0, length
 
 
-def _score_arm(m, arm, params, recs):
-    lp, ok = np.zeros(len(recs)), np.zeros(len(recs), dtype=bool)
-    if arm is None:  # the model as it is
-        return score_batch(m, [r["prompt_ids"] for r in recs], [r["answer_ids"] for r in recs])
-    kind = _arm(arm)
-    if kind != "prior-calibration":
-        with models.remedy(m, kind, **params):
-            return score_batch(m, [r["prompt_ids"] for r in recs],
-                               [r["answer_ids"] for r in recs])
-    # the calibrated rows start at each prompt's last token: prompts of one length share it,
-    # so they are scored together (right padding changes no row of a causal model)
-    by_len: dict = {}
-    for i, r in enumerate(recs):
-        by_len.setdefault(len(r["prompt_ids"]), []).append(i)
-    for n, idx in sorted(by_len.items()):
-        with models.remedy(m, kind, start=n - 1, **params):
-            lp[idx], ok[idx] = score_batch(m, [recs[i]["prompt_ids"] for i in idx],
-                                           [recs[i]["answer_ids"] for i in idx])
-    return lp, ok
+def _key(model, weights, length, batch, seed, **extra):
+    info = entry.checked(model, weights, length, batch, seed)
+    return entry.run_key(info, weights, length, batch, seed, design=DESIGN.hash,
+                         definition=_DEF, **extra)
 
 
-def _task_key(model, arm, setting, examples, slots):
-    info = entry.checked(model, "pretrained", CHAPTER["retrieval"]["length"], 1, 0)
-    return entry.run_key(info, "pretrained", CHAPTER["retrieval"]["length"], 1, 0, arm=arm,
-                         setting=setting, examples=list(map(int, examples)),
-                         slots=list(map(int, slots)), design=CHAPTER["retrieval"],
-                         fit_windows=CHAPTER["fit_windows"], definition=_DEF)
+# --------------------------------------------------------------------------------------------
+# what the remedies read from the model
 
+def channel(model) -> dict:
+    """Yu et al.'s positional channel of the pretrained ``model``
+    (:func:`~posbias_nb.measure.positional.positional_channel`): stages 1 and 2 on
+    ``channel_search`` random ASCII sequences, stage 3 on the tuning prompts at the slots.  One
+    channel per model, used by every hidden-scaling arm (task, prior at both weights, cost)."""
+    cs = CHAPTER["channel_search"]
+    key = _key(model, "pretrained", cs["length"], cs["samples"], cs["seed"], text=False,
+               top=cs["top"], scale=cs["scale"], tune=list(CHAPTER["tune"]), slots=slots())
 
-def _arm_scores(model, arm, setting, examples, slots, progress=False) -> dict:
-    """Scores of ``arm`` with ``setting`` on the prompts of ``examples`` at ``slots``
-    (cached)."""
     def compute():
-        recs = _prompts(model)
-        row0, length = _geometry(recs)
-        chosen = [r for r in recs if r["example"] in set(examples) and r["gold_index"] in
-                  set(slots)]
-        m, _, _ = entry.loaded(model, weights="pretrained", seed=0)
-        if arm is None:
-            lp, ok = _score_arm(m, None, None, chosen)
-            return {"example": np.array([r["example"] for r in chosen]),
-                    "gold_index": np.array([r["gold_index"] for r in chosen]),
-                    "logprob": lp, "correct": ok}
-        fitted = _fit_for(model, "pretrained", length, row0, 0)
-        prior = None
-        if arm == "dummy-calibration":
-            dummy = [r for r in recs if r["example"] in set(CHAPTER["tune"])]
-            prior = _dummy_cached(model, dummy, row0, length)
-        lp, ok = _score_arm(m, arm, arm_params(arm, fitted, setting, prior), chosen)
-        return {"example": np.array([r["example"] for r in chosen]),
-                "gold_index": np.array([r["gold_index"] for r in chosen]),
-                "logprob": lp, "correct": ok}
+        P, m = _prompts(model)
+        tok = P["codec"].tok
+        ids = random_ascii_batch(tok, cs["length"], cs["samples"], seed=cs["seed"],
+                                 vocab_size=m.get_input_embeddings().num_embeddings)
+        val = _chosen(P["records"], CHAPTER["tune"])
+        c = positional_channel(m, ids, [r["prompt_ids"] for r in val],
+                               [r["answer_ids"] for r in val], top=cs["top"],
+                               scale=cs["scale"])
+        return {k: np.asarray(v) for k, v in c.items()}
 
-    return cache.cached("inference-task", _task_key(model, arm, setting, examples, slots),
-                        compute)
-
-
-def _dummy_cached(model, dummy, row0, length):
-    info = entry.checked(model, "pretrained", length, 1, 0)
-    key = entry.run_key(info, "pretrained", length, 1, 0, row0=row0, design=CHAPTER["retrieval"],
-                        tune=list(CHAPTER["tune"]), definition=_DEF)
-    return cache.cached("inference-dummy", key,
-                        lambda: {"prior": dummy_prior(model, dummy, row0, length)})["prior"]
-
-
-def _baseline(model):
-    """The model's own scores: the retrieval chapter's cached run on the same prompts when it
-    is there, else (this chapter run alone) the prompts the arms use, scored afresh."""
-    d = CHAPTER["retrieval"]
-    hit = cache.load("retrieval", ret._params(model, d["task"], d["positions"], d["examples"],
-                                              d["length"], d["seed"], "pretrained"))
-    if hit is not None:
-        return hit
-    used = sorted(set(CHAPTER["tune"]) | set(CHAPTER["test"]))
-    return _arm_scores(model, None, None, used, _middle())
-
-
-def _paired(base, arm_res, key):
-    """Per-example mean of (arm - baseline) over the arm's prompts: (examples, diffs)."""
-    idx = {(int(e), int(g)): i for i, (e, g) in enumerate(zip(base["example"],
-                                                               base["gold_index"]))}
-    rows = [idx[(int(e), int(g))] for e, g in zip(arm_res["example"], arm_res["gold_index"])]
-    b = np.asarray(base[key], dtype=float)[rows]
-    a = np.asarray(arm_res[key], dtype=float)
-    ex = np.asarray(arm_res["example"])
-    units = np.unique(ex)
-    return {"units": units,
-            "diff": np.array([(a - b)[ex == u].mean() for u in units]),
-            "arm": np.array([a[ex == u].mean() for u in units]),
-            "base": np.array([b[ex == u].mean() for u in units])}
-
-
-def _middle() -> list[int]:
-    """The pre-declared middle slots (:func:`posbias_nb.metrics.regions`)."""
-    P = CHAPTER["retrieval"]["positions"]
-    return list(range(P))[metrics.regions(P).middle]
-
-
-def tune(model, arm: str, progress: bool = False) -> dict:
-    """The setting of ``arm`` with the largest mean middle log-probability gain on the tuning
-    examples (:data:`CHAPTER` ``tune``; never the test examples).  Returns ``{"setting",
-    "gains"}``; a one-setting grid is returned untuned."""
-    _arm(arm)
-    grid = GRID[arm]
-    if isinstance(grid, str):  # tuned with another arm
-        return dict(tune(model, grid, progress), shared_with=grid)
-    if len(grid) == 1:
-        return {"setting": dict(grid[0]), "gains": np.array([np.nan])}
-    mid = _middle()
-    base = _baseline(model)
-    gains = np.array([_paired(base, _arm_scores(model, arm, s, CHAPTER["tune"], mid),
-                              "logprob")["diff"].mean() for s in grid])
-    return {"setting": dict(grid[int(np.argmax(gains))]), "gains": gains}
-
-
-def task_arms(model, arms=tuple(ARMS), progress: bool = False) -> dict:
-    """For each arm (tuned on the tuning examples): the paired change at the middle slots on the
-    test examples, log-probability and accuracy, with t intervals over examples."""
-    mid = _middle()
-    base = _baseline(model)
-    out = {}
-    for arm in arms:
-        t = tune(model, arm, progress)
-        res = _arm_scores(model, arm, t["setting"], CHAPTER["test"], mid, progress)
-        lp = _paired(base, res, "logprob")
-        acc = _paired(base, res, "correct")
-        n = len(res["correct"])
-        out[arm] = {"setting": t["setting"], "tuning_gains": t["gains"],
-                    "logprob_change": stats.mean_interval(lp["diff"]),
-                    "accuracy_change": stats.mean_interval(acc["diff"]),
-                    "accuracy": stats.proportion_interval(int(np.sum(res["correct"])), n),
-                    "accuracy_base": stats.proportion_interval(
-                        int(round(acc["base"].sum() * len(mid))), n),
-                    "logprob": stats.mean_interval(lp["arm"]),
-                    "logprob_base": stats.mean_interval(lp["base"]), "n_prompts": n,
-                    "n_examples": len(lp["units"]), "units": lp["units"],
-                    "logprob_diffs": lp["diff"]}
+    out = cache.cached("inference-channel", key, compute)
+    out = dict(out)
+    out["channel"] = int(out["channel"])
     return out
 
 
-def _profile_key(model, weights, arm, setting):
-    p = CHAPTER["profile"]
-    info = entry.checked(model, weights, p["length"], p["windows"], p["seed"])
-    return entry.run_key(info, weights, p["length"], p["windows"], p["seed"], arm=arm,
-                         setting=setting, probes=p["probes"], fit_windows=CHAPTER["fit_windows"],
-                         definition=_DEF)
+def text_prior(model, weights: str, length: int, row0: int) -> np.ndarray:
+    """Our prior calibration's prior: the attention rows ``row0 .. length-1`` of the later layers,
+    averaged over ``prior_fit`` offline text windows of ``length`` tokens (cached)."""
+    pf = CHAPTER["prior_fit"]
+    key = _key(model, weights, length, pf["windows"], pf["seed"], row0=int(row0))
 
+    def compute():
+        m, tok, _ = entry.loaded(model, weights=weights, seed=0)
+        ids = _windows(model, m, tok, length, pf["windows"], pf["seed"])
+        rows = attention_rows(m, ids, int(row0))
+        return {"prior": rows[later_layers(rows.shape[0])].astype(np.float32)}
+
+    return cache.cached("inference-prior-fit", key, compute)["prior"]
+
+
+def arm_params(arm: str, setting: dict, model, weights: str = "pretrained", length=None,
+               row0=None) -> dict:
+    """The keyword arguments of :func:`posbias_nb.models.remedy` for ``arm`` with ``setting``
+    that do not depend on the prompt (the channel; our prior at ``length``, from ``row0``)."""
+    kind = _arm(arm)["remedy"]
+    if kind in ("hidden-scaling", "hidden-scaling-all"):
+        return {"channel": channel(model)["channel"], "scale": float(setting["scale"])}
+    if kind == "ms-poe":
+        return {"lo": float(setting["lo"]), "hi": float(setting["hi"])}
+    if kind == "prior-calibration":
+        return {"prior": text_prior(model, weights, length, row0), "row0": int(row0),
+                "tau": float(setting["tau"])}
+    return {"temperature": float(setting["temperature"])}
+
+
+# --------------------------------------------------------------------------------------------
+# the task
+
+def _stage(model, examples, settings: dict, tag: str) -> dict:
+    """Scores of the model as it is and of every ``settings[arm]`` (a list of settings) on the
+    prompts of ``examples`` at the slots: one recorded pass per prompt for every arm that changes
+    only the last rows, batched full passes for the others.  Cached."""
+    _checked()
+    d = CHAPTER["retrieval"]
+    plain = {a: [dict(s) for s in v] for a, v in settings.items()}
+    key = _key(model, "pretrained", d["length"], 1, d["seed"], stage=tag,
+               examples=[int(e) for e in examples], slots=slots(), settings=plain)
+
+    def compute():
+        P, m = _prompts(model)
+        recs = _chosen(P["records"], examples)
+        row0, length = _geometry(P["records"])
+        out = {"example": np.array([r["example"] for r in recs]),
+               "gold_index": np.array([r["gold_index"] for r in recs])}
+        last = [(a, j, s) for a, v in plain.items() if ARMS[a]["rows"] == "last"
+                for j, s in enumerate(v)]
+        kws = {(a, j): arm_params(a, s, model, "pretrained", length, row0) for a, j, s in last}
+        n = len(recs)
+        lp = {(a, j): np.zeros(n) for a, j, _ in last}
+        ok = {(a, j): np.zeros(n, dtype=bool) for a, j, _ in last}
+        base_lp, base_ok = np.zeros(n), np.zeros(n, dtype=bool)
+        rel = []
+        for i, r in enumerate(recs):
+            pre = Prefix(m, r["prompt_ids"], hidden=True)
+            spans = [tuple(s) for s in r["pair_spans"]]
+            rel_i = None
+            if any(a == "attention-calibration" for a, _, _ in last):
+                rel_i = calibrated_attention(m, pre, spans, dummy_prompts(P, r))["relevance"]
+                rel.append(rel_i)
+            fns = [None]
+            for a, j, s in last:
+                fns.append(_last_rows_fn(m, a, kws[a, j], spans, rel_i))
+            got = score_after_prefix(pre, r["answer_ids"], fns)
+            base_lp[i], base_ok[i] = got[0]
+            for (a, j, _), g in zip(last, got[1:]):
+                lp[a, j][i], ok[a, j][i] = g
+        out["base_logprob"], out["base_correct"] = base_lp, base_ok
+        for (a, j), v in lp.items():
+            out[f"{a}#{j}#logprob"], out[f"{a}#{j}#correct"] = v, ok[a, j]
+        if rel:
+            out["relevance"] = np.array(rel)
+        for a, v in plain.items():
+            if ARMS[a]["rows"] != "all":
+                continue
+            for j, s in enumerate(v):
+                p = arm_params(a, s, model)
+                ratios = []
+
+                @contextlib.contextmanager
+                def within(rows, a=a, p=p, ratios=ratios):
+                    st = [len(recs[q]["prompt_ids"]) - 1 for q in rows]
+                    kw = dict(p, start=st) if a == "ms-poe" else p
+                    with models.remedy(m, ARMS[a]["remedy"], **kw):
+                        yield
+                        if a == "ms-poe":
+                            ratios.append((rows, ms_poe_state(m)))
+                l_, o_ = score_batch(m, [r["prompt_ids"] for r in recs],
+                                     [r["answer_ids"] for r in recs], within=within)
+                out[f"{a}#{j}#logprob"], out[f"{a}#{j}#correct"] = l_, o_
+                if ratios:
+                    lay = sorted(ratios[0][1])
+                    R = np.zeros((n, len(lay), ratios[0][1][lay[0]].shape[1]))
+                    for rows, stt in ratios:
+                        for q_i, q in enumerate(rows):
+                            R[q] = np.stack([stt[li][q_i] for li in lay])
+                    out[f"{a}#{j}#ratios"], out[f"{a}#{j}#ratio_layers"] = R, np.array(lay)
+        return out
+
+    return cache.cached("inference-task", key, compute)
+
+
+def _last_rows_fn(m, arm, params, spans, rel):
+    kind = ARMS[arm]["remedy"]
+
+    def f(start, context):
+        if kind == "hidden-scaling":
+            return models.remedy(m, kind, start=start, context=context, **params)
+        if kind == "attention-calibration":
+            return models.remedy(m, kind, start=start, spans=spans, relevance=rel, **params)
+        return models.remedy(m, kind, start=start, **params)
+    return f
+
+
+def _per_example(res, key):
+    ex = np.asarray(res["example"])
+    units = np.unique(ex)
+    v = np.asarray(res[key], dtype=float)
+    return units, np.array([v[ex == u].mean() for u in units])
+
+
+def tune(model) -> dict:
+    """For each arm, the setting of :data:`GRID` with the largest mean paired log-probability
+    gain on the tuning examples (a one-setting grid is returned untuned): ``{arm: {"setting",
+    "gains"}}``."""
+    res = _stage(model, CHAPTER["tune"], {a: GRID[a] for a in ARMS}, "tune")
+    _, base = _per_example(res, "base_logprob")
+    out = {}
+    for a in ARMS:
+        gains = np.array([(_per_example(res, f"{a}#{j}#logprob")[1] - base).mean()
+                          for j in range(len(GRID[a]))])
+        out[a] = {"setting": dict(GRID[a][int(np.argmax(gains))]), "gains": gains}
+    return out
+
+
+def task_arms(model) -> dict:
+    """For each arm with its tuned setting: the per-example paired changes on the test examples
+    (log-probability, accuracy) and their intervals, the levels with and without (accuracy:
+    :func:`posbias_nb.stats.unit_proportion_interval` over examples), and for Ms-PoE the ratios
+    each test prompt got."""
+    t = tune(model)
+    settings = {a: [t[a]["setting"]] for a in ARMS}
+    res = _stage(model, CHAPTER["test"], settings, "test")
+    units, b_lp = _per_example(res, "base_logprob")
+    _, b_ok = _per_example(res, "base_correct")
+    out = {"units": units, "base_logprob": b_lp, "base_accuracy": b_ok,
+           "accuracy_base": stats.unit_proportion_interval(b_ok)}
+    for a in ARMS:
+        _, lp = _per_example(res, f"{a}#0#logprob")
+        _, ok = _per_example(res, f"{a}#0#correct")
+        out[a] = {"setting": t[a]["setting"], "tuning_gains": t[a]["gains"],
+                  "logprob_diffs": lp - b_lp, "logprob_change": stats.mean_interval(lp - b_lp),
+                  "accuracy": stats.unit_proportion_interval(ok),
+                  "accuracy_diffs": ok - b_ok}
+        if f"{a}#0#ratios" in res:
+            out[a]["ratios"] = res[f"{a}#0#ratios"]
+            out[a]["ratio_layers"] = res[f"{a}#0#ratio_layers"]
+    if "relevance" in res:
+        out["relevance"] = res["relevance"]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the prior and the cost
 
 def _profiles(model, weights, arm, setting) -> np.ndarray:
     p = CHAPTER["profile"]
+    key = _key(model, weights, p["length"], p["windows"], p["seed"], arm=arm,
+               setting=None if setting is None else dict(setting), probes=p["probes"])
 
     def compute():
-        m, tok, _ = entry.loaded(model, weights=weights, seed=p["seed"])
-        # windows after the fit windows' seed: the same text for every arm and both weights
-        ids = _windows(model, m, tok, p["length"], p["windows"], p["seed"] + 7)
+        m, tok, _ = entry.loaded(model, weights=weights, seed=0)
+        ids = _windows(model, m, tok, p["length"], p["windows"], p["seed"])
         if arm is None:
             prof = influence_profile(m, ids, probes=p["probes"], seed=p["seed"])
         else:
-            fitted = _fit_for(model, weights, p["length"], None, p["seed"])
-            with models.remedy(m, _arm(arm), **arm_params(arm, fitted, setting)):
+            kw = arm_params(arm, setting, model, weights, p["length"], p["length"] - 1)
+            with models.remedy(m, ARMS[arm]["remedy"], **kw):
                 prof = influence_profile(m, ids, probes=p["probes"], seed=p["seed"])
         return {"per_window": prof["per_sequence"]}
 
-    return cache.cached("inference-prior", _profile_key(model, weights, arm, setting),
-                        compute)["per_window"]
-
-
-def _valley_depth(per_window):
-    """log10 of the robust peak-to-valley of each window's profile."""
-    return np.array([np.log10(metrics.robust_peak_to_valley(w)[0]) for w in per_window])
+    return cache.cached("inference-prior", key, compute)["per_window"]
 
 
 def prior_arms(model, weights: str, settings: dict) -> dict:
-    """For each arm (``settings``: arm -> setting, e.g. the tuned ones): the paired change of the
-    middle share (:func:`posbias_nb.metrics.middle_share`) and of the valley depth (log10 robust
-    peak-to-valley) of the influence profile, t intervals over windows."""
+    """For each arm of the prior (``settings``: arm -> setting; the arms that need documents
+    are left out): per-window middle shares with and without it, their paired change (t over
+    windows) and the per-window relative change."""
     base = _profiles(model, weights, None, None)
     b_mid = np.array([metrics.middle_share(w) for w in base])
-    b_val = _valley_depth(base)
     out = {"base": {"profile": base.mean(0), "middle_share": stats.mean_interval(b_mid),
-                    "valley": stats.mean_interval(b_val)}}
-    for arm, s in settings.items():
-        if arm == "dummy-calibration":
-            continue  # the dummy prior is a pretrained-prompt statistic: measured on the task
-        pw = _profiles(model, weights, arm, s)
-        out[arm] = {"profile": pw.mean(0),
-                    "middle_share_change": stats.mean_interval(
-                        np.array([metrics.middle_share(w) for w in pw]) - b_mid),
-                    "valley_change": stats.mean_interval(_valley_depth(pw) - b_val)}
+                    "per_window": b_mid}}
+    for arm in _PRIOR_ARMS:
+        pw = _profiles(model, weights, arm, settings[arm])
+        mid = np.array([metrics.middle_share(w) for w in pw])
+        out[arm] = {"profile": pw.mean(0), "diffs": mid - b_mid,
+                    "middle_share_change": stats.mean_interval(mid - b_mid),
+                    "relative": mid / b_mid - 1.0,
+                    "relative_change": stats.mean_interval(mid / b_mid - 1.0)}
     return out
 
 
 def cost_arms(model, settings: dict) -> dict:
-    """For each arm: the paired change of the next-token loss (nats) on held-out windows, over
-    the rows the calibration acts on (the task's answer rows and beyond)."""
-    recs = _prompts(model)
-    row0, length = _geometry(recs)
-    info = entry.checked(model, "pretrained", length, CHAPTER["cost_windows"], 0)
+    """For each arm of the prior: the paired change of the next-token loss (nats) on held-out
+    windows of the prompts' length, over the rows a task answer occupies (from the first answer
+    row on; the row-recomputing arms recompute those rows)."""
+    P, _ = _prompts(model)
+    row0, length = _geometry(P["records"])
+    c = CHAPTER["cost"]
+    pf = CHAPTER["prior_fit"]
 
     def one(arm, s):
-        key = entry.run_key(info, "pretrained", length, CHAPTER["cost_windows"], 0, arm=arm,
-                            setting=s, row0=row0, fit_windows=CHAPTER["fit_windows"],
-                            definition=_DEF)
+        key = _key(model, "pretrained", length, c["windows"], c["seed"], arm=arm,
+                   setting=None if s is None else dict(s), row0=row0)
 
         def compute():
             m, tok, _ = entry.loaded(model, weights="pretrained", seed=0)
-            n = CHAPTER["fit_windows"] + CHAPTER["cost_windows"]
-            ids = _windows(model, m, tok, length, n, 0)[CHAPTER["fit_windows"]:]
+            n = pf["windows"] + c["windows"]  # disjoint from the prior's fit windows
+            ids = _windows(model, m, tok, length, n, pf["seed"])[pf["windows"]:]
             if arm is None:
                 return {"nll": row_nll(m, ids, row0)}
-            fitted = _fit_for(model, "pretrained", length, row0, 0)
-            prior = None
-            if arm == "dummy-calibration":
-                dummy = [r for r in recs if r["example"] in set(CHAPTER["tune"])]
-                prior = _dummy_cached(model, dummy, row0, length)
-            with models.remedy(m, _arm(arm), **arm_params(arm, fitted, s, prior)):
+            kw = arm_params(arm, s, model, "pretrained", length, row0)
+            if ARMS[arm]["remedy"] in ("hidden-scaling", "ms-poe", "prior-calibration"):
+                kw["start"] = row0
+            with models.remedy(m, ARMS[arm]["remedy"], **kw):
                 return {"nll": row_nll(m, ids, row0)}
         return cache.cached("inference-cost", key, compute)["nll"]
 
     base = one(None, None)
     out = {"base": stats.mean_interval(base)}
-    for arm, s in settings.items():
-        out[arm] = stats.mean_interval(one(arm, s) - base)
+    for arm in _PRIOR_ARMS:
+        d = one(arm, settings[arm]) - base
+        out[arm] = {"diffs": d, "change": stats.mean_interval(d)}
     return out
 
 
-def compare_arms(task: dict, a: str, b: str):
-    """Paired over the test examples: the middle log-probability gain of arm ``a`` minus that of
-    arm ``b`` (t interval), e.g. our prior calibration against the dummy-document one."""
-    ta, tb = task[a], task[b]
-    if not np.array_equal(ta["units"], tb["units"]):
-        raise ValueError("the two arms were measured on different examples")
-    return stats.mean_interval(np.asarray(ta["logprob_diffs"]) - np.asarray(tb["logprob_diffs"]))
+def summary(model) -> dict:
+    """Task, channel, prior (pretrained and at initialization) and cost of every arm on
+    ``model``, with the tuned settings: the chapter's measurements for one model."""
+    _checked()
+    task = task_arms(model)
+    settings = {a: task[a]["setting"] for a in ARMS}
+    return {"task": task, "settings": settings, "channel": channel(model),
+            "cost": cost_arms(model, settings),
+            "prior": {w: prior_arms(model, w, settings) for w in ("pretrained", "random")}}
 
 
-def relative_change(prior: dict, arm: str):
-    """The change of the middle share under ``arm`` relative to the model's own middle share:
-    (estimate, low, high) of the paired change divided by the base mean (the base is measured on
-    the same windows; its spread is ignored, so this is the change's interval rescaled)."""
-    base = prior["base"]["middle_share"][0]
-    return tuple(float(v) / base for v in prior[arm]["middle_share_change"])
+def decisions(summaries: dict) -> dict:
+    """The verdicts of the chapter: each pre-declared family of :data:`FAMILIES` decided with
+    Holm's correction (:func:`posbias_nb.stats.holm_family`), ``{family: {"model/arm":
+    result}}``.  The init claims are testable only where the pretrained prior moved outside the
+    band (the positive control)."""
+    R = CHAPTER["rules"]
+    claims = {f: {} for f in FAMILIES}
+    for name in FAMILIES["task"]:
+        m, a = name.split("/")
+        claims["task"][name] = dict(x=summaries[m]["task"][a]["logprob_diffs"],
+                                    threshold=R["task"]["threshold"],
+                                    direction=R["task"]["direction"])
+    for name in FAMILIES["prior"]:
+        m, a = name.split("/")
+        claims["prior"][name] = dict(x=summaries[m]["prior"]["pretrained"][a]["diffs"],
+                                     threshold=R["prior"]["threshold"],
+                                     direction=R["prior"]["direction"])
+    band = tuple(R["init"]["band"])
+    for name in FAMILIES["init"]:
+        m, a = name.split("/")
+        control = summaries[m]["prior"]["pretrained"][a]["relative_change"]
+        moved = stats.decide(control, direction="within", band=band) == "fails"
+        claims["init"][name] = dict(x=summaries[m]["prior"]["random"][a]["relative"],
+                                    band=band, direction="within", testable=moved)
+    for name in FAMILIES["cost"]:
+        m, a = name.split("/")
+        claims["cost"][name] = dict(x=summaries[m]["cost"][a]["diffs"],
+                                    threshold=R["cost"]["threshold"],
+                                    direction=R["cost"]["direction"])
+    for name in FAMILIES["versus"]:
+        m, a = name.split("/")
+        T = summaries[m]["task"]
+        claims["versus"][name] = dict(x=T[a]["logprob_diffs"] - T[_VERSUS[a]]["logprob_diffs"],
+                                      threshold=R["versus"]["threshold"],
+                                      direction=R["versus"]["direction"])
+    return {f: stats.holm_family(c, alpha=CHAPTER["alpha"]) for f, c in claims.items()}
 
 
-def summary(model, progress: bool = False) -> dict:
-    """Task, prior (pretrained and at initialization) and cost of every arm on ``model``, with
-    the tuned settings: the chapter's table for one model."""
-    task = task_arms(model, progress=progress)
-    settings = {a: task[a]["setting"] for a in task}
-    return {"task": task, "settings": settings,
-            "prior": {w: prior_arms(model, w, settings) for w in ("pretrained", "random")},
-            "cost": cost_arms(model, settings)}
+# --------------------------------------------------------------------------------------------
+# the command line: posbias profile --remedy, posbias retrieval --remedy
+
+def _setting(name: str, params: dict | None) -> dict:
+    if name not in REMEDIES:
+        raise ValueError(f"remedy must be one of {', '.join(REMEDIES)}; got {name!r}")
+    base = dict(GRID[name][0])
+    extra = set(params or {}) - set(base)
+    if extra:
+        raise ValueError(f"{name} takes the parameters {', '.join(sorted(base))}; got "
+                         f"{', '.join(sorted(extra))}")
+    return dict(base, **(params or {}))
+
+
+def _cli_channel(model, weights):
+    """The channel for a model of the command line: the chapter's search when it is one of the
+    chapter's models, else stages 1 and 2 on random ASCII and stage 3 on kv prompts built with
+    the model's tokenizer, as in the chapter."""
+    if model in _MODELS and weights == "pretrained":
+        return channel(model)["channel"]
+    cs = CHAPTER["channel_search"]
+    d = CHAPTER["retrieval"]
+    key = _key(model, weights, cs["length"], cs["samples"], cs["seed"], text=False,
+               top=cs["top"], scale=cs["scale"], cli=True)
+
+    def compute():
+        P, m = ret._prompts_for(model, d["task"], d["positions"], len(CHAPTER["tune"]),
+                                d["length"], d["seed"], weights)
+        ids = random_ascii_batch(P["codec"].tok, cs["length"], cs["samples"], seed=cs["seed"],
+                                 vocab_size=m.get_input_embeddings().num_embeddings)
+        val = [r for r in P["records"] if r["gold_index"] in set(slots())]
+        c = positional_channel(m, ids, [r["prompt_ids"] for r in val],
+                               [r["answer_ids"] for r in val], top=cs["top"],
+                               scale=cs["scale"])
+        return {"channel": np.array(c["channel"])}
+
+    return int(cache.cached("inference-channel-cli", key, compute)["channel"])
+
+
+def _cli_params(model, name, setting, weights, length, row0):
+    if name in ("hidden-scaling", "hidden-scaling-all"):
+        return {"channel": _cli_channel(model, weights), "scale": float(setting["scale"])}
+    if name == "prior-calibration":
+        return {"prior": text_prior(model, weights, length, row0), "row0": int(row0),
+                "tau": float(setting["tau"])}
+    if name == "ms-poe":
+        return {"lo": float(setting["lo"]), "hi": float(setting["hi"])}
+    return {"temperature": float(setting["temperature"])}
 
 
 def remedy_run(model, name: str, weights: str = "pretrained", length: int = 512,
                params: dict | None = None, progress: bool = False) -> Result:
     """The influence profile of ``model`` under the remedy ``name`` (``posbias profile
-    --remedy``): the remedy's measured inputs come from :func:`fit` on the same length, its
-    free parameters from ``params`` (default: the first setting of :data:`GRID`)."""
+    --remedy``) on one offline text window: the remedy's measured inputs (the channel, our
+    prior) as in the chapter, its free parameters from ``params`` (default: the first setting
+    of :data:`GRID`).  The attention calibration needs documents and is refused here."""
     setting = _setting(name, params)
-    arm = name
+    if name == "attention-calibration":
+        raise ValueError("attention-calibration reweights the attention on documents: a text "
+                         "window has none (use posbias retrieval --remedy)")
     m, tok, info = entry.loaded(model, weights=weights, seed=0)
     check_applicable(m, name)  # before anything is measured
-    fitted = _fit_for(model, weights, length, None, 0)
+    kw = _cli_params(model, name, setting, weights, length, length - 1)
+    m, tok, info = entry.loaded(model, weights=weights, seed=0)
     ids = _windows(model, m, tok, length, 1, 0)
-    with models.remedy(m, name, **arm_params(arm, fitted, setting)):
+    with models.remedy(m, name, **kw):
         prof = influence_profile(m, ids, probes=8, seed=0, progress=progress)
     data = {"position": list(range(1, length + 1)),
             "influence": [float(v) for v in prof["influence"]],
@@ -481,37 +584,44 @@ def parse_params(pairs) -> dict:
     return out
 
 
-def _setting(name: str, params: dict | None) -> dict:
-    if name not in REMEDIES:
-        raise ValueError(f"remedy must be one of {', '.join(REMEDIES)}; got {name!r}")
-    base = dict(GRID[name][0])
-    extra = set(params or {}) - set(base)
-    if extra:
-        raise ValueError(f"{name} takes the parameters {', '.join(sorted(base))}; got "
-                         f"{', '.join(sorted(extra))}")
-    return dict(base, **(params or {}))
-
-
 def retrieval_remedy_run(model, name: str, params: dict | None = None, task: str = "kv",
                          positions: int = 7, examples: int = 10, length: int = 350,
                          seed: int = 0, weights: str = "pretrained",
                          progress: bool = False) -> Result:
     """:func:`posbias_nb.experiments.retrieval.retrieval_run` with the remedy ``name`` applied
-    (``posbias retrieval --remedy``): the remedy's inputs measured by :func:`fit` on offline
-    text at the prompts' length, its free parameter from ``params`` (default: the first of
-    :data:`GRID`).  The result has the baseline run's columns; ``meta`` names the remedy."""
+    (``posbias retrieval --remedy``), every prompt scored as in the chapter (the rows from the
+    prompt's last token on for the remedies that change only those).  The result has the
+    baseline run's columns; ``meta`` names the remedy."""
     setting = _setting(name, params)
     check_applicable(ret._load(model, weights, seed)[0], name)
+    if name == "attention-calibration" and task != "kv":
+        raise ValueError("attention-calibration needs documents: the kv task (its pairs)")
     params_key = ret._params(model, task, positions, examples, length, seed, weights)
-    params_key.update(remedy=name, setting=setting, fit_windows=CHAPTER["fit_windows"],
-                      definition_remedy=_DEF)
+    params_key.update(remedy=name, setting=setting, definition_remedy=_DEF,
+                      design=DESIGN.hash)
 
     def compute():
         P, m = ret._prompts_for(model, task, positions, examples, length, seed, weights)
         recs = P["records"]
         row0, L = _geometry(recs)
-        f = _fit_for(model, weights, L, row0, seed)
-        lp, ok = _score_arm(m, name, arm_params(name, f, setting), recs)
+        kw = _cli_params(model, name, setting, weights, L, row0)
+        lp, ok = np.zeros(len(recs)), np.zeros(len(recs), dtype=bool)
+        if name in ("hidden-scaling-all", "ms-poe"):
+            def within(rows):
+                st = [len(recs[q]["prompt_ids"]) - 1 for q in rows]
+                return models.remedy(m, name, **(dict(kw, start=st) if name == "ms-poe"
+                                                 else kw))
+            lp, ok = score_batch(m, [r["prompt_ids"] for r in recs],
+                                 [r["answer_ids"] for r in recs], within=within)
+        else:
+            for i, r in enumerate(recs):
+                pre = Prefix(m, r["prompt_ids"], hidden=name == "hidden-scaling")
+                spans = [tuple(s) for s in r.get("pair_spans", ())]
+                rel = None
+                if name == "attention-calibration":
+                    rel = calibrated_attention(m, pre, spans, dummy_prompts(P, r))["relevance"]
+                (lp[i], ok[i]), = score_after_prefix(
+                    pre, r["answer_ids"], [_last_rows_fn(m, name, kw, spans, rel)])
         return dict(ret.record_arrays(P), logprob=lp, correct=ok)
 
     res = cache.cached("inference-retrieval", params_key, compute)

@@ -247,7 +247,8 @@ def holm_family(claims: dict, alpha: float = 0.05) -> dict:
     interval at that level (``adjusted``) and the verdict, :func:`decide` of ``adjusted``: a
     claim *holds* only when Holm rejects its null at family-wise level ``alpha``.  A claim whose
     units do not vary, or marked ``testable=False``, is "not testable" and takes no part in the
-    correction.  Chapter :ref:`ch-inference` (families task, prior, cost, init).
+    correction; ``x=None`` (not measured) is allowed only for such a claim, its interval then
+    NaN.  Chapter :ref:`ch-inference` (families task, prior, cost, init).
 
     Examples
     --------
@@ -273,6 +274,13 @@ def holm_family(claims: dict, alpha: float = 0.05) -> dict:
         c.setdefault("direction", "greater")
         if c["direction"] != "within":
             c.setdefault("threshold", 0.0)
+        if x is None:  # not measured: only allowed for a claim declared untestable
+            if testable:
+                raise ValueError(f"claim {k!r}: x is missing (None) but the claim is testable")
+            nan = float("nan")
+            out[k] = {"x": None, "claim": c, "interval": (nan, nan, nan), "p": nan,
+                      "testable": False}
+            continue
         p = interval_pvalue(x, **c)
         out[k] = {"x": np.asarray(x, dtype=float), "claim": c,
                   "interval": mean_interval(x), "p": p,

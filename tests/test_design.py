@@ -12,11 +12,11 @@ STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import inference
-    return {"inference": inference.DESIGN}
+    from posbias_nb.experiments import inference, retrieval
+    return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN}
 
 
-@pytest.mark.parametrize("study", ["inference"])
+@pytest.mark.parametrize("study", ["inference", "retrieval"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study

@@ -91,6 +91,7 @@ intervals on the link.
 """
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -102,13 +103,14 @@ from ..measure.scoring import generate_greedy, score, score_batch
 from ..results import Result
 from ..tasks.retrieval import (KV_INSTRUCTION, NEEDLE_INSTRUCTION, TASKS, VARIANTS,
                                build_prompts, check_args)
+from .design import Design
 
 __all__ = [
-    "TASKS", "VARIANTS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
+    "DESIGN", "TASKS", "VARIANTS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
     "LIU_DEPARTURES", "summarize", "retrieval_run", "retrieval_link", "retrieval_study",
     "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
     "edge_ratios", "region_accuracy", "region_differences", "region_pairs", "contrast_family",
-    "ratio_interval", "CSV_COLUMNS",
+    "ratio_interval", "CSV_COLUMNS", "LIU_OUTCOMES", "liu_outcome", "liu_diagnosis",
     "LIU_COLUMNS",
 ]
 
@@ -127,6 +129,22 @@ LIU_DEPARTURES = (
     "the answer is started by a forced opening quote",
     "scored by teacher-forced exact match, not free generation scored by substring match",
 )
+
+#: The chapter's design (*From prior to behaviour*), locked: its hash is the registry's latest
+#: entry for "retrieval" (:mod:`posbias_nb.experiments.design`).
+DESIGN = Design("retrieval", {
+    "task": {"task": "kv", "positions": 7, "examples": 30, "length": 350, "seed": 0},
+    "runs": {"G": ["gemma3-270m", "pretrained", 30], "S": ["smollm2-135m", "pretrained", 30],
+             "R": ["gemma3-270m", "random", 3]},
+    "readout": {"model": "gemma3-270m", "examples": 3, "prior": "argmax_prob"},
+    "liu": {"model": "gemma3-270m", "positions": 3, "examples": 24, "length": 800},
+    "families": {"task_u": "first and last slot minus the middle region, log p, per model "
+                           "(Holm over the four)",
+                 "liu": "first and last pair minus the middle pair, accuracy (Newcombe, Holm "
+                        "over the two)"},
+    "link": {"n_boot": 2000, "seed": 0},
+    "alpha": 0.05,
+})
 
 CSV_COLUMNS = ("position", "depth", "item", "accuracy", "accuracy_low", "accuracy_high",
                "logprob", "logprob_low", "logprob_high")
@@ -374,6 +392,56 @@ def _run_result(res, model, task, positions, examples, length, seed, weights, va
                         "teacher-forced exact match and log-probability"),
             "version": __version__, **entry.library_versions()}
     return Result(data, meta=meta, columns=LIU_COLUMNS if liu else CSV_COLUMNS)
+
+
+#: What a Liu et al. generation can be (:func:`liu_outcome`), in the order they are tested.
+LIU_OUTCOMES = ("correct", "another pair's value", "a UUID not in the prompt",
+                "cut short (a prefix of the value)", "no UUID")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def liu_outcome(output: str, value: str, others=()) -> str:
+    """Which of :data:`LIU_OUTCOMES` a generated ``output`` is, for the gold ``value`` and the
+    prompt's ``others`` values: it contains the value (case-insensitive, Liu et al.'s rule);
+    it gives another pair's value, or a UUID absent from the prompt (a retrieval error); it is
+    a prefix of the value, cut by the token budget (a scoring limit); or it holds no UUID at
+    all (a format failure).
+
+    Examples
+    --------
+    >>> v = "0b9d5e0f-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
+    >>> liu_outcome(' "' + v + '"', v), liu_outcome(' "0b9d5e0f-1c2d', v), liu_outcome(" ok", v)
+    ('correct', 'cut short (a prefix of the value)', 'no UUID')
+    """
+    o, v = str(output).lower(), str(value).lower()
+    if v in o:
+        return LIU_OUTCOMES[0]
+    found = _UUID.findall(o)
+    if found:
+        return LIU_OUTCOMES[1] if found[0] in {str(x).lower() for x in others} else LIU_OUTCOMES[2]
+    tail = re.findall(r"[0-9a-f-]{4,}", o)
+    if tail and v.startswith(tail[-1]) and o.rstrip().endswith(tail[-1]):
+        return LIU_OUTCOMES[3]
+    return LIU_OUTCOMES[4]
+
+
+def liu_diagnosis(model, positions: int = 3, examples: int = 24, length: int = 800,
+                  seed: int = 0, weights: str = "pretrained") -> dict:
+    """Liu et al.'s setting (``variant="liu"``) with every generation classified by
+    :func:`liu_outcome`: ``{"outcome": per prompt, "gold_index", "example", "output",
+    "counts": {slot: {outcome: n}}}`` (the run itself is :func:`retrieval_run`'s, cached)."""
+    run = retrieval_run(model, "kv", positions, examples, length, seed, weights=weights,
+                        variant="liu")
+    P, _ = _prompts_for(model, "kv", positions, examples, length, seed, weights, "liu")
+    out, gi, ex, txt = [], [], [], []
+    for rec, r in zip(P["records"], run["examples"]):
+        others = [v for k, v in rec["pairs"] if v != rec["value"]]
+        out.append(liu_outcome(r["output"], rec["value"], others))
+        gi.append(r["gold_index"]), ex.append(r["example"]), txt.append(r["output"])
+    counts = {k: {o: sum(1 for a, g in zip(out, gi) if g == k and a == o) for o in LIU_OUTCOMES}
+              for k in range(positions)}
+    return {"outcome": out, "gold_index": np.array(gi), "example": np.array(ex), "output": txt,
+            "counts": counts, "run": run}
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from pathlib import Path
 
 __all__ = ["SOURCES", "WeightsSource", "PackagedWeights", "available", "locate", "load_pretrained",
            "install_hint", "missing_message", "dequantized", "HubCache", "from_pretrained_dir",
-           "local_tokenizer"]
+           "local_tokenizer", "facts"]
 
 
 @dataclass(frozen=True)
@@ -334,3 +334,45 @@ class HubCache:
 
     def load(self, attn: str, device: str, dtype: str = "float32", device_map=None):
         return from_pretrained_dir(self.repo_id, attn, dtype=dtype, device_map=device_map)
+
+
+def facts(name: str) -> dict:
+    """What the packaged weights of ``name`` are, read once from the files themselves (the GGUF
+    metadata; chapters :ref:`ch-after`, :ref:`ch-retrieval`, :ref:`ch-inference`).
+
+    Returns ``{"file", "format", "quantization" (e.g. "Q4_1"; None when unquantized), "bits"
+    (nominal bits per weight of the quantization type), "name" (``general.name``), "finetune"
+    (``general.finetune`` or None), "chat_template" (bool), "instruct" (bool: a chat template
+    or "instruct" in the file's name, i.e. an instruction-tuned checkpoint), "float_reference"
+    (None: no float checkpoint of the same family ships in a package, so the de-quantization
+    error cannot be measured against one offline)}``.
+
+    Raises
+    ------
+    ValueError
+        ``name`` has no packaged weights, or they are not installed.
+    """
+    s = _source(name)
+    path = locate(name)
+    if s.kind != "gguf":
+        return {"file": path.name, "format": s.kind, "quantization": None, "bits": 32,
+                "name": name, "finetune": None, "chat_template": False, "instruct": False,
+                "float_reference": None}
+    from gguf import GGUFReader, LlamaFileType
+
+    r = GGUFReader(str(path))
+
+    def field_(key):
+        f = r.fields.get(key)
+        return None if f is None else f.contents()
+    ft = field_("general.file_type")
+    qname = LlamaFileType(int(ft)).name.replace("MOSTLY_", "") if ft is not None else None
+    bits = {"Q4_0": 4, "Q4_1": 4, "Q4_K_S": 4, "Q4_K_M": 4, "Q5_0": 5, "Q5_1": 5, "Q5_K_M": 5,
+            "Q6_K": 6, "Q8_0": 8, "F16": 16, "BF16": 16, "ALL_F32": 32}.get(qname)
+    chat = field_("tokenizer.chat_template") is not None
+    fname = Path(s.chunks[0][1]).name.split(".part")[0] if s.chunks else Path(s.path).name
+    label = " ".join(str(v) for v in (fname, s.description)).lower()
+    return {"file": fname, "format": "gguf", "quantization": qname, "bits": bits,
+            "name": field_("general.name"), "finetune": field_("general.finetune"),
+            "chat_template": bool(chat), "instruct": bool(chat or "instruct" in label),
+            "float_reference": None}

@@ -12,11 +12,12 @@ STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import inference, retrieval
-    return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN}
+    from posbias_nb.experiments import inference, remedies, report, retrieval
+    return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
+            "remedies": remedies.DESIGN, "report": report.DESIGN}
 
 
-@pytest.mark.parametrize("study", ["inference", "retrieval"])
+@pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study

@@ -69,6 +69,7 @@ from ..measure.entry import library_versions
 from ..results import Result
 from ..tasks.synthetic import (BOS, N_KEYS, PLACEMENTS, TASKS, VOCAB, eval_positions, make_batch,
                                middle_range, sample_positions)
+from .design import Design
 
 __all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "at_init", "train_run",
            "steps_to_threshold", "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
@@ -477,6 +478,26 @@ ARMS = {
     "residual_x2": dict(answer_positions="uniform", residual_scale=2.0),
     "residual_x0.5": dict(answer_positions="uniform", residual_scale=0.5),
 }
+
+
+#: The chapter's design (*Fixing it in training*), locked: the registry's latest entry for
+#: "remedies" (:mod:`posbias_nb.experiments.design`).  The chapter reads its seeds, arms, depths
+#: and families from here.
+DESIGN = Design("remedies", {
+    "config": dict(CHAPTER),
+    "arms": {k: dict(v) for k, v in ARMS.items()},
+    "chapter_arms": ["uniform", "edges", "weighted", "oversample", "curriculum"],
+    "seeds": 10,
+    "depths": [2, 4, 8],
+    "remedies": ["weighted", "oversample", "curriculum"],
+    "remedy_level": "Bonferroni over the three remedies: 1 - 0.05 / 3",
+    "residual_scales": [0.5, 1.0, 2.0],
+    "rules": {"gradient": "middle over edges gradient ratio < 1",
+              "depth": "trend of the log middle gradient with depth < 0",
+              "factorial": "measured below 1/(H-1)! at H = 8",
+              "remedies": "valley narrows > 0, middle learns faster > 0, ends slower < 0",
+              "lever": "initial middle share moves in the predicted direction"},
+})
 
 
 def _train_cached(kw):

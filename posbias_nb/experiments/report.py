@@ -78,6 +78,7 @@ from ..measure.spans import span_profile
 from ..results import Result, plain
 from ..tasks.retrieval import slot_items
 from . import retrieval as _ret
+from .design import Design
 
 __all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
            "headline_items"]
@@ -93,6 +94,15 @@ SETTINGS = {
     "full": dict(windows=16, probes=4, capture_batch=4, positions=7, examples=10,
                  heat_examples=4, heat_lengths=4, n_boot=2000),
 }
+
+
+#: The report's design, locked: the registry's latest entry for "report"
+#: (:mod:`posbias_nb.experiments.design`): its sizes and the constants its claims use.
+DESIGN = Design("report", {
+    "settings": {k: dict(v) for k, v in SETTINGS.items()},
+    "ends": _ENDS,
+    "structural_max": 1024,
+})
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,7 +496,7 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
             "fingerprint": info["fingerprint"], "weights": weights,
             "twin": "the same configuration, weights='random', torch.manual_seed(seed)",
             "length": length, "seed": int(seed), "quick": bool(quick), "sizes": s,
-            "definition": _DEF, "level": 0.95,
+            "definition": _DEF, "design": DESIGN.hash, "level": 0.95,
             "intervals": "per position and headline: Student t over windows (ratios on the "
                          "log scale); retrieval accuracy: Wilson; log-probability: t over "
                          "examples; Spearman and W1: bootstrap over windows",

@@ -219,7 +219,7 @@ def interval_pvalue(x, threshold=0.0, direction: str = "greater", *, band=None) 
     if a.size < 2:
         raise ValueError(f"interval_pvalue needs at least 2 finite values, got {a.size}")
     sd = float(a.std(ddof=1))
-    if not sd > 0:
+    if not sd > 0 or np.ptp(a) == 0:  # every unit agrees (a mean's rounding is not spread)
         return float("nan")
     se = sd / math.sqrt(a.size)
     df = a.size - 1

@@ -324,3 +324,15 @@ def test_per_sequence_starts_batched_equal_one_by_one(tiny):
                 one, _ = score(m, P[i], A[i])
             assert abs(lp[i] - one) < 1e-4
         assert np.all(np.abs(plain - lp) > 1e-7)  # the remedy did act
+
+
+def test_random_ascii_batch_is_yu_et_als_corpus():
+    from posbias_nb.tasks.text import ASCII_ALPHABET, random_ascii_batch
+    a = random_ascii_batch(None, 50, 3, seed=1, vocab_size=256)
+    assert a.shape == (3, 50) and np.array_equal(a, random_ascii_batch(None, 50, 3, seed=1,
+                                                                          vocab_size=256))
+    assert set(bytes(a.ravel().tolist()).decode()) <= set(ASCII_ALPHABET)  # no whitespace
+    assert " " not in ASCII_ALPHABET and len(ASCII_ALPHABET) == 94
+    assert not np.array_equal(a, random_ascii_batch(None, 50, 3, seed=2, vocab_size=256))
+    with pytest.raises(ValueError):
+        random_ascii_batch(None, 50, 3)

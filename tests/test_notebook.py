@@ -290,3 +290,12 @@ def test_overview_page_is_read_again_after_any_change():
     toc = [line.split("file:")[1].strip() for line in (root / "_toc.yml").read_text().splitlines()
            if "file:" in line]
     assert toc[-1] == ext.OVERVIEW
+
+
+def test_interval_shows_a_width_it_has():
+    from posbias_nb.notebook import interval
+    assert interval(0.483, 0.48301, 0.48342, ".3f") == "0.4830 [0.4830, 0.4834]"
+    s = interval(-0.0008, -0.00081, -0.00079, ".4f")
+    lo, hi = s.split("[")[1].rstrip("]").split(", ")
+    assert lo != hi
+    assert interval(0.5, 0.5, 0.5, ".3f") == "0.500 [0.500, 0.500]"  # a true point stays one

@@ -550,3 +550,37 @@ def test_region_pairs_and_the_paired_proportion_contrast():
     assert fam["first"]["interval"] == stats.paired_proportion_interval(P[:, 0], P[:, 1])
     with pytest.raises(ValueError, match="only 0 and 1"):
         R.contrast_family({"x": (np.array([1, 2.0]), np.array([0, 1.0]))})
+
+
+# --------------------------------------------------------------------------------------------
+# Hsieh et al.'s dummy documents, and Liu et al.'s generations classified
+
+def test_dummy_prompts_replace_one_pair_in_place():
+    P = T.build_prompts(None, "kv", positions=3, examples=1, length=300, vocab_size=VOCAB)
+    rec = P["records"][1]
+    dk, dv = T.DUMMY_PAIR
+    out = T.dummy_prompts(P, rec)
+    assert len(out) == len(rec["pairs"]) == len(rec["pair_spans"])
+    for (k, v), d in zip(rec["pairs"], out):
+        text = _bytes(d["prompt_ids"])
+        assert text == rec["text"].replace(f'"{k}": "{v}"', f'"{dk}": "{dv}"')
+        a, b = d["span"]
+        assert _bytes(d["prompt_ids"][a:b]) == f'"{dk}": "{dv}"'
+    with pytest.raises(ValueError, match="occurs"):
+        T.dummy_prompts(P, rec, dummy=rec["pairs"][0])
+    needle = T.build_prompts(None, "needle", positions=3, examples=1, length=300,
+                             vocab_size=VOCAB)
+    with pytest.raises(ValueError, match="kv record"):
+        T.dummy_prompts(needle, needle["records"][0])
+
+
+def test_liu_outcomes():
+    v = "0b9d5e0f-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
+    w = "11111111-2222-4333-8444-555555555555"
+    assert R.liu_outcome(f"The value is {v.upper()}.", v) == "correct"
+    assert R.liu_outcome(f' "{w}"', v, others=[w]) == "another pair's value"
+    assert R.liu_outcome(f' "{w}"', v, others=[]) == "a UUID not in the prompt"
+    assert R.liu_outcome(' "0b9d5e0f-1c2d-4e', v) == "cut short (a prefix of the value)"
+    assert R.liu_outcome(' "0b9d5e0f-9999', v) == "no UUID"  # neither the value nor a prefix
+    assert set(R.LIU_OUTCOMES) == {"correct", "another pair's value", "a UUID not in the prompt",
+                                   "cut short (a prefix of the value)", "no UUID"}

@@ -730,3 +730,83 @@ def test_margin_needs_a_scale_at_threshold_zero():
     with pytest.raises(ValueError, match="positive"):
         stats.margin((0.3, 0.1, 0.5), scale=-1)
     assert stats.margin((0.3, 0.1, 0.5), 1.0, "less") == pytest.approx((0.7, 0.5, 0.9))
+
+
+# --------------------------------------------------------------------------------------------
+# clustered proportions, the interval-dual p-value, Holm families (chapter ch-inference)
+
+def test_unit_proportion_interval_covers_clustered_outcomes_where_pooling_does_not():
+    """24 examples of 3 prompts, outcomes correlated within an example (beta-binomial): Wilson
+    over the examples covers, Wilson over the pooled prompts does not."""
+    rng = np.random.default_rng(0)
+    E, m, reps = 24, 3, 2000
+    for p, rho in ((0.3, 0.6), (0.5, 0.9), (0.15, 0.5)):
+        a = p * (1 - rho) / rho
+        b = (1 - p) * (1 - rho) / rho
+        cov_unit = cov_pool = 0
+        for _ in range(reps):
+            q = rng.beta(a, b, size=E)
+            k = rng.binomial(m, q)
+            _, lo, hi = stats.unit_proportion_interval(k / m)
+            cov_unit += lo <= p <= hi
+            _, lo, hi = stats.proportion_interval(int(k.sum()), E * m)
+            cov_pool += lo <= p <= hi
+        assert cov_unit / reps >= 0.93, (p, rho, cov_unit / reps)
+        assert cov_pool / reps < 0.91, (p, rho, cov_pool / reps)  # the counterexample
+
+
+def test_unit_proportion_interval_is_never_zero_width():
+    for x in ([0.0] * 24, [1.0] * 24):
+        e, lo, hi = stats.unit_proportion_interval(x)
+        assert hi - lo > 0.1
+    with pytest.raises(ValueError):
+        stats.unit_proportion_interval([0.5, 1.5])
+    with pytest.raises(ValueError):
+        stats.unit_proportion_interval([])
+
+
+@pytest.mark.parametrize("direction,kw", [("greater", {"threshold": 0.1}),
+                                          ("less", {"threshold": 0.6}),
+                                          ("within", {"band": (-0.1, 0.7)})])
+def test_interval_pvalue_is_dual_to_the_t_interval(direction, kw):
+    x = np.array([0.1, 0.3, 0.2, 0.4, 0.35, 0.15])
+    p = stats.interval_pvalue(x, direction=direction, **kw)
+    assert 0 < p < 1
+    for a in (p * 0.98, p * 1.02):
+        word = stats.decide(stats.mean_interval(x, level=1 - a), direction=direction, **kw)
+        assert (word == "holds") == (a > p)
+    assert np.isnan(stats.interval_pvalue([0.2, 0.2, 0.2]))
+
+
+def test_holm_family_adjusts_and_refuses_untestable_claims():
+    rng = np.random.default_rng(1)
+    claims = {"strong": dict(x=rng.normal(1.0, 0.5, 24)),
+              "weak": dict(x=rng.normal(0.25, 0.5, 24)),
+              "none": dict(x=rng.normal(0.0, 0.5, 24)),
+              "flat": dict(x=[0.3] * 24),
+              "skipped": dict(x=None, testable=False)}
+    f = stats.holm_family(claims)
+    assert f["strong"]["verdict"] == "holds" and f["strong"]["level"] == pytest.approx(
+        1 - 0.05 / 3)
+    assert f["flat"]["verdict"] == f["skipped"]["verdict"] == "not testable"
+    assert f["strong"]["m"] == 3
+    # a claim that holds alone at 95% but not at its Holm level: the correction bites
+    alone = stats.decide(stats.mean_interval(claims["weak"]["x"]), 0.0)
+    x = np.asarray(claims["weak"]["x"])
+    p = stats.interval_pvalue(x)
+    if 0.05 / 3 < p < 0.05:
+        assert alone == "holds" and f["weak"]["verdict"] != "holds"
+    with pytest.raises(ValueError):
+        stats.holm_family({"a": dict(x=None)})
+    with pytest.raises(ValueError):
+        stats.holm_family({})
+
+
+def test_holm_family_correction_bites_on_a_constructed_case():
+    base = np.array([-1.0, 1.0] * 12)
+    claims = {f"c{i}": dict(x=base + 0.45) for i in range(5)}  # each p about 0.04
+    p = stats.interval_pvalue(claims["c0"]["x"])
+    assert 0.01 < p < 0.05
+    assert stats.decide(stats.mean_interval(claims["c0"]["x"]), 0.0) == "holds"
+    f = stats.holm_family(claims)
+    assert all(r["verdict"] == "inconclusive" for r in f.values())

@@ -61,3 +61,16 @@ def test_weights_dir_variable_overrides_the_cache_folder(tmp_path, monkeypatch):
     assert weights._weights_dir() == tmp_path / "w"
     monkeypatch.delenv("POSBIAS_WEIGHTS_DIR")
     assert weights._weights_dir() == tmp_path / "cache" / "weights"
+
+
+@pytest.mark.skipif(not (weights.available("smollm2-135m") and weights.available("gemma3-270m")),
+                    reason="packaged GGUF weights not installed")
+def test_facts_read_from_the_files():
+    s, g = weights.facts("smollm2-135m"), weights.facts("gemma3-270m")
+    assert (s["quantization"], s["bits"], s["instruct"], s["chat_template"]) == \
+        ("Q4_1", 4, True, True)
+    assert (g["quantization"], g["bits"], g["chat_template"]) == ("Q4_K_M", 4, False)
+    assert g["file"] == "gemma-3-270m-q4_k_m.gguf" and s["file"].endswith(".gguf")
+    assert s["float_reference"] is None and g["float_reference"] is None
+    with pytest.raises(ValueError):
+        weights.facts("gpt2")

@@ -78,13 +78,17 @@ def loaded(model, weights: str = "random", seed: int = 0, **kw):
     """``models.load(model, weights=..., seed=..., **kw)``, memoised for the last arguments.
 
     One model is kept (a second one replaces it): entry points that run one after another on
-    the same model load it once.  Returns ``(model, tokenizer, info)``.
+    the same model load it once.  Returns ``(model, tokenizer, info)``.  A model these
+    measurements do not apply to (not causal, or not attention in every layer,
+    :func:`posbias_nb.models.blocks.require_causal_attention`) raises ValueError.
     """
     kw.setdefault("attn", "sdpa")  # models.load's default, spelled out: one key per model
     k = (str(model), weights, int(seed), tuple(sorted(kw.items())))
     if k not in _LOADED:
         _LOADED.clear()
-        _LOADED[k] = models.load(model, weights=weights, seed=seed, **kw)
+        got = models.load(model, weights=weights, seed=seed, **kw)
+        models.require_causal_attention(got[0])  # an encoder or an SSM: refused, one line
+        _LOADED[k] = got
     return _LOADED[k]
 
 

@@ -26,17 +26,16 @@ windows :func:`posbias_nb.measure.cached.profile` reads for the same ``seed``):
   where :math:`x_{t,b,i}` is the residual stream entering layer ``t`` at token ``i`` (the
   layer's input hidden state, captured by a forward pre-hook on the layer) and
   :math:`a_{t,b,i}` is what the attention block adds to it, :math:`\mathrm{Attn}(\mathrm{Norm}\,x)`
-  (a forward hook on the module whose output is added to the residual).  Norms are Euclidean
-  norms per token; the ratio is taken per token, then averaged over **all** tokens (position 1
-  included) and sequences.  The module whose output is :math:`a` depends on the family:
-
-  * ``bloom``: ``self_attention.dense`` (BLOOM's attention module adds the residual itself,
-    so its own output is :math:`x + a`);
-  * ``gemma2`` / ``gemma3`` (sandwich norm): ``post_attention_layernorm``, the norm after
-    attention, whose output is what is added to the residual;
-  * all others (gpt2, falcon, mpt, qwen2, llama, ...): the attention module (``attn``,
-    ``self_attn``, ``self_attention``), its first output.
-
+  (a forward hook on the module whose output is added to the residual).  Which module that is
+  is decided by behaviour, not by names (:func:`posbias_nb.models.blocks.describe_blocks`):
+  the submodule whose output, added to the layer's input, gives the residual stream the rest
+  of the layer reads, to 1e-5: the attention module in Llama-like models and GPT-2, the norm
+  after attention in sandwich-norm and post-norm blocks (Gemma 2 and 3, OLMo 2, EXAONE 4,
+  GLM-4), BLOOM's ``self_attention.dense`` (its attention module adds the residual itself).
+  Where that addition is scaled (a residual multiplier), :math:`a` includes the scale.
+  Parallel blocks (attention beside the MLP from one input: GPT-J, GPT-NeoX, Falcon, Phi,
+  Cohere, CodeGen) and every block whose addition cannot be verified are refused with their
+  reason.
   The bias of the output projection is part of :math:`a`.  The model runs in float32.
 
 Attention logits (:func:`attention_logits`) are captured inside the attention function, through
@@ -50,31 +49,10 @@ import numpy as np
 from .._validate import positive_int
 from ..metrics import attention_share
 from ..models import decoder_layers, fix_falcon_eager_alibi
+from ..models.blocks import describe_blocks
 from ..models.patches import register_attention
 
 __all__ = ["capture_model", "attention_logits", "n_heads"]
-
-
-def _attn_output_module(layer):
-    """(module, takes_first) whose forward output is the attention block's addition to x."""
-    sa = getattr(layer, "self_attention", None)
-    if sa is not None and hasattr(sa, "dense") and hasattr(sa, "query_key_value") \
-            and type(sa).__name__.startswith("Bloom"):
-        return sa.dense, False
-    if hasattr(layer, "pre_feedforward_layernorm") and hasattr(layer, "post_attention_layernorm"):
-        return layer.post_attention_layernorm, False  # Gemma's sandwich norm
-    for name in ("self_attn", "attn", "self_attention", "attention"):
-        m = getattr(layer, name, None)
-        if m is not None:
-            return m, True
-    raise ValueError(f"{type(layer).__name__}: cannot find the attention module to hook")
-
-
-def _parallel_block(model) -> bool:
-    cfg = model.config
-    return bool(getattr(cfg, "parallel_attn", False) or getattr(cfg, "new_decoder_architecture",
-                                                                   False)
-                or getattr(cfg, "use_parallel_residual", False))
 
 
 def capture_model(model, input_ids, chunk: int = 4) -> dict:
@@ -114,12 +92,12 @@ def capture_model(model, input_ids, chunk: int = 4) -> dict:
     """
     import torch
 
+    blocks = describe_blocks(model)
+    if not blocks.lambda_ok:
+        raise ValueError(blocks.reason)
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         raise ValueError("capture needs attn_implementation='eager' (attention probabilities "
                          f"are not materialized by {model.config._attn_implementation!r})")
-    if _parallel_block(model):
-        raise ValueError(f"{model.config.model_type} runs attention and MLP in parallel: "
-                         "lambda as defined here (attention added to x alone) does not apply")
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     if ids.ndim == 1:
         ids = ids[None]
@@ -143,12 +121,12 @@ def capture_model(model, input_ids, chunk: int = 4) -> dict:
             store[("x", t)] = x.detach().float()
         return f
 
-    def out_hook(t, first):  # collects the two norms per token; the formula is in metrics
+    def out_hook(t, scale):  # collects the two norms per token; the formula is in metrics
         def f(module, args, output):
-            a = output[0] if (first and isinstance(output, (tuple, list))) else output
+            a = output[0] if isinstance(output, (tuple, list)) else output
             x = store.pop(("x", t))
             store[("n", t)] = (x.norm(dim=-1).double().cpu().numpy(),
-                               a.detach().float().norm(dim=-1).double().cpu().numpy())
+                               abs(scale) * a.detach().float().norm(dim=-1).double().cpu().numpy())
         return f
 
     A = np.zeros((T, L, L))
@@ -156,8 +134,9 @@ def capture_model(model, input_ids, chunk: int = 4) -> dict:
     try:
         for t, layer in enumerate(layers):
             handles.append(layer.register_forward_pre_hook(pre_hook(t), with_kwargs=True))
-            mod, first = _attn_output_module(layer)
-            handles.append(mod.register_forward_hook(out_hook(t, first)))
+            name, scale = blocks.residual[t]
+            mod = layer.get_submodule(name) if name else layer
+            handles.append(mod.register_forward_hook(out_hook(t, scale)))
         for b0 in range(0, B, chunk):
             sl = ids[b0:b0 + chunk].to(device)
             with torch.no_grad():

@@ -100,6 +100,8 @@ def _forward_target(model, x, target: str):
     import torch
 
     base = model.base_model
+    if x.is_leaf and x.requires_grad:  # a model that scales its embeddings in place (CTRL)
+        x = x.clone()
     h = base(inputs_embeds=x, use_cache=False).last_hidden_state[0, -1]  # after the final norm
     if target == "hidden":
         return h

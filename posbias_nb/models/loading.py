@@ -204,6 +204,9 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
     arch_rope = patches.has_rope(model)
     if not rope:
         patches.set_rope(model, False)
+    from .blocks import describe_blocks
+
+    blocks = describe_blocks(model)  # decided once, by behaviour, on one short batch
     cfg = model.config
     info = {
         "name": name,
@@ -221,6 +224,8 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
         "device": str(next(model.parameters()).device) if device_map is not None else device,
         "dtype": dtype,
         "device_map": device_map,
+        "causal": blocks.causal, "attention": blocks.attention, "blocks": blocks.layout,
+        "warnings": list(getattr(model, "_posbias_warnings", [])),
     }
     return model, tok, info
 

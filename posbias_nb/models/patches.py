@@ -97,6 +97,11 @@ def decoder_layers(model) -> list:
         mod = getattr(base, name, None)
         if isinstance(mod, torch.nn.ModuleList) and (T is None or len(mod) == T):
             return list(mod)
+    if T is not None:  # nested stacks (OPT, BART: decoder.layers): the list of the depth's size
+        for _, mod in base.named_modules():
+            if isinstance(mod, torch.nn.ModuleList) and len(mod) == T and \
+                    len({type(x) for x in mod}) <= 2:
+                return list(mod)
     raise ValueError(f"{model.config.model_type}: cannot find the decoder layers to hook")
 
 

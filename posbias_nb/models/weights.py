@@ -275,7 +275,19 @@ def from_pretrained_dir(path_or_repo, attn: str, dtype: str = "float32", device_
     kw = dict(local_files_only=True, dtype=getattr(torch, dtype), attn_implementation=attn)
     if device_map is not None:
         kw["device_map"] = device_map
-    model = AutoModelForCausalLM.from_pretrained(str(path_or_repo), **kw)
+    model, info = AutoModelForCausalLM.from_pretrained(str(path_or_repo),
+                                                       output_loading_info=True, **kw)
+    missing = [k for k in info.get("missing_keys", ()) if k]
+    if missing:  # transformers initialised these afresh: the checkpoint lacks them
+        import sys
+
+        head = [k for k in missing if "head" in k or "embed_out" in k]
+        what = "its LM head" if head and len(head) == len(missing) else \
+            f"{len(missing)} tensors ({missing[0]}, ...)"
+        msg = (f"warning: {path_or_repo} has no weights for {what}: transformers initialised "
+               "them at random, so its outputs are not the checkpoint's")
+        print(msg, file=sys.stderr)
+        model._posbias_warnings = [msg]
     return model, local_tokenizer(path_or_repo)
 
 

@@ -321,6 +321,13 @@ def config_int(cfg, what: str) -> int:
     raise ValueError(f"cannot read the number of {what} from the {cfg.model_type} config")
 
 
+def _heads_or_none(cfg):
+    try:
+        return config_int(cfg, "heads")
+    except ValueError:
+        return None
+
+
 def config_has_rope(cfg) -> bool:
     """Whether a config describes rotary position embeddings (any truthy ``*rope*``/``*rotary*``
     setting, unless the config says it uses ALiBi instead).  :func:`posbias_nb.models.loading.load`
@@ -385,7 +392,7 @@ def describe(name_or_path) -> dict:
         "kind": "directory", "name": str(r), "family": cfg.model_type,
         "description": f"local directory {r}",
         "n_layers": config_int(cfg, "layers"), "hidden_size": config_int(cfg, "width"),
-        "n_heads": config_int(cfg, "heads"),
+        "n_heads": _heads_or_none(cfg),  # an SSM has none: refused later, by behaviour
         "max_length": config_max_length(cfg), "has_rope": config_has_rope(cfg),
         "pretrained_available": bool(files), "pretrained_source": str(r),
         "fingerprint": h.hexdigest()[:16],

@@ -201,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rollout", help="influence profile predicted by the rollout of the "
                                        "model's measured attention kernels and shares")
-    p.add_argument("--model", required=True, help="zoo name (see `posbias models`)")
+    p.add_argument("--model", required=True, help="zoo name (see `posbias models`), local Hugging "
+                   "Face directory, or hub id org/name (read from the local hub cache)")
     p.add_argument("--weights", choices=["random", "pretrained"], default="random",
                    help="random initialization (seeded) or installed pretrained weights")
     p.add_argument("--length", type=int, default=128, help="sequence length L >= 2")
@@ -301,6 +302,29 @@ def _check_writable(path: str) -> None:
         os.remove(path)
 
 
+def _first_missing(path):
+    """The outermost folder of ``path`` that does not exist yet (None if it does)."""
+    from pathlib import Path
+
+    p = Path(path).absolute()
+    if p.exists():
+        return None
+    while not p.parent.exists():
+        p = p.parent
+    return p
+
+
+def _remove_created(top) -> None:
+    """After a failed run: remove the folders the run created under ``top``, if they hold
+    nothing (a failed report leaves nothing behind that was not there before)."""
+    import shutil
+
+    if top is None or not top.is_dir():
+        return
+    if all(f.is_dir() for f in top.rglob("*")):
+        shutil.rmtree(top, ignore_errors=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     from .results import write
@@ -313,6 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "out_dir", False):
             from .experiments.report import check_out_dir
 
+            created = _first_missing(args.out)
             check_out_dir(args.out)  # a directory, before any computation
         elif args.out:
             _check_writable(args.out)  # before any computation, not after it
@@ -328,10 +353,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             sys.stdout.write(buf.getvalue())
     except (UsageError, ValueError, OSError, ModuleNotFoundError) as e:
+        _remove_created(locals().get("created"))
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"posbias: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _remove_created(locals().get("created"))
         print("posbias: interrupted", file=sys.stderr)
         return 130
+    except Exception:
+        _remove_created(locals().get("created"))
+        raise
     return 0

@@ -49,7 +49,8 @@ from scipy import special as _sp
 from ._validate import choice, positive_int
 
 __all__ = ["VERDICTS", "proportion_interval", "unit_proportion_interval",
-           "paired_proportion_interval", "mean_interval", "interval_pvalue", "holm_family",
+           "paired_proportion_interval", "mean_interval", "two_way_mean_interval",
+           "interval_pvalue", "holm_family",
            "bootstrap", "PairedTest", "paired_test", "holm", "by_unit", "count_decide", "decide",
            "decide_all", "margin"]
 
@@ -199,6 +200,33 @@ def unit_proportion_interval(unit_means, level: float = 0.95):
     mid = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return p, max(0.0, mid - half), min(1.0, mid + half)
+
+
+def two_way_mean_interval(values, level: float = 0.95):
+    r"""Interval for the mean of a ``(K, W)`` table whose rows are independent draws of one
+    factor (random initialisations) and whose columns are independent draws of another (text
+    windows), crossed: every row read on the same windows.
+
+    ``mean +- t_{df} * sqrt(s_rows^2 / K + s_cols^2 / W)``, with :math:`s_{rows}^2` the variance
+    of the ``K`` row means, :math:`s_{cols}^2` that of the ``W`` column means and
+    ``df = min(K, W) - 1``: both sources of spread enter, and the interaction is counted in
+    both, so the interval is conservative.  Chapter :ref:`ch-report` (the random-init twins
+    and the windows of "born vs trained").
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in two_way_mean_interval([[1.0, 2.0, 3.0], [2.0, 3.0, 4.0]])]
+    [2.5, -7.205, 12.205]
+    """
+    a = np.asarray(values, dtype=float)
+    if a.ndim != 2 or min(a.shape) < 2 or not np.all(np.isfinite(a)):
+        raise ValueError(f"values must be a finite (K >= 2, W >= 2) table, got shape {a.shape}")
+    level = _level(level)
+    K, W = a.shape
+    m = float(a.mean())
+    var = a.mean(1).var(ddof=1) / K + a.mean(0).var(ddof=1) / W
+    half = float(_sp.stdtrit(min(K, W) - 1, (1 + level) / 2) * math.sqrt(var))
+    return m, m - half, m + half
 
 
 def interval_pvalue(x, threshold=0.0, direction: str = "greater", *, band=None) -> float:

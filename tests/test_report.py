@@ -73,7 +73,7 @@ TINY = dict(model="gpt2-tiny", weights="random", length=256, quick=True)
 
 
 def _opt_tiny(path):
-    """A tiny OPT (an architecture the hooks do not know) saved with save_pretrained."""
+    """A tiny OPT (its layers under decoder.layers) saved with save_pretrained."""
     from transformers import OPTConfig, OPTForCausalLM
 
     cfg = OPTConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -145,7 +145,7 @@ def _check_report_dir(d):
     assert len(nums) >= 12
     for key, value, shown in nums:  # the page's numbers are report.json's
         v = _lookup(obj, key)
-        assert float(value) == float(v), key
+        assert float(value) == float(v) or (np.isnan(float(value)) and np.isnan(float(v))), key
         assert shown == R._fmt(v), key
     return obj, page
 
@@ -202,8 +202,9 @@ def test_report_end_to_end_on_a_tiny_zoo_model(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_report_by_hub_id_from_the_fake_cache(fake_hub, tmp_path):
-    """Pretrained weights read by hub id; the twin built from the same config; OPT's hooks are
-    unknown, so the structural section says so instead of failing."""
+    """Pretrained weights read by hub id; the twins built from the same config; OPT's blocks
+    (its layers under decoder.layers, its MLP input flattened) are described by behaviour, so
+    the structural section runs."""
     out = tmp_path / "hub-report"
     assert cli.main(["report", "--model", fake_hub["id"], "--length", "256", "--quick",
                      "--quiet", "--out", str(out)]) == 0
@@ -213,17 +214,39 @@ def test_report_by_hub_id_from_the_fake_cache(fake_hub, tmp_path):
     assert bt["paired_ids"] is True  # the twin read the same token ids
     assert set(bt["change"]) == {"ptv", "valley", "primacy", "recency"}
     st = obj["structural"]
-    assert st["available"] is False and "hook" in st["reason"]
+    assert st["available"] is True and all(0 < v < 1 for v in st["lambda"])
     assert obj["task"]["available"], obj["task"]
-    assert 'id="structural-unavailable"' in page
+    assert 'id="structural-unavailable"' not in page and bt["born"]["twins"] == 3
     # a real pretrained-vs-twin difference: different weights, different profiles
     assert bt["trained"]["curve"]["mean"] != bt["born"]["curve"]["mean"]
 
 
-def test_structural_section_names_the_unknown_architecture(tmp_path):
-    d = _opt_tiny(tmp_path / "opt")
+def _saved(model_type, path):
+    """A tiny model of the architecture matrix (tests/archs.py) saved with save_pretrained."""
+    import archs
+
+    archs.build(model_type).save_pretrained(str(path))
+    return path
+
+
+def test_structural_section_names_the_refused_architecture(tmp_path):
+    d = _saved("gptj", tmp_path / "gptj")
     sec = R._structural(str(d), "random", 16, R.SETTINGS["quick"], 0, None)
-    assert sec == {"available": False, "reason": "opt: cannot find the decoder layers to hook"}
+    assert sec["available"] is False and "in parallel" in sec["reason"]
+    assert "\n" not in sec["reason"]
+
+
+@pytest.mark.parametrize("model_type,match", [("bert", "not causal"),
+                                              ("mamba", "not an attention model")])
+def test_encoders_and_ssms_are_refused_in_one_line(model_type, match, tmp_path, capsys):
+    d = _saved(model_type, tmp_path / model_type)
+    capsys.readouterr()  # save_pretrained's own progress bar
+    for cmd in (["report", "--quick", "--quiet", "--out", str(tmp_path / "r" / "deep")],
+                ["profile", "--length", "16", "--quiet"], ["rollout", "--length", "16"]):
+        assert cli.main([cmd[0], "--model", str(d), "--weights", "random"] + cmd[1:]) == 2, cmd
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and match in err, err
+    assert not (tmp_path / "r").exists()  # the failed report left nothing behind
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,10 +288,25 @@ def test_directory_without_config_exits_2(tmp_path, capsys):
 def test_unwritable_out_is_refused_before_any_work(no_work, tmp_path, capsys):
     f = tmp_path / "a-file"
     f.write_text("x")
-    for out in ("/proc/posbias-report", str(f), str(tmp_path / "missing" / "dir")):
+    for out in ("/proc/posbias-report", str(f)):
         assert cli.main(["report", "--model", "gpt2-tiny", "--quick", "--out", out]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--out" in err, err
+
+
+def test_out_is_created_with_its_parents_and_removed_after_a_failure(tmp_path, capsys,
+                                                                     monkeypatch):
+    def fails(*a, **k):
+        raise ValueError("a failure inside the run")
+    monkeypatch.setattr(R, "report", fails)
+    out = tmp_path / "new" / "deeper" / "report"
+    assert cli.main(["report", "--model", "gpt2-tiny", "--quick", "--out", str(out)]) == 2
+    assert "a failure inside the run" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()  # nothing left that was not there before
+    keep = tmp_path / "kept"
+    keep.mkdir()
+    assert cli.main(["report", "--model", "gpt2-tiny", "--quick", "--out", str(keep)]) == 2
+    assert keep.is_dir()  # a folder that was there stays
 
 
 def test_train_refuses_an_unwritable_out_before_training(monkeypatch, capsys):
@@ -325,3 +363,26 @@ def test_same_seed_same_numbers_without_the_cache(monkeypatch):
     assert a["born_trained"] != c["born_trained"]
     assert a["task"]["available"] is False and "too small" in a["task"]["reason"]
     assert "did not run" in a["summary"]
+
+
+@pytest.mark.slow
+def test_report_on_a_sliding_only_model_beyond_its_reach_finishes(tmp_path):
+    """Gemma-3 with every layer sliding (window 4, 2 layers: reach 6 tokens) at L = 64: the
+    influence beyond the reach is exactly 0, which no power of the Cesaro matrix gives; the
+    report says so and finishes."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = AutoConfig.for_model("gemma3_text", vocab_size=300, hidden_size=32, num_hidden_layers=2,
+                               num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                               intermediate_size=64, max_position_embeddings=256, pad_token_id=0,
+                               sliding_window=4, layer_types=["sliding_attention"] * 2)
+    torch.manual_seed(0)
+    d = tmp_path / "gemma3-sliding"
+    AutoModelForCausalLM.from_config(cfg).save_pretrained(str(d))
+    out = tmp_path / "rep"
+    assert cli.main(["report", "--model", str(d), "--weights", "random", "--length", "64",
+                     "--quick", "--quiet", "--out", str(out)]) == 0
+    obj, page = _check_report_dir(out)
+    th = obj["born_trained"]["born"]["theory"]
+    assert th["available"] is False and th["zeros"] > 0 and "sliding" in th["reason"]
+    assert "not made" in page

@@ -83,7 +83,7 @@ from .design import Design
 __all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
            "headline_items"]
 
-_DEF = "report-v4"  # bump when a definition below changes the numbers
+_DEF = "report-v5"  # bump when a definition below changes the numbers
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)
 
 #: Sizes of a report: ``quick`` (about 3 minutes for SmolLM2-135M at L = 512 on 2 cores) and
@@ -102,7 +102,14 @@ DESIGN = Design("report", {
     "settings": {k: dict(v) for k, v in SETTINGS.items()},
     "ends": _ENDS,
     "structural_max": 1024,
+    # the random-init twins: initialisations seed, seed + 1, ..., on the same windows
+    "twins": 3,
+    # "ranks positions like the measured profile": a strong rank agreement, not rho > 0
+    "rank_threshold": 0.5,
+    # the task's sign-flip contrasts are testable only if their smallest p can pass Holm
+    "alpha": 0.05,
 })
+TWINS = DESIGN["twins"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -129,16 +136,18 @@ def _version(pkg: str) -> str:
 # 1. Born vs trained
 
 
-def _profiles(model, weights: str, length: int, s: dict, seed: int, progress: bool) -> dict:
+def _profiles(model, weights: str, length: int, s: dict, seed: int, progress: bool,
+              init_seed=None) -> dict:
     """Per-window profiles of ``model`` with ``weights``: a packaged zoo model through
     :func:`shared_profile` (its own tokenizer for both weights), anything else through
-    :func:`profile` (a directory's random twin reads the directory's tokenizer)."""
+    :func:`profile` (a directory's random twin reads the directory's tokenizer);
+    ``init_seed``: another random-init twin on the same windows."""
     name = str(model)
     if name in models.PRETRAINED_NAMES and models.describe(name)["family"] != "bert":
         return shared_profile(name, weights, length, batch=s["windows"], probes=s["probes"],
-                              seed=seed, progress=progress)
+                              seed=seed, progress=progress, init_seed=init_seed)
     return profile(model, weights=weights, length=length, probes=s["probes"],
-                   batch=s["windows"], seed=seed, progress=progress)
+                   batch=s["windows"], seed=seed, progress=progress, init_seed=init_seed)
 
 
 def _per_window(res) -> np.ndarray:
@@ -152,20 +161,59 @@ def _window_stats(W: np.ndarray) -> dict:
     mid = metrics.regions(L).middle
     out = {"ptv": [], "valley": [], "primacy": [], "recency": []}
     for p in W:
-        r, j = metrics.robust_peak_to_valley(p, _ENDS)
+        try:
+            r, j = metrics.robust_peak_to_valley(p, _ENDS)
+        except ValueError:  # influence exactly 0 somewhere (beyond a local layer's reach)
+            r, j = float("inf"), int(np.argmin(p)) + 1
         m = float(np.median(p[mid]))
         out["ptv"].append(r)
         out["valley"].append(j / L)
-        out["primacy"].append(p[0] / m)
-        out["recency"].append(p[-1] / m)
+        out["primacy"].append(p[0] / m if m > 0 else float("inf"))
+        out["recency"].append(p[-1] / m if m > 0 else float("inf"))
     return {k: np.array(v) for k, v in out.items()}
 
 
+_NAN = {"estimate": float("nan"), "low": float("nan"), "high": float("nan")}
+#: Why a headline ratio has no interval.
+ZERO_REASON = ("the influence is exactly 0 over part of the context (beyond the reach of "
+               "sliding-window or chunked layers), so this ratio is infinite")
+
+
+def _finite_iv(fn, x) -> dict:
+    x = np.asarray(x, dtype=float)
+    return _iv(fn(x)) if np.all(np.isfinite(x)) and x.size >= 2 else dict(_NAN)
+
+
 def _headline(ws: dict) -> dict:
-    return {"ptv": _iv(_ret.ratio_interval(ws["ptv"])),
-            "valley": _iv(stats.mean_interval(ws["valley"])),
-            "primacy": _iv(_ret.ratio_interval(ws["primacy"])),
-            "recency": _iv(_ret.ratio_interval(ws["recency"]))}
+    return {"ptv": _finite_iv(_ret.ratio_interval, ws["ptv"]),
+            "valley": _finite_iv(stats.mean_interval, ws["valley"]),
+            "primacy": _finite_iv(_ret.ratio_interval, ws["primacy"]),
+            "recency": _finite_iv(_ret.ratio_interval, ws["recency"])}
+
+
+_RATIOS = ("ptv", "primacy", "recency")
+
+
+def _two_way(values: np.ndarray, ratio: bool) -> dict:
+    """(twins, windows) values: the two-way interval (on the log scale for ratios)."""
+    v = np.asarray(values, dtype=float)
+    if ratio:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lv = np.log(v)
+        if not np.all(np.isfinite(lv)):
+            nan = float("nan")
+            return {"estimate": nan, "low": nan, "high": nan}
+        e, lo, hi = stats.two_way_mean_interval(lv)
+        return _iv((math.exp(e), math.exp(lo), math.exp(hi)))
+    return _iv(stats.two_way_mean_interval(v))
+
+
+def _twins_headline(stats_by_twin: list) -> dict:
+    """The born headline over the twins and windows: each number's interval takes the spread
+    across initialisations and across windows (:func:`posbias_nb.stats.two_way_mean_interval`,
+    ratios on the log scale)."""
+    return {k: _two_way(np.stack([t[k] for t in stats_by_twin]), k in _RATIOS)
+            for k in ("ptv", "valley", "primacy", "recency")}
 
 
 def _curve(W: np.ndarray) -> dict:
@@ -179,23 +227,40 @@ def _born_trained(model, weights, length, s, seed, n_layers, progress) -> tuple[
     out: dict = {"windows": s["windows"], "probes": s["probes"], "ends": _ENDS}
     W = {}
     ids = {}
+    twins = []
     for w in (["pretrained", "random"] if weights == "pretrained" else ["random"]):
         res = _profiles(model, w, length, s, seed, progress)
         W[w] = _per_window(res)
         ids[w] = np.asarray(res["input_ids"])
+        if w == "random":  # more initialisations, the same windows and probes
+            twins = [W[w]] + [_per_window(_profiles(model, w, length, s, seed, progress,
+                                                    init_seed=seed + k))
+                              for k in range(1, TWINS)]
+            W[w] = np.mean(twins, axis=0)
         key = "trained" if w == "pretrained" else "born"
-        fit = metrics.fit_theory(W[w].mean(0), depths)
-        out[key] = {"curve": _curve(W[w]), "headline": _headline(_window_stats(W[w])),
-                    "theory": {"H": fit["H"], "alpha": fit["alpha"],
-                               "rms_log": fit["rms_log"], "row": fit["row"].tolist()}}
+        try:
+            fit = metrics.fit_theory(W[w].mean(0), depths)
+            theory = {"available": True, "H": fit["H"], "alpha": fit["alpha"],
+                      "rms_log": fit["rms_log"], "row": fit["row"].tolist()}
+        except ValueError as e:  # e.g. sliding-window layers: influence exactly 0 out of reach
+            zeros = int(np.sum(W[w].mean(0) == 0))
+            theory = {"available": False, "zeros": zeros,
+                      "reason": (f"the full-attention theory row was not fitted: {zeros} of "
+                                 f"{W[w].shape[1]} positions have influence exactly 0 (beyond "
+                                 "the reach of sliding-window or chunked layers), which no "
+                                 "power of the Cesaro matrix gives" if zeros else
+                                 str(e).strip().splitlines()[0])}
+        head = _headline(_window_stats(W[w])) if w == "pretrained" else \
+            _twins_headline([_window_stats(t) for t in twins])
+        out[key] = {"curve": _curve(W[w]), "headline": head, "theory": theory}
+        if w == "random":
+            out[key]["twins"] = len(twins)
     if weights == "pretrained":
-        a, b = _window_stats(W["pretrained"]), _window_stats(W["random"])
-        out["change"] = {
-            "ptv": _iv(_ret.ratio_interval(a["ptv"] / b["ptv"])),
-            "valley": _iv(stats.mean_interval(a["valley"] - b["valley"])),
-            "primacy": _iv(_ret.ratio_interval(a["primacy"] / b["primacy"])),
-            "recency": _iv(_ret.ratio_interval(a["recency"] / b["recency"])),
-        }
+        a = _window_stats(W["pretrained"])
+        bs = [_window_stats(t) for t in twins]
+        out["change"] = {  # trained minus (or over) each twin, window by window
+            k: _two_way(np.stack([a[k] / b[k] if k in _RATIOS else a[k] - b[k] for b in bs]),
+                        k in _RATIOS) for k in ("ptv", "valley", "primacy", "recency")}
         out["paired_ids"] = bool(np.array_equal(ids["pretrained"], ids["random"]))
     return out, W
 
@@ -250,9 +315,11 @@ def _task(model, weights, length, s, seed, progress) -> dict:
         except ValueError as e:  # a context too short for P pairs, prompts beyond the context
             reason = str(e).strip().splitlines()[0]
     if run is None:
-        return {"available": False, "reason": reason}
+        return {"available": False, "reason": reason, "requested_positions": s["positions"]}
+    requested = s["positions"]
     s = dict(s, positions=P)
     out = {"available": True, "length": L, "positions": P, "examples": E,
+           "requested_positions": requested,
            "n_items": run["meta"]["n_items"],
            "prompt_tokens_mean": run["meta"]["prompt_tokens_mean"]}
     for k in ("depth", "item", "accuracy", "accuracy_low", "accuracy_high", "logprob",
@@ -335,8 +402,15 @@ def _claims(data: dict) -> list[dict]:
     out = []
 
     def add(key, text, iv, threshold):
+        if not all(math.isfinite(v) for v in _t(iv)):
+            untestable(key, text, iv, ZERO_REASON)
+            return
         out.append({"key": key, "claim": text, "interval": iv, "level": 0.95,
                     "threshold": threshold, "verdict": stats.decide(_t(iv), threshold)})
+
+    def untestable(key, text, iv, why):
+        out.append({"key": key, "claim": text, "interval": iv, "level": 0.95,
+                    "threshold": 0.0, "verdict": "not testable", "reason": why})
 
     b = bt["born"]["headline"]
     add("born_primacy", "At initialization the first token outweighs the middle "
@@ -353,14 +427,25 @@ def _claims(data: dict) -> list[dict]:
             bt["change"]["ptv"], 1.0)
     st = data["structural"]
     if st["available"]:
+        r = DESIGN["rank_threshold"]
         add("rollout_spearman", "The residual-aware rollout ranks positions like the measured "
-            "profile (Spearman > 0)", st["spearman"]["residual"], 0.0)
+            f"profile (Spearman > {r:g})", st["spearman"]["residual"], r)
     tk = data["task"]
     if tk["available"] and "contrasts" in tk:
+        E = int(tk["examples"])
+        p_min = 2.0 ** (1 - E)  # the smallest two-sided p of a sign-flip test of E examples
+        first_level = DESIGN["alpha"] / 2  # Holm's first step over the two contrasts
         for k, what in (("first", "first"), ("last", "last")):
             c = tk["contrasts"][k]
-            out.append({"key": f"task_{k}", "claim": f"Retrieval log-probability is higher with "
-                        f"the gold pair {what} than in the middle (Holm-adjusted)",
+            text = (f"Retrieval log-probability is higher with the gold pair {what} than in "
+                    "the middle (Holm-adjusted)")
+            if p_min >= first_level:
+                untestable(f"task_{k}", text, c["adjusted"],
+                           f"not testable with {E} examples: the smallest p a sign-flip test "
+                           f"of {E} examples can give is {p_min:.3g}, not below Holm's first "
+                           f"level {first_level:g} (run without --quick for more examples)")
+                continue
+            out.append({"key": f"task_{k}", "claim": text,
                         "interval": c["adjusted"], "level": c["level"], "threshold": 0.0,
                         "verdict": c["verdict"]})
     return out
@@ -381,8 +466,15 @@ def _summary(data: dict, claims: list) -> str:
     parts = [f"{m['model']}, {m['weights']} weights, L = {m['length']}."]
     for c in claims:
         iv = c["interval"]
+        if c["verdict"] == "not testable" and c.get("reason"):
+            parts.append(f"{c['claim']}: {c['reason']}.")
+            continue
         parts.append(f"{c['claim']}: {c['verdict']} ({_fmt(iv['estimate'])}, "
                      f"{_pct(c['level'])} interval {_fmt(iv['low'])} to {_fmt(iv['high'])}).")
+    if "twins" in data["born_trained"].get("born", {}):
+        parts.append(f"Born is the mean of {data['born_trained']['born']['twins']} random "
+                     "initialisations; its intervals take the spread across them and across "
+                     "windows.")
     st = data["structural"]
     if not st["available"]:
         parts.append(f"The structural prediction is not available for this architecture: "
@@ -553,8 +645,9 @@ def _figures(data: dict) -> dict:
         ax.fill_between(x, np.where(lo > 0, lo, np.nan), c["high"], where=lo > 0,
                         color=plots.COLORS[i], alpha=0.2, lw=0)  # log axis: no band below 0
         th = bt[who]["theory"]
-        ax.plot(x, th["row"], color=plots.COLORS[i], ls="--", lw=1,
-                label=f"theory, H = {th['H']}, alpha = {th['alpha']:.2f} ({lab})")
+        if th.get("available", True):
+            ax.plot(x, th["row"], color=plots.COLORS[i], ls="--", lw=1,
+                    label=f"theory, H = {th['H']}, alpha = {th['alpha']:.2f} ({lab})")
     plots.profile_axes(ax, L, ylabel="influence (share)")
     ax.legend()
     figs["profile"] = _png(fig)
@@ -606,7 +699,10 @@ def _figures(data: dict) -> dict:
                 ax.set_yticks(range(len(d)), [f"{v:.0%}" for v in d])
                 ax.set_xlabel("prompt length (tokens)")
                 ax.set_ylabel("gold depth")
-                ax.set_title(what)
+                ax.set_title(f"{what}: mean of n = {h['examples']} examples per cell, "
+                             "no interval", fontsize=8)
+                for (i, j), v in np.ndenumerate(M):
+                    ax.text(j, i, f"n={h['examples']}", ha="center", va="center", fontsize=6)
                 ax.grid(False)
                 fig.colorbar(im, ax=ax)
             figs["heatmap"] = _png(fig)
@@ -658,7 +754,9 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
     for i, c in enumerate(data["claims"]):
         out.append(f"<tr><td>{e(c['claim'])}</td>{_iv_cells(f'claims.{i}.interval', c['interval'])}"
                    f"<td>{_pct(c['level'])}</td>"
-                   f'<td class="v-{e(c["verdict"].replace(" ", "-"))}">{e(c["verdict"])}</td></tr>')
+                   f'<td class="v-{e(c["verdict"].replace(" ", "-"))}">{e(c["verdict"])}'
+                   + (f' <span class="meta">({e(c["reason"])})</span>' if c.get("reason")
+                      else "") + "</td></tr>")
     out.append("</table>")
     out.append("<h2>1. Born vs trained</h2>")
     out.append(f"<p>Influence of each input position on the last token's final hidden state "
@@ -679,6 +777,9 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
     for who in ("trained", "born"):
         if who in bt:
             th = bt[who]["theory"]
+            if not th.get("available", True):
+                out.append(f"<p>Theory fit ({who}): not made: {e(th['reason'])}.</p>")
+                continue
             out.append(f"<p>Theory fit ({who}): H = {_num(f'born_trained.{who}.theory.H', th['H'])}"
                        f", alpha = {_num(f'born_trained.{who}.theory.alpha', th['alpha'])}, "
                        f"rms log error {_num(f'born_trained.{who}.theory.rms_log', th['rms_log'])}"
@@ -704,12 +805,19 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
                    f"{e(st['reason'])}</p>")
     out.append("<h2>3. The task: key-value retrieval</h2>")
     if tk["available"]:
+        fewer = tk.get("requested_positions", tk["positions"]) != tk["positions"]
         out.append(f"<p>{tk['examples']} examples x {tk['positions']} gold positions, prompts "
                    f"of about {tk['prompt_tokens_mean']:.0f} tokens ({tk['n_items']} pairs). "
-                   "Accuracy: Wilson 95%; log-probability: t 95% over examples.</p>")
+                   "Accuracy: Wilson 95%; log-probability: t 95% over examples."
+                   + (f" The settings ask for {tk['requested_positions']} gold positions; "
+                      f"prompts of {tk['length']} tokens hold too few pairs for them, so "
+                      f"{tk['positions']} are used." if fewer else "") + "</p>")
         out.append(f'<img alt="retrieval by gold position" src="{figs["task"]}">')
         if "heatmap" in figs:
             out.append(f'<img alt="depth x length heatmap" src="{figs["heatmap"]}">')
+            out.append(f"<p>Each heatmap cell is the mean of {tk['heatmap']['examples']} "
+                       "examples, shown without an interval: a sketch, not a measurement "
+                       "the summary relies on.</p>")
         for sk in tk["heatmap"]["skipped"]:
             out.append(f"<p>Length {sk['length']} skipped: {e(sk['reason'])}</p>")
         out.append("<h2>4. Span view</h2><p>Influence on the answer position summed over each "
@@ -718,21 +826,22 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
         out.append(f'<img alt="span view" src="{figs["spans"]}">')
     else:
         out.append(f"<p>Not run: {e(tk['reason'])}</p>")
+        out.append("<h2>4. Span view</h2><p>Not run: it reads the influence over the pairs of "
+                   "the task's prompts, and the task did not run (above).</p>")
     out.append('<p class="meta">Every number: report.json.</p></body></html>')
     return "\n".join(out)
 
 
 def check_out_dir(path) -> Path:
-    """``path`` as a directory the report can write (created if missing, parent must exist);
-    ValueError (one line) otherwise.  Called before any computation."""
+    """``path`` as a directory the report can write (created with its parents if missing);
+    ValueError (one line) otherwise.  Called before any computation; the command removes what
+    it created when the run then fails."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ValueError(f"--out {str(path)!r} exists and is not a directory")
     if not p.exists():
-        if not p.parent.is_dir():
-            raise ValueError(f"--out {str(path)!r}: folder {str(p.parent)!r} does not exist")
         try:
-            p.mkdir()
+            p.mkdir(parents=True)  # the usual convention: its parents too
         except OSError as e:
             raise ValueError(f"--out {str(path)!r} cannot be created: {e.strerror}") from None
     probe = p / ".posbias-write-test"

@@ -38,7 +38,8 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
             method: str = "probes", probes: int = 8, batch: int = 1, seed: int = 0,
             target: str = "hidden", source: str = "text", device: str = "cpu",
             chunk: int | None = None, probe_dist: str = "rademacher",
-            progress: bool | None = None, dtype: str = "float32", device_map=None) -> dict:
+            progress: bool | None = None, dtype: str = "float32", device_map=None,
+            init_seed: int | None = None) -> dict:
     """Influence profile of a zoo model (or local directory), through the on-disk cache
     (chapter :ref:`ch-init`, :eq:`eq-jac-influence` and :eq:`eq-hutchinson`).
 
@@ -47,7 +48,8 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
     ``"eager"``), draws ``batch`` windows of ``length`` tokens
     (:func:`~posbias_nb.tasks.text.text_batch` with ``seed``) and runs
     :func:`~posbias_nb.measure.jacobian.influence_profile` (probes seeded with ``seed``).  One ``seed``
-    thus fixes the weights, the text and the probes.
+    thus fixes the weights, the text and the probes; ``init_seed`` (random weights only)
+    draws another initialisation on the same windows and probes.
 
     Returns
     -------
@@ -85,10 +87,12 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
                   device=device.split(":")[0], attn="sdpa")
     if dtype != "float32" or device_map is not None:  # keys of float32 results stay as they were
         params.update(dtype=dtype, device_map=device_map)
+    init = _init_seed(params, weights, seed, init_seed)
 
     def compute():
-        m, tok, _ = models.load(model, weights=weights, seed=seed, rope=rope, device=device,
+        m, tok, _ = models.load(model, weights=weights, seed=init, rope=rope, device=device,
                                 attn="sdpa", dtype=dtype, device_map=device_map)
+        models.require_causal_attention(m)  # before anything is measured
         ids = text_batch(tok, length, batch, seed=seed, source=source,
                          vocab_size=m.get_input_embeddings().num_embeddings)
         res = influence_profile(m, ids, target=target, method=method, probes=probes, seed=seed,
@@ -98,6 +102,15 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
         return res
 
     return cache.cached("profile", params, compute)
+
+
+def _init_seed(params: dict, weights: str, seed: int, init_seed) -> int:
+    """The seed of the random initialisation: ``seed`` unless ``init_seed`` is given (another
+    random-init twin read on the same windows and probes; its cache key says so)."""
+    if init_seed is None or weights != "random" or int(init_seed) == int(seed):
+        return int(seed)
+    params["init_seed"] = positive_int("init_seed", init_seed, minimum=0)
+    return int(init_seed)
 
 
 class _AtPosition:
@@ -118,7 +131,8 @@ class _AtPosition:
 
 
 def shared_profile(name: str, weights: str, length: int, *, batch: int = 1, probes: int = 4,
-                   seed: int = 0, position: int = -1, progress: bool = False) -> dict:
+                   seed: int = 0, position: int = -1, progress: bool = False,
+                   init_seed: int | None = None) -> dict:
     """Influence profile of the hidden state at ``position`` for a packaged zoo model, on text
     tokenized by the model's **own packaged tokenizer** for both ``weights="pretrained"`` and
     ``weights="random"`` (same seed: the same token ids), chapter :ref:`ch-after`.
@@ -140,13 +154,14 @@ def shared_profile(name: str, weights: str, length: int, *, batch: int = 1, prob
         raise ValueError(f"position {position} outside 0..{length - 1}")
     params = run_key(info, weights, length, batch, seed, probes=probes, position=pos,
                   corpus=corpus_digest(), attn="sdpa")
+    init = _init_seed(params, weights, seed, init_seed)
 
     def compute():
         tok = models.packaged_tokenizer(name)
         if info["family"] == "bert":
-            model = models.load_encoder(name, weights, seed=seed)[0]
+            model = models.load_encoder(name, weights, seed=init)[0]
         else:
-            model = models.load(name, weights=weights, seed=seed, attn="sdpa")[0]
+            model = models.load(name, weights=weights, seed=init, attn="sdpa")[0]
         ids = text_batch(tok, length, batch, seed=seed,
                          vocab_size=model.get_input_embeddings().num_embeddings)
         m = model if pos == length - 1 else _AtPosition(model, pos)
@@ -191,6 +206,7 @@ def _compute_many(model: str, weights: str, lengths, batch: int, seed: int,
     if not todo:
         return out
     m, tok, _ = models.load(model, weights=weights, seed=seed, attn="eager")
+    models.require_causal_attention(m)  # before anything is measured
     vocab = m.get_input_embeddings().num_embeddings
     for L, p, need_c, need_i in todo:
         ids = text_batch(tok, L, batch, seed=seed, source="text", vocab_size=vocab)

@@ -136,3 +136,23 @@ def test_parallel_blocks_are_refused_alike():
         assert d.layout == "parallel" and not d.lambda_ok
         reasons.append(d.reason.split(" adds attention")[1].split(")")[1])
     assert len(set(reasons)) == 1  # one sentence for all of them, after the names
+
+
+def test_readme_table_is_the_matrix():
+    """README's table of architectures says what tests/archs.py expects, row by row."""
+    import re
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text()
+    sec = text.split("## Which architectures are measured", 1)[1].split("\n## ", 1)[0]
+    listed = {}
+    for line in sec.splitlines():
+        if not line.startswith("| measured") and not line.startswith("| refused"):
+            continue
+        kind = "measured" if line.startswith("| measured") else "refused"
+        cell = line.rstrip(" |").split(" | ")[-1]
+        for t in re.findall(r"([a-z0-9_\-]+)(?=[,;(]|$| \()", cell):
+            listed[t] = kind
+    assert set(listed) == set(archs.EXPECT), set(listed) ^ set(archs.EXPECT)
+    for t, (kind, _) in archs.EXPECT.items():
+        assert listed[t] == kind, t

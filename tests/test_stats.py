@@ -810,3 +810,23 @@ def test_holm_family_correction_bites_on_a_constructed_case():
     assert stats.decide(stats.mean_interval(claims["c0"]["x"]), 0.0) == "holds"
     f = stats.holm_family(claims)
     assert all(r["verdict"] == "inconclusive" for r in f.values())
+
+
+def test_two_way_interval_covers_twins_and_windows_where_windows_alone_do_not():
+    """3 initialisations x 8 windows with a random effect for each: the two-way interval covers
+    the population mean; a t interval over the windows of one twin does not."""
+    rng = np.random.default_rng(7)
+    cov2 = cov1 = 0
+    reps = 2000
+    for _ in range(reps):
+        twin = rng.normal(0, 1.0, size=(3, 1))
+        win = rng.normal(0, 0.5, size=(1, 8))
+        D = twin + win + rng.normal(0, 0.3, size=(3, 8))
+        _, lo, hi = stats.two_way_mean_interval(D)
+        cov2 += lo <= 0 <= hi
+        _, lo, hi = stats.mean_interval(D[0])
+        cov1 += lo <= 0 <= hi
+    assert cov2 / reps >= 0.93, cov2 / reps
+    assert cov1 / reps < 0.8, cov1 / reps  # the counterexample: one draw's windows
+    with pytest.raises(ValueError):
+        stats.two_way_mean_interval([[1.0, 2.0]])

@@ -1,6 +1,8 @@
 """Whole studies built on the measurements: one layer above :mod:`posbias_nb.measure`.
 
 =========================  ==================================================================
+:mod:`.design`             designs locked before their data: frozen objects, hashed, with a
+                           registry of dated changes (``posbias_nb/data/designs.json``)
 :mod:`.retrieval`          retrieval runs (key-value, needle) scored per gold position, and
                            their link to the influence prior
 :mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and
@@ -15,6 +17,6 @@ Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` 
 CSV output writes), ``meta`` and ``to_json()``.  Nothing below this package imports it; the
 chapters and the ``posbias`` command call it.  Importing it loads no torch.
 """
-from . import inference, remedies, replay, report, retrieval
+from . import design, inference, remedies, replay, report, retrieval
 
-__all__ = ["retrieval", "remedies", "replay", "inference", "report"]
+__all__ = ["design", "retrieval", "remedies", "replay", "inference", "report"]

@@ -74,7 +74,8 @@ from .design import Design
 __all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "at_init", "train_run",
            "steps_to_threshold", "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
            "contrast", "middle_vs_edges", "predicted_profile", "predicted_ratio",
-           "arm_difference", "gradient_by_depth", "lever_at_init", "TABLE_COLUMNS", "JSON_KEYS"]
+           "arm_difference", "gradient_by_depth", "lever_at_init", "TABLE_COLUMNS", "JSON_KEYS",
+           "DESIGN"]
 
 REMEDIES = ("none", "weighted", "oversample", "curriculum")
 DEVICES = ("cpu", "cuda")

@@ -81,7 +81,7 @@ from . import retrieval as _ret
 from .design import Design
 
 __all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
-           "headline_items"]
+           "headline_items", "DESIGN", "TWINS", "ZERO_REASON"]
 
 _DEF = "report-v5"  # bump when a definition below changes the numbers
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)

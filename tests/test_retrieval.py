@@ -477,13 +477,16 @@ def test_liu_substring_match_counts_a_correct_generation(monkeypatch, long_tiny)
 
     monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
 
-    def echo(model, prompt_ids, n, stop=None, eos=None):
+    def echo_one(prompt_ids):
         text = bytes(i for i in prompt_ids if i < 256).decode()
         key = re.search(r'Key: "([0-9a-f-]{36})"', text).group(1)
         val = re.search(f'"{key}": "([0-9a-f-]{{36}})"', text).group(1)
         return list(f' "{val.upper()}"'.encode())  # case-insensitive match
 
-    monkeypatch.setattr(mod, "generate_greedy", echo)
+    def echo(model, prompts, n, stops=None, eos=None, batch=8):
+        return [echo_one(p) for p in prompts]
+
+    monkeypatch.setattr(mod, "generate_greedy_batch", echo)
     out = R.retrieval_run(long_tiny, task="kv", positions=3, examples=2, length=400,
                           seed=0, weights="pretrained", variant="liu")
     assert all(r["correct"] for r in out["examples"]) and out["accuracy"] == [1.0] * 3
@@ -584,3 +587,21 @@ def test_liu_outcomes():
     assert R.liu_outcome(' "0b9d5e0f-9999', v) == "no UUID"  # neither the value nor a prefix
     assert set(R.LIU_OUTCOMES) == {"correct", "another pair's value", "a UUID not in the prompt",
                                    "cut short (a prefix of the value)", "no UUID"}
+
+
+@pytest.mark.parametrize("name", ["gpt2-tiny", "gemma3-tiny", "smollm2-tiny"])
+def test_batched_greedy_decoding_equals_one_by_one(name):
+    """Left padding with a mask and explicit positions: every prompt decodes as it does alone
+    (prompts longer than Gemma-3-tiny's sliding window included)."""
+    from posbias_nb import models
+    from posbias_nb.measure.scoring import generate_greedy, generate_greedy_batch
+
+    m, _, _ = models.load(name, weights="random", seed=0)
+    V = m.get_input_embeddings().num_embeddings
+    g = np.random.default_rng(0)
+    P = [g.integers(0, V, n).tolist() for n in (5, 9, 12, 7, 30)]
+    budgets = [6, 3, 6, 5, 6]
+    one = [generate_greedy(m, p, b) for p, b in zip(P, budgets)]
+    assert generate_greedy_batch(m, P, budgets, batch=3) == one
+    stop = [lambda ids: len(ids) >= 2] * len(P)  # a stop rule ends a row early
+    assert generate_greedy_batch(m, P, 6, stops=stop, batch=2) == [o[:2] for o in one]

@@ -61,8 +61,9 @@ uses 8-hex-digit keys and values instead of UUIDs, about 15 pairs (350 tokens) i
 140 or 300, a forced opening quote, and teacher-forced exact match instead of free generation
 scored by substring match.  ``variant="liu"`` is the faithful one: version-4 UUID keys and
 values from the seeded generator, no lead (the prompt ends at ``Corresponding value:``), greedy
-generation of up to the value's token count + 8 tokens (:func:`posbias_nb.measure.scoring.generate_greedy`),
-correct when the value appears in the decoded output (case-insensitive).
+generation of up to the value's token count + 8 tokens
+(:func:`posbias_nb.measure.scoring.generate_greedy_batch`, eight prompts at a time), correct
+when the value appears in the decoded output (case-insensitive).
 
 **Statistics.**  Accuracy per position: Wilson interval; log-probability per position: t
 interval over examples.  The task's U is graded by pre-declared paired contrasts, first and
@@ -99,7 +100,7 @@ import numpy as np
 from .. import cache, metrics, stats
 from .._validate import choice, positive_int
 from ..measure import entry
-from ..measure.scoring import generate_greedy, score, score_batch
+from ..measure.scoring import generate_greedy_batch, score, score_batch
 from ..results import Result
 from ..tasks.retrieval import (KV_INSTRUCTION, NEEDLE_INSTRUCTION, TASKS, VARIANTS,
                                build_prompts, check_args)
@@ -276,13 +277,17 @@ def _scores(model, task, positions, examples, length, seed, weights, progress,
         codec = P["codec"]
         eos = _eos_ids(m, codec.tok)
         gens, ok = [], np.zeros(len(recs), dtype=bool)
-        for i, r in enumerate(tqdm(recs, disable=not progress, file=sys.stderr, leave=False,
-                                   desc="retrieval liu (generation)", unit="prompt")):
-            want = r["value"].lower()
-            g = generate_greedy(m, r["prompt_ids"], len(r["answer_ids"]) + _MARGIN,
-                                stop=lambda ids: want in codec.decode(ids).lower(), eos=eos)
-            gens.append(g)
-            ok[i] = want in codec.decode(g).lower()
+        step = 8  # prompts decoded together (one weight read per step for the group)
+        for g0 in tqdm(range(0, len(recs), step), disable=not progress, file=sys.stderr,
+                       leave=False, desc="retrieval liu (generation)", unit="batch"):
+            part = recs[g0:g0 + step]
+            gens += generate_greedy_batch(
+                m, [r["prompt_ids"] for r in part],
+                [len(r["answer_ids"]) + _MARGIN for r in part],
+                stops=[(lambda ids, w=r["value"].lower(): w in codec.decode(ids).lower())
+                       for r in part], eos=eos, batch=step)
+        for i, (r, g) in enumerate(zip(recs, gens)):
+            ok[i] = r["value"].lower() in codec.decode(g).lower()
         gf, gl = _ragged(gens)
         out.update(correct=ok, output_flat=gf, output_len=gl,
                    output_text=np.array([codec.decode(g) for g in gens], dtype=str))

@@ -251,11 +251,45 @@ def describe_blocks(model, length: int = 6, seed: int = 0) -> BlockDescription:
     ValueError
         A model whose layer stack cannot be found, or that returns no hidden states.
     """
-    import torch
-
     d = getattr(model, "_posbias_blocks", None)
     if isinstance(d, BlockDescription):
         return d
+    key = _config_key(model, length, seed)
+    if key is not None and key in _MEMO:  # the same code and config: the same blocks
+        return _keep(model, _MEMO[key])
+    d = _describe(model, length, seed)
+    if key is not None:
+        _MEMO[key] = d
+    return d
+
+
+#: Descriptions already decided in this process, by (class, config, library version): the
+#: structure of a block is a function of its code and config, and a forward pass streams every
+#: weight (seconds for a 0.5B model on a CPU), so each architecture is checked once.
+_MEMO: dict = {}
+
+
+def _config_key(model, length, seed):
+    import hashlib
+    import json
+
+    try:
+        import transformers
+
+        cfg = model.config.to_dict()
+        for k in ("_attn_implementation", "_attn_implementation_internal", "_name_or_path",
+                  "name_or_path", "transformers_version", "dtype", "torch_dtype"):
+            cfg.pop(k, None)
+        text = json.dumps(cfg, sort_keys=True, default=str)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return (type(model).__name__, hashlib.sha256(text.encode()).hexdigest(),
+            transformers.__version__, int(length), int(seed))
+
+
+def _describe(model, length: int, seed: int) -> BlockDescription:
+    import torch
+
     from .patches import decoder_layers
 
     ids, V = _ids(model, int(length), seed)

@@ -606,25 +606,25 @@ def remedy(model, name: str, **params):
     r"""Apply the inference-time remedy ``name`` to ``model`` inside a ``with`` block; undo it
     exactly on exit (see the module docstring).
 
-    Parameters (by remedy)
-    ----------------------
-    hidden-scaling : ``channel`` (int), ``scale`` (float, e.g. 0 or -1), ``layers`` (0-based;
-        default :func:`yu_layers`), ``start`` (first recomputed row; default the last),
-        ``context`` (to continue after a recorded prefix without re-running it: the
-        prefix's attention inputs, :meth:`posbias_nb.measure.prefix.Prefix.context`).
-    hidden-scaling-all : ``channel``, ``scale``, ``layers`` (default :func:`yu_layers`).
-    ms-poe : ``lo``, ``hi`` (default 1.2, 1.8), ``assign`` ("rank" or "reference-code"),
-        ``start`` (the prefill's last row, where heads are ranked; default the last row),
-        ``layers`` (default :func:`ms_poe_layers`); or ``ratios`` (one per query head, or
-        ``(n_layers, n_heads)``; each >= 1) instead of the ranking.
-    attention-calibration : ``spans`` (``(K, 2)`` or ``(B, K, 2)`` token ranges of the
-        documents), ``relevance`` (``(K,)`` or ``(B, K)``: the calibrated attention),
-        ``temperature`` (> 0), ``start`` (first calibrated row, after every document; default
-        the last), ``layers`` (default :func:`later_layers`).
-    prior-calibration : ``prior`` (array ``(len(layers), n_heads, R, L)``: the content-free
-        attention of query rows ``row0 .. row0+R-1`` to every key, in each calibrated layer),
-        ``row0`` (int), ``tau`` (float >= 0), ``start`` (first calibrated row, default
-        ``row0``), ``layers`` (default :func:`later_layers`).
+    The parameters, by remedy:
+
+    * ``hidden-scaling``: ``channel`` (int), ``scale`` (float, e.g. 0 or -1), ``layers``
+      (0-based; default :func:`yu_layers`), ``start`` (first recomputed row; default the last),
+      ``context`` (to continue after a recorded prefix without re-running it: the prefix's
+      attention inputs, :meth:`posbias_nb.measure.prefix.Prefix.context`).
+    * ``hidden-scaling-all``: ``channel``, ``scale``, ``layers`` (default :func:`yu_layers`).
+    * ``ms-poe``: ``lo``, ``hi`` (default 1.2, 1.8), ``assign`` ("rank" or "reference-code"),
+      ``start`` (the prefill's last row, where heads are ranked; default the last row),
+      ``layers`` (default :func:`ms_poe_layers`); or ``ratios`` (one per query head, or
+      ``(n_layers, n_heads)``; each >= 1) instead of the ranking.
+    * ``attention-calibration``: ``spans`` (``(K, 2)`` or ``(B, K, 2)`` token ranges of the
+      documents), ``relevance`` (``(K,)`` or ``(B, K)``: the calibrated attention),
+      ``temperature`` (> 0), ``start`` (first calibrated row, after every document; default
+      the last), ``layers`` (default :func:`later_layers`).
+    * ``prior-calibration``: ``prior`` (array ``(len(layers), n_heads, R, L)``: the
+      content-free attention of query rows ``row0 .. row0+R-1`` to every key, in each
+      calibrated layer), ``row0`` (int), ``tau`` (float >= 0), ``start`` (first calibrated
+      row, default ``row0``), ``layers`` (default :func:`later_layers`).
 
     Raises
     ------

@@ -386,3 +386,26 @@ def test_report_on_a_sliding_only_model_beyond_its_reach_finishes(tmp_path):
     th = obj["born_trained"]["born"]["theory"]
     assert th["available"] is False and th["zeros"] > 0 and "sliding" in th["reason"]
     assert "not made" in page
+
+
+def test_a_checkpoint_without_its_lm_head_is_warned_in_one_line(tmp_path, capsys):
+    """transformers initialises a missing LM head at random and says nothing on our stderr:
+    the command says it, once, in one line, and the report records it."""
+    from transformers import LlamaConfig, LlamaModel
+
+    from posbias_nb.models import weights
+
+    cfg = LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
+                      max_position_embeddings=256, pad_token_id=0)
+    torch.manual_seed(0)
+    d = tmp_path / "headless"
+    LlamaModel(cfg).save_pretrained(str(d))
+    capsys.readouterr()
+    weights.LOAD_WARNINGS.pop(str(d), None)
+    assert cli.main(["profile", "--model", str(d), "--weights", "pretrained", "--length", "16",
+                     "--probes", "2", "--quiet", "--out", str(tmp_path / "p.csv")]) == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    warn = [ln for ln in err if "LM head" in ln]
+    assert len(warn) == 1 and "initialised them at random" in warn[0], err
+    assert weights.LOAD_WARNINGS[str(d)] == warn[0]

@@ -589,6 +589,8 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
             "twin": "the same configuration, weights='random', torch.manual_seed(seed)",
             "length": length, "seed": int(seed), "quick": bool(quick), "sizes": s,
             "definition": _DEF, "design": DESIGN.hash, "level": 0.95,
+            "warnings": [w for k, w in models.weights.LOAD_WARNINGS.items()
+                         if k in (str(model), info.get("pretrained_source"))],
             "intervals": "per position and headline: Student t over windows (ratios on the "
                          "log scale); retrieval accuracy: Wilson; log-probability: t over "
                          "examples; Spearman and W1: bootstrap over windows",

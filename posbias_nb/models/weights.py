@@ -33,7 +33,7 @@ from pathlib import Path
 
 __all__ = ["SOURCES", "WeightsSource", "PackagedWeights", "available", "locate", "load_pretrained",
            "install_hint", "missing_message", "dequantized", "HubCache", "from_pretrained_dir",
-           "local_tokenizer", "facts"]
+           "local_tokenizer", "facts", "LOAD_WARNINGS"]
 
 
 @dataclass(frozen=True)
@@ -286,9 +286,16 @@ def from_pretrained_dir(path_or_repo, attn: str, dtype: str = "float32", device_
             f"{len(missing)} tensors ({missing[0]}, ...)"
         msg = (f"warning: {path_or_repo} has no weights for {what}: transformers initialised "
                "them at random, so its outputs are not the checkpoint's")
-        print(msg, file=sys.stderr)
+        if LOAD_WARNINGS.get(str(path_or_repo)) != msg:  # once per checkpoint and process
+            print(msg, file=sys.stderr)
+        LOAD_WARNINGS[str(path_or_repo)] = msg
         model._posbias_warnings = [msg]
     return model, local_tokenizer(path_or_repo)
+
+
+#: The warnings of loading a checkpoint, by path or hub id (what ``posbias report`` records in
+#: its meta): tensors the checkpoint lacks, which transformers initialised at random.
+LOAD_WARNINGS: dict = {}
 
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model")

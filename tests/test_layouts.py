@@ -1,0 +1,141 @@
+"""Layouts (chapter ch-layouts): each layer kind's operator, the O(L) row against dense
+products in exact arithmetic, and each closed form against the exact product."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from posbias_nb import theory as T
+
+
+def dense_row(layout, L, alpha):
+    """The last row of N_H ... N_1 by dense exact matrix products (the oracle)."""
+    a = Fraction(alpha)
+    P = [[Fraction(int(i == j)) for j in range(L)] for i in range(L)]  # running product
+    for layer in layout.layers:  # P <- N_t P, input layer first
+        K = T.layer_matrix(layer, L, exact=True)
+        N = [[(1 - a) * (i == j) + a * K[i][j] for j in range(L)] for i in range(L)]
+        P = [[sum(N[i][k] * P[k][j] for k in range(L)) for j in range(L)] for i in range(L)]
+    return P[-1]
+
+
+KINDS = ["full", "sliding:3", "sliding:1", "chunked:4", "chunked:1", "full@0.7",
+         "sliding:2@-1", "chunked:3@2"]
+
+
+@pytest.mark.parametrize("spec", ["3*full", "sliding:3,full,sliding:2", "chunked:4,sliding:5,full@1.5",
+                                  "2*sliding:4@0.3,chunked:3", "full,chunked:2,full"])
+def test_the_row_equals_dense_exact_products(spec):
+    lay = T.parse_layout(spec)
+    L = 11
+    assert T.layout_influence(lay, L, Fraction(2, 7), exact=True) == dense_row(lay, L, Fraction(2, 7))
+
+
+@given(st.lists(st.sampled_from(KINDS), min_size=1, max_size=5), st.integers(1, 14),
+       st.fractions(0, 1, max_denominator=9))
+def test_float_rows_match_exact_rows(kinds, L, a):
+    lay = T.parse_layout(",".join(kinds))
+    ex = np.array([float(x) for x in T.layout_influence(lay, L, a, exact=True)])
+    fl = T.layout_influence(lay, L, float(a))
+    assert np.allclose(fl, ex, rtol=1e-12, atol=0)
+
+
+def test_the_all_full_layout_is_the_cesaro_row():
+    assert np.allclose(T.layout_influence(T.Layout.full(7), 300, 0.4), T.influence(300, 7, 0.4),
+                       rtol=1e-12, atol=0)
+    assert T.layout_influence("4*full", 9, "1/3", exact=True) == T.influence(9, 4, "1/3", exact=True)
+
+
+def test_rows_without_sinks_sum_to_one_and_sinks_absorb():
+    for spec in ["5*sliding:7,full", "chunked:16,3*sliding:8", "full,sliding:2"]:
+        assert sum(T.layout_influence(spec, 60, "1/2", exact=True)) == 1
+    assert float(np.sum(T.layout_influence("4*full@1", 60, 0.5))) < 0.999
+
+
+def test_the_log_path_does_not_underflow_and_is_blockwise_free_of_cancellation():
+    v = T.log_layout_influence(T.parse_layout("sliding:64,full", 400), 4096, 1.0)
+    assert np.all(np.isfinite(v))  # the full layers reach every position
+    assert v.min() < np.log(1e-300)  # far below the float64 range, still exact in logs
+    # the mid-window values of a sliding stack against exact arithmetic (no prefix differences)
+    ex = T.layout_influence("3*sliding:5", 40, "9/10", exact=True)
+    fl = T.layout_influence("3*sliding:5", 40, 0.9)
+    nz = [j for j in range(40) if ex[j] != 0]
+    assert np.allclose(fl[nz], [float(ex[j]) for j in nz], rtol=1e-13, atol=0)
+
+
+def test_a_sliding_stack_is_exactly_zero_beyond_its_reach():
+    H, w, L = 4, 6, 40
+    lay = T.parse_layout(f"{H}*sliding:{w}")
+    assert lay.reach() == H * (w - 1)
+    v = T.layout_influence(lay, L, "1/2", exact=True)
+    assert all(x == 0 for x in v[:L - 1 - H * (w - 1)])
+    assert all(x > 0 for x in v[L - 1 - H * (w - 1):])
+    assert T.parse_layout("sliding:4,full").reach() is None
+
+
+def test_the_sliding_closed_form_is_exact_away_from_the_start():
+    for H, w, L, a in [(3, 5, 40, Fraction(1, 3)), (4, 7, 30, Fraction(1)), (2, 3, 12, Fraction(3, 4))]:
+        ex = T.layout_influence(f"{H}*sliding:{w}", L, a, exact=True)
+        fo = T.sliding_row(L, H, w, a, exact=True)
+        assert ex[w - 1:] == fo[w - 1:]
+        assert np.allclose(T.sliding_row(L, H, w, float(a)), [float(x) for x in fo], atol=1e-15)
+
+
+def test_the_irwin_hall_limit_error_falls_with_the_window():
+    errs = []
+    for w in (8, 32, 128):
+        L, H = 20 * w, 6
+        ex = T.layout_influence(f"{H}*sliding:{w}", L, 0.5)
+        ih = T.irwin_hall_row(L, H, w, 0.5)
+        m = ex > 1e-3 * ex[:-1].max()
+        m[-1] = False
+        errs.append(np.max(np.abs(ih[m] / ex[m] - 1)))
+    assert errs[0] > 8 * errs[1] > 64 * errs[2]  # O(1/w^2)
+
+
+def test_the_hybrid_bulk_is_the_full_layers_alone_and_its_error_falls_with_L():
+    lay = T.parse_layout("5*sliding:16,full", 12)
+    errs = []
+    for L in (256, 1024, 4096):
+        ex = T.layout_influence(lay, L, 0.5)
+        bulk = T.hybrid_bulk_row(lay, L, 0.5)
+        m = slice(L // 4, 3 * L // 4)
+        errs.append(np.max(np.abs(bulk[m] / ex[m] - 1)))
+    assert errs[0] > 3 * errs[1] > 9 * errs[2]
+    with pytest.raises(ValueError, match="no full layer"):
+        T.hybrid_bulk_row("3*sliding:4", 100, 0.5)
+
+
+def test_the_sink_law_error_falls_with_L_and_the_kept_mass_matches():
+    errs, gaps = [], []
+    for L in (512, 2048, 8192):
+        ex = T.layout_influence("6*full@2", L, 0.5)
+        sr = T.sink_row(L, 6, 2.0, 0.5)
+        sl = slice(L // 100, L - 1)
+        errs.append(np.max(np.abs(sr[sl] / ex[sl] - 1)))
+        gaps.append(abs(T.sink_kept_mass(L, 6, 2.0, 0.5) - ex.sum()))
+    assert errs[0] > errs[1] > errs[2] and errs[2] < 0.02
+    assert gaps[0] > gaps[1] > gaps[2]
+    # s -> -inf is no sink at all
+    assert np.allclose(T.sink_row(4096, 3, -50.0, 0.5)[10:-1],
+                       T.density(np.arange(1, 4097)[10:-1] / 4096, 3, 0.5) / 4096, rtol=1e-9)
+
+
+@pytest.mark.parametrize("bad,match", [("windowed:4", "unknown layer kind 'windowed'"),
+                                       ("sliding", "needs its size"), ("full:3", "takes no size"),
+                                       ("sliding:0", "sliding size"), ("x*full", "bad layer count"),
+                                       ("full@inf", "finite"), ("", "empty layout"),
+                                       ("full,,full", "empty item")])
+def test_bad_layouts_are_named(bad, match):
+    with pytest.raises(ValueError, match=match):
+        T.parse_layout(bad)
+
+
+def test_the_compact_form_round_trips():
+    lay = T.parse_layout("5*sliding:512,full", 18)
+    assert lay.depth == 18 and lay.n_full == 3
+    assert T.parse_layout(str(lay)) == lay
+    assert str(T.parse_layout("2*full@0.5,chunked:8")) == "2*full@0.5,chunked:8"
+    with pytest.raises(ValueError, match="values for a layout of 2 layers"):
+        T.layout_influence("2*full", 10, [0.5])

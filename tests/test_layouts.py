@@ -139,3 +139,74 @@ def test_the_compact_form_round_trips():
     assert str(T.parse_layout("2*full@0.5,chunked:8")) == "2*full@0.5,chunked:8"
     with pytest.raises(ValueError, match="values for a layout of 2 layers"):
         T.layout_influence("2*full", 10, [0.5])
+
+
+# --------------------------------------------------------------------------------------------
+# models: a config's layout, checked by the model's behaviour
+
+import archs  # noqa: E402  (tests/ is on the path)
+
+from posbias_nb import models  # noqa: E402
+
+LAYOUT_ARCHS = {  # model_type: overrides that make the layout visible at 24 tokens
+    "mistral": dict(sliding_window=8),
+    "gemma2": dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
+    "gemma3_text": dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
+    "cohere2": dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
+    "exaone4": dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
+    "olmo3": dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
+    "gpt_oss": dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
+    "llama4_text": dict(attention_chunk_size=8, no_rope_layers=[1, 0]),
+    "llama": {},
+}
+
+
+def _tiny(model_type, extra, seed=0):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    kw = dict(archs.OVERRIDES.get(model_type, archs.COMMON), **extra)
+    torch.manual_seed(seed)
+    m = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **kw)).eval()
+    for p in m.parameters():
+        p.requires_grad_(False)
+    return m
+
+
+@pytest.mark.parametrize("model_type", sorted(LAYOUT_ARCHS))
+def test_the_layout_of_each_architecture_is_what_its_attention_does(model_type):
+    m = _tiny(model_type, LAYOUT_ARCHS[model_type])
+    declared = models.config_layout(m.config)
+    lay = models.model_layout(m, length=24)
+    assert [(x.kind, x.size) for x in lay.layers] == [(x.kind, x.size) for x in declared.layers]
+    kinds = {x.kind for x in lay.layers}
+    if model_type in ("mistral",):
+        assert kinds == {"sliding"}
+    elif model_type == "llama4_text":
+        assert "chunked" in kinds
+    elif model_type == "llama":
+        assert kinds == {"full"}
+    else:
+        assert kinds == {"sliding", "full"}
+    sinks = [x.sink for x in lay.layers]
+    if model_type == "gpt_oss":  # a learned sink in every head, logit ~ N(0, 0.02) at init
+        assert all(s is not None and abs(s) < 0.5 for s in sinks)
+    else:
+        assert all(s is None for s in sinks)
+
+
+def test_a_layout_the_attention_contradicts_is_refused():
+    m2 = _tiny("llama", {})
+    m2.config.layer_types = ["sliding_attention"] * 2  # a config that lies about the layers
+    m2.config.sliding_window = 4
+    with pytest.raises(ValueError, match="attends outside the keys"):
+        models.model_layout(m2, length=24)
+
+
+def test_an_unknown_layer_kind_is_named():
+    cfg = archs.config("llama")
+    cfg.layer_types = ["full_attention", "linear_attention"]
+    with pytest.raises(ValueError, match="layer 1 of llama is 'linear_attention'"):
+        models.config_layout(cfg)
+    assert str(models.config_layout(models.ZOO["gemma3-270m"].build_config())) == \
+        "5*sliding:512,full,5*sliding:512,full,5*sliding:512,full"

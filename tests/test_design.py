@@ -12,12 +12,12 @@ STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import inference, remedies, report, retrieval
+    from posbias_nb.experiments import inference, layouts, remedies, report, retrieval
     return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
-            "remedies": remedies.DESIGN, "report": report.DESIGN}
+            "remedies": remedies.DESIGN, "report": report.DESIGN, "layouts": layouts.DESIGN}
 
 
-@pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report"])
+@pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study

@@ -8,6 +8,7 @@
 :mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and
                            their statistics
 :mod:`.inference`          inference-time remedies measured on the prior, the task and the cost
+:mod:`.layouts`            born with a layout: random-init profiles against each layout's row
 :mod:`.replay`             cached replays of the structural theory's published configurations
 ``report``                 ``posbias report``: one model's position bias, born and trained, as
                            a self-contained HTML page and report.json
@@ -17,6 +18,6 @@ Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` 
 CSV output writes), ``meta`` and ``to_json()``.  Nothing below this package imports it; the
 chapters and the ``posbias`` command call it.  Importing it loads no torch.
 """
-from . import design, inference, remedies, replay, report, retrieval
+from . import design, inference, layouts, remedies, replay, report, retrieval
 
-__all__ = ["design", "retrieval", "remedies", "replay", "inference", "report"]
+__all__ = ["design", "retrieval", "remedies", "replay", "inference", "layouts", "report"]

@@ -18,7 +18,8 @@ probabilities with ``output_attentions=True``.
 from __future__ import annotations
 
 __all__ = ["gpt2_small", "qwen2_05b", "bloom_560m", "falcon_rw_1b", "mpt_1b",
-           "smollm2_135m", "gemma3_270m", "minilm_l6", "ARCH_KEYS"]
+           "smollm2_135m", "gemma3_270m", "minilm_l6", "mistral_small", "gpt_oss_small",
+           "llama4_small", "ARCH_KEYS"]
 
 
 def gpt2_small(**overrides):
@@ -248,3 +249,50 @@ def minilm_l6(**overrides):
         pad_token_id=0,
         is_decoder=False,
     ), **overrides})
+
+
+# --------------------------------------------------------------------------------------------
+# Small layout stacks (chapter :ref:`ch-layouts`): the layouts of Mistral, GPT-OSS and Llama 4
+# at a width the CPU affords (128, 8 layers), random init only; windows and chunks are set by
+# the study (experiments/layouts.py).
+
+_SMALL = dict(vocab_size=300, hidden_size=128, intermediate_size=256, num_hidden_layers=8,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+              max_position_embeddings=4096, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+              tie_word_embeddings=False)
+
+
+def _alternate(n: int, local: str, every: int) -> list[str]:
+    """``every``-th layer full (1-indexed), the others ``local``."""
+    return ["full_attention" if (i + 1) % every == 0 else local for i in range(n)]
+
+
+def mistral_small(**overrides):
+    """A Mistral-style stack: every layer a sliding window (``sliding_window``, default 16)."""
+    from transformers import MistralConfig
+
+    return MistralConfig(**{**_SMALL, "sliding_window": 16, **overrides})
+
+
+def gpt_oss_small(**overrides):
+    """A GPT-OSS-style stack: a sliding band alternating with full layers, a learned attention
+    sink in every head (the architecture's own, initialised near logit 0), 4 small experts."""
+    from transformers import GptOssConfig
+
+    n = overrides.get("num_hidden_layers", _SMALL["num_hidden_layers"])
+    return GptOssConfig(**{**_SMALL, "sliding_window": 16, "num_local_experts": 4,
+                           "num_experts_per_tok": 2,
+                           "layer_types": _alternate(n, "sliding_attention", 2), **overrides})
+
+
+def llama4_small(**overrides):
+    """A Llama-4-style stack: chunked attention in three layers of four, every fourth layer
+    global and without RoPE (``no_rope_layers``), chunk ``attention_chunk_size`` (default 32);
+    dense MLPs (``interleave_moe_layer_step`` beyond the depth)."""
+    from transformers import Llama4TextConfig
+
+    n = overrides.get("num_hidden_layers", _SMALL["num_hidden_layers"])
+    kw = {**_SMALL, "attention_chunk_size": 32, "intermediate_size_mlp": 256,
+          "num_local_experts": 2, "interleave_moe_layer_step": n + 1,
+          "no_rope_layers": [0 if (i + 1) % 4 == 0 else 1 for i in range(n)], **overrides}
+    return Llama4TextConfig(**kw)

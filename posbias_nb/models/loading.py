@@ -111,6 +111,22 @@ class _QuietBars:
             hf_logging.enable_progress_bar()
 
 
+def _point_base_model(model) -> None:
+    """Make ``model.base_model`` the decoder stack where a class's ``base_model_prefix`` names
+    no child (Llama 4's text model: prefix ``language_model``, stack ``model``), so that every
+    measurement reads ``last_hidden_state`` from it.  The stack is found by identity: the one
+    child model that holds the model's own input embeddings."""
+    if model.base_model is not model:
+        return
+    emb = model.get_input_embeddings()
+    from transformers import PreTrainedModel
+
+    kids = [n for n, c in model.named_children()
+            if isinstance(c, PreTrainedModel) and c.get_input_embeddings() is emb]
+    if len(kids) == 1:
+        model.base_model_prefix = kids[0]  # on the instance only
+
+
 def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True,
          device: str = "cpu", attn: str = "sdpa", dtype: str = "float32", device_map=None):
     """Build or load a model of the zoo, or a local Hugging Face directory.
@@ -201,6 +217,7 @@ def load(name_or_path, weights: str = "random", seed: int = 0, rope: bool = True
     for p in model.parameters():
         p.requires_grad_(False)
     patches.fix_falcon_eager_alibi(model)  # no-op except eager Falcon with ALiBi
+    _point_base_model(model)
     arch_rope = patches.has_rope(model)
     if not rope:
         patches.set_rope(model, False)

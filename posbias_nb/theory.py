@@ -1425,16 +1425,19 @@ def sink_row(L: int, depth: int, sink: float, alpha=1.0) -> np.ndarray:
 def sink_kept_mass(L: int, depth: int, sink: float, alpha=1.0) -> float:
     r"""The share of the last row that the sinks leave, by the continuum law (:eq:`eq-sink-mass`):
     :math:`(1-\alpha)^H + \sum_{m \ge 1} \binom{H}{m}\alpha^m(1-\alpha)^{H-m}\,
-    P(\Gamma_m \le T)` with :math:`T = \ln\frac{L + c}{1 + c}`, :math:`c = e^s`.
+    P(\Gamma_m \le T)` with :math:`T = \ln\frac{L + c}{c}`, :math:`c = e^s`.
 
     Chapter :ref:`ch-layouts`: a path of :math:`m` attending layers keeps its mass only while
-    its log-position has not run past :math:`T`; the rest is absorbed by the sinks.
+    its log-position :math:`t = \ln\frac{L+c}{x+c}` has not run past :math:`T` (the continuum
+    walk reaching :math:`x = 0`); the rest is absorbed by the sinks.  Without a sink
+    (:math:`c \to 0`) :math:`T = \infty` and nothing is lost; the error is that of the
+    continuum near the first tokens, and falls as :math:`L` and :math:`c` grow.
     """
     L = positive_int("L", L)
     depth = positive_int("depth", depth, minimum=0)
     a = unit_interval_float("alpha", alpha)
     c = float(np.exp(float(sink)))
-    T = float(_sink_t(L, 1, c))
+    T = float(np.log((L + c) / c))
     wts = binomial_weights(depth, a)
     return float(wts[0] + sum(wts[m] * gammainc(m, T) for m in range(1, depth + 1)))
 

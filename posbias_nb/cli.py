@@ -54,7 +54,8 @@ def _quiet_libraries() -> None:
 def _cmd_theory(args):
     from .measure.runs import theory_run
 
-    return theory_run(args.length, args.depth, alpha=args.alpha, exact=args.exact)
+    return theory_run(args.length, args.depth, alpha=args.alpha, exact=args.exact,
+                      layout=args.layout)
 
 
 def _cmd_profile(args):
@@ -154,9 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
         return _add(name, formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kw)
     sub.add_parser = add_parser
 
-    t = sub.add_parser("theory", help="last row of ((1-alpha) I + alpha M)^depth (Cesàro theory)")
+    t = sub.add_parser("theory", help="last row of ((1-alpha) I + alpha M)^depth (Cesàro theory), "
+                                      "or of a layout's layers")
     t.add_argument("--length", type=int, default=1024, help="sequence length L >= 1")
-    t.add_argument("--depth", type=int, default=12, help="number of layers H >= 0")
+    t.add_argument("--depth", type=int, default=None,
+                   help="number of layers H >= 0 (12 without --layout; with a layout string, "
+                        "its pattern repeated to H layers)")
+    t.add_argument("--layout", default=None,
+                   help="a layout, comma-separated [N*]kind[:size][@sink] with kind full, "
+                        "sliding (size = window) or chunked (size = chunk), e.g. "
+                        "'5*sliding:512,full'; or a model (zoo name, directory, hub id) whose "
+                        "config gives it")
     t.add_argument("--alpha", default="1", help="attention share in [0, 1] (e.g. 0.5 or 1/2)")
     t.add_argument("--exact", action="store_true", help="exact rationals (p/q strings)")
     _common(t)

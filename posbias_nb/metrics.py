@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasserstein",
+           "fit_layout_alpha",
            "monotone_channels", "cubic_monotone", "savgol_roughness",
            "positional_candidates", "attention_sharpness", "fit_theory",
            "peak_to_valley", "mean_position", "fit_alpha", "bootstrap", "attention_share", "auc",
@@ -317,6 +318,47 @@ def fit_alpha(profile, depth: int, criterion: str = "log") -> float:
             raise ValueError(f"the theory's last share cannot equal {p[-1]:.3g} at depth {depth}")
         return float(brentq(gap, lo, hi, xtol=1e-10))
     raise ValueError(f"criterion must be 'log' or 'last', got {criterion!r}")
+
+
+def fit_layout_alpha(profile, layout, mask=None) -> float:
+    r"""The :math:`\alpha` of ``theory.layout_influence(layout, L, alpha)`` closest to a measured
+    profile: least squares between the logs, both normalized over ``mask`` (default every
+    position), as :func:`fit_alpha` does for :math:`N^H`.  Chapter :ref:`ch-layouts`; the
+    report's layout row.  Use ``mask`` for the positions a layout reaches (its row is exactly 0
+    beyond a sliding stack's reach).
+
+    Raises
+    ------
+    ValueError
+        A profile that is not strictly positive on the mask, a bad layout.
+
+    Examples
+    --------
+    >>> from posbias_nb import theory
+    >>> round(fit_layout_alpha(theory.layout_influence("sliding:8,full", 64, 0.3),
+    ...                        "sliding:8,full"), 4)
+    0.3
+    """
+    from scipy.optimize import minimize_scalar
+
+    from . import theory
+
+    p = np.asarray(profile, dtype=np.float64)
+    L = p.size
+    mask = np.ones(L, bool) if mask is None else np.asarray(mask, bool)
+    if mask.shape != p.shape or not mask.any():
+        raise ValueError("fit_layout_alpha needs a mask of the profile's length with a position")
+    if np.any(~np.isfinite(p[mask])) or np.any(p[mask] <= 0):
+        raise ValueError("fit_layout_alpha needs a strictly positive profile on the mask")
+    lay = theory.parse_layout(layout) if isinstance(layout, str) else layout
+    lp = np.log(p[mask] / p[mask].sum())
+
+    def loss(a):
+        t = theory.log_layout_influence(lay, L, a)[mask]
+        return float(np.sum((lp - (t - np.logaddexp.reduce(t))) ** 2))
+
+    return float(minimize_scalar(loss, bounds=(1e-4, 1 - 1e-4), method="bounded",
+                                 options={"xatol": 1e-7}).x)
 
 
 def fit_theory(profile, depths) -> dict:

@@ -47,3 +47,28 @@ def test_bad_input_one_line_exit_2(args, needle):
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith("posbias: error:") and needle in lines[0]
     assert "Traceback" not in r.stderr
+
+
+def test_theory_takes_a_layout_string_or_a_model(capsys):
+    from posbias_nb import cli, theory
+    from fractions import Fraction
+
+    assert cli.main(["theory", "--length", "8", "--layout", "2*sliding:3,full", "--alpha",
+                     "1/2", "--exact"]) in (0, None)
+    out = capsys.readouterr().out.strip().splitlines()[1:]
+    want = theory.layout_influence("2*sliding:3,full", 8, "1/2", exact=True)
+    assert [Fraction(line.split(",")[1]) for line in out] == want
+    assert cli.main(["theory", "--length", "6", "--layout", "gemma3-270m", "--format",
+                     "json"]) in (0, None)
+    import json
+    got = json.loads(capsys.readouterr().out)
+    assert got["meta"]["layout"] == "5*sliding:512,full,5*sliding:512,full,5*sliding:512,full"
+    assert got["meta"]["depth"] == 18
+
+
+def test_theory_refuses_a_bad_layout_in_one_line(capsys):
+    from posbias_nb import cli
+
+    assert cli.main(["theory", "--length", "6", "--layout", "windowed:3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown layer kind 'windowed'" in err

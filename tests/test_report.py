@@ -159,6 +159,7 @@ def test_report_end_to_end_on_a_tiny_zoo_model(tmp_path, capsys):
     obj, page = _check_report_dir(out1)
     meta = obj["meta"]
     assert meta["model"] == "gpt2-tiny" and meta["length"] == 256 and meta["quick"] is True
+    assert meta["layout"] == "2*full"  # checked by behaviour: every layer attends to the prefix
     assert meta["fingerprint"] and meta["versions"]["torch"] and meta["sizes"]["windows"] >= 8
     bt = obj["born_trained"]
     assert "trained" not in bt and bt["windows"] >= 8
@@ -386,6 +387,13 @@ def test_report_on_a_sliding_only_model_beyond_its_reach_finishes(tmp_path):
     th = obj["born_trained"]["born"]["theory"]
     assert th["available"] is False and th["zeros"] > 0 and "sliding" in th["reason"]
     assert "not made" in page
+    # the layout's own row is drawn instead: zero beyond the reach, fitted on the rest
+    assert obj["meta"]["layout"] == "2*sliding:4"
+    lt = obj["born_trained"]["born"]["layout_theory"]
+    assert lt["available"] and lt["reachable"] == 7 and lt["layout"] == "2*sliding:4"
+    row = np.asarray(lt["row"])
+    assert np.all(row[:-7] == 0) and np.all(row[-7:] > 0)
+    assert "Layout theory row (born)" in page and "2*sliding:4" in page
 
 
 def test_a_checkpoint_without_its_lm_head_is_warned_in_one_line(tmp_path, capsys):

@@ -37,7 +37,7 @@ from ..measure import cached, entry
 from .design import Design, check
 
 __all__ = ["DESIGN", "study_spec", "layout", "measure", "rows", "agreements", "decisions",
-           "beyond_reach", "fit_layout_alpha"]
+           "beyond_reach", "middle_shares"]
 
 _DEF = "layouts-v1"  # bump when a definition below changes (the design has its own hash)
 
@@ -125,27 +125,6 @@ def measure(name: str) -> np.ndarray:
     return np.asarray(res["per_sequence"], dtype=np.float64)
 
 
-def fit_layout_alpha(profile, lay, mask=None) -> float:
-    r"""The :math:`\alpha` of ``theory.layout_influence(lay, L, alpha)`` closest to ``profile``
-    in least squares of the logs (both normalized over ``mask``), as
-    :func:`posbias_nb.metrics.fit_alpha` does for :math:`N^H`."""
-    from scipy.optimize import minimize_scalar
-
-    p = np.asarray(profile, dtype=np.float64)
-    L = p.size
-    mask = np.ones(L, bool) if mask is None else np.asarray(mask, bool)
-    if np.any(p[mask] <= 0):
-        raise ValueError("fit_layout_alpha needs a strictly positive profile on the mask")
-    lp = np.log(p[mask] / p[mask].sum())
-
-    def loss(a):
-        t = theory.log_layout_influence(lay, L, a)[mask]
-        return float(np.sum((lp - (t - np.logaddexp.reduce(t))) ** 2))
-
-    return float(minimize_scalar(loss, bounds=(1e-4, 1 - 1e-4), method="bounded",
-                                 options={"xatol": 1e-7}).x)
-
-
 def rows(name: str) -> dict:
     """The mean profile and the two theory rows (each with its own fitted :math:`\alpha`),
     over the positions the layout reaches (``mask``)."""
@@ -154,8 +133,8 @@ def rows(name: str) -> dict:
     L = P.shape[1]
     mask = theory.layout_influence(lay, L, 0.5) > 0
     p = P.mean(0)
-    a_lay = fit_layout_alpha(p, lay, mask)
-    a_full = fit_layout_alpha(p, theory.Layout.full(lay.depth), mask)
+    a_lay = metrics.fit_layout_alpha(p, lay, mask)
+    a_full = metrics.fit_layout_alpha(p, theory.Layout.full(lay.depth), mask)
     return dict(P=P, p=p / p[mask].sum(), mask=mask, layout=lay, L=L,
                 alpha_layout=a_lay, alpha_full=a_full,
                 t_layout=theory.layout_influence(lay, L, a_lay),

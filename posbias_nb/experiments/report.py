@@ -72,6 +72,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__, cache, metrics, models, stats
+from .. import theory as _theory
 from ..measure import entry
 from ..measure.cached import capture, predict, profile, shared_profile
 from ..measure.spans import span_profile
@@ -83,7 +84,7 @@ from .design import Design
 __all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
            "headline_items", "DESIGN", "TWINS", "ZERO_REASON"]
 
-_DEF = "report-v5"  # bump when a definition below changes the numbers
+_DEF = "report-v6"  # bump when a definition below changes the numbers
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)
 
 #: Sizes of a report: ``quick`` (about 3 minutes for SmolLM2-135M at L = 512 on 2 cores) and
@@ -222,9 +223,41 @@ def _curve(W: np.ndarray) -> dict:
             "high": [v[2] for v in iv]}
 
 
+def _layout(model, seed: int) -> dict:
+    """The model's attention layout, decided by the behaviour of its random-init twin
+    (:func:`posbias_nb.models.model_layout`: kinds and windows from the config, checked row by
+    row; sinks from the missing mass at initialization), or the reason it is not known."""
+    try:
+        m, _, _ = entry.loaded(model, "random", seed)
+        return {"available": True, "layout": str(models.model_layout(m))}
+    except ValueError as e:
+        return {"available": False, "reason": str(e).strip().splitlines()[0]}
+
+
+def _layout_row(p: np.ndarray, lay: dict) -> dict:
+    """The layout's born row (:func:`posbias_nb.theory.layout_influence`) with alpha fitted on
+    the mean profile over the positions the layout reaches."""
+    if not lay["available"]:
+        return {"available": False, "reason": lay["reason"]}
+    layout = _theory.parse_layout(lay["layout"])
+    L = p.size
+    mask = _theory.layout_influence(layout, L, 0.5) > 0
+    try:
+        a = metrics.fit_layout_alpha(p, layout, mask)
+    except ValueError as e:
+        return {"available": False, "reason": str(e).strip().splitlines()[0]}
+    row = _theory.layout_influence(layout, L, a)
+    row = row / row.sum()
+    q = p[mask] / p[mask].sum()
+    rms = float(np.sqrt(np.mean((np.log(q) - np.log(row[mask] / row[mask].sum())) ** 2)))
+    return {"available": True, "layout": lay["layout"], "alpha": a, "rms_log": rms,
+            "reachable": int(mask.sum()), "row": row.tolist()}
+
+
 def _born_trained(model, weights, length, s, seed, n_layers, progress) -> tuple[dict, dict]:
     depths = range(1, max(2 * n_layers, 8) + 1)
     out: dict = {"windows": s["windows"], "probes": s["probes"], "ends": _ENDS}
+    out["layout"] = _layout(model, seed)
     W = {}
     ids = {}
     twins = []
@@ -252,7 +285,8 @@ def _born_trained(model, weights, length, s, seed, n_layers, progress) -> tuple[
                                  str(e).strip().splitlines()[0])}
         head = _headline(_window_stats(W[w])) if w == "pretrained" else \
             _twins_headline([_window_stats(t) for t in twins])
-        out[key] = {"curve": _curve(W[w]), "headline": head, "theory": theory}
+        out[key] = {"curve": _curve(W[w]), "headline": head, "theory": theory,
+                    "layout_theory": _layout_row(W[w].mean(0), out["layout"])}
         if w == "random":
             out[key]["twins"] = len(twins)
     if weights == "pretrained":
@@ -589,6 +623,7 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
             "twin": "the same configuration, weights='random', torch.manual_seed(seed)",
             "length": length, "seed": int(seed), "quick": bool(quick), "sizes": s,
             "definition": _DEF, "design": DESIGN.hash, "level": 0.95,
+            "layout": bt["layout"].get("layout"),
             "warnings": [w for k, w in models.weights.LOAD_WARNINGS.items()
                          if k in (str(model), info.get("pretrained_source"))],
             "intervals": "per position and headline: Student t over windows (ratios on the "
@@ -649,7 +684,12 @@ def _figures(data: dict) -> dict:
         th = bt[who]["theory"]
         if th.get("available", True):
             ax.plot(x, th["row"], color=plots.COLORS[i], ls="--", lw=1,
-                    label=f"theory, H = {th['H']}, alpha = {th['alpha']:.2f} ({lab})")
+                    label=f"N^H theory, H = {th['H']}, alpha = {th['alpha']:.2f} ({lab})")
+        lt = bt[who].get("layout_theory", {})
+        if lt.get("available"):
+            r = np.asarray(lt["row"])
+            ax.plot(x, np.where(r > 0, r, np.nan), color=plots.COLORS[i], ls=":", lw=1.4,
+                    label=f"layout theory, alpha = {lt['alpha']:.2f} ({lab})")
     plots.profile_axes(ax, L, ylabel="influence (share)")
     ax.legend()
     figs["profile"] = _png(fig)
@@ -786,6 +826,23 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
                        f", alpha = {_num(f'born_trained.{who}.theory.alpha', th['alpha'])}, "
                        f"rms log error {_num(f'born_trained.{who}.theory.rms_log', th['rms_log'])}"
                        "</p>")
+    lay = bt.get("layout", {})
+    if lay.get("available"):
+        out.append(f"<p>Attention layout (checked by behaviour on the random-init twin): "
+                   f"<code>{e(lay['layout'])}</code>.</p>")
+    else:
+        out.append(f"<p>Attention layout: not known: {e(lay.get('reason', 'not decided'))}.</p>")
+    for who in ("trained", "born"):
+        lt = bt.get(who, {}).get("layout_theory")
+        if lt is None:
+            continue
+        if lt.get("available"):
+            out.append(f"<p>Layout theory row ({who}): alpha = "
+                       f"{_num(f'born_trained.{who}.layout_theory.alpha', lt['alpha'])}, rms log "
+                       f"error {_num(f'born_trained.{who}.layout_theory.rms_log', lt['rms_log'])}"
+                       f" over the {lt['reachable']} positions the layout reaches</p>")
+        else:
+            out.append(f"<p>Layout theory row ({who}): not made: {e(lt['reason'])}.</p>")
     if "paired_ids" in bt:
         out.append(f"<p>Change = trained / born per window (valley: difference); the twin read "
                    f"{'the same' if bt['paired_ids'] else 'different'} token ids.</p>")

@@ -20,17 +20,59 @@ from .entry import library_versions
 __all__ = ["theory_run", "profile_run", "rollout_run", "models_run"]
 
 
-def theory_run(length: int, depth: int, alpha="1", exact: bool = False) -> Result:
-    """The last row of :math:`((1-\\alpha) I + \\alpha M)^H` (:func:`posbias_nb.theory.influence`)
-    as a result; exact rationals are written as ``p/q`` strings."""
+def layout_of(spec, depth: int | None = None) -> "theory.Layout":
+    """A layout from ``posbias theory --layout``: a compact layout string
+    (:func:`posbias_nb.theory.parse_layout`, repeated to ``depth`` layers when given) or a model
+    (zoo name, local directory, hub id), whose config's layout is read
+    (:func:`posbias_nb.models.config_layout`; sinks are decided by behaviour, on a loaded model
+    only, so a config gives none).
+
+    Raises
+    ------
+    ValueError
+        Neither a layout nor a model (both reasons given), or a model layer kind the theory
+        does not cover.
+    """
+    try:
+        return theory.parse_layout(spec, depth)
+    except ValueError as e:
+        layout_error = str(e)
+    try:
+        cfg = models.build_config(spec)
+    except ValueError as e:
+        raise ValueError(f"--layout {spec!r} is neither a layout ({layout_error}) nor a model "
+                         f"({e})") from None
+    lay = models.config_layout(cfg)
+    if depth is not None and depth != lay.depth:
+        raise ValueError(f"--depth {depth} differs from the {lay.depth} layers of {spec!r}")
+    return lay
+
+
+def theory_run(length: int, depth: int | None = 12, alpha="1", exact: bool = False,
+               layout=None) -> Result:
+    """The last row of :math:`((1-\alpha) I + \alpha M)^H` (:func:`posbias_nb.theory.influence`)
+    as a result, or with ``layout`` (a layout string or a model, :func:`layout_of`) the born row
+    of that layout (:func:`posbias_nb.theory.layout_influence`); exact rationals are written as
+    ``p/q`` strings."""
+    lay = None
+    if layout is not None:
+        lay = layout_of(layout, depth)
+        depth = lay.depth
+    elif depth is None:
+        depth = 12
+    if lay is None:
+        row = theory.influence(length, depth, alpha=alpha, exact=exact)
+    else:
+        row = theory.layout_influence(lay, length, alpha=alpha, exact=exact)
     if exact:
-        row = theory.influence(length, depth, alpha=alpha, exact=True)
         values = [f"{q.numerator}/{q.denominator}" if q.denominator != 1 else str(q.numerator)
                   for q in row]
     else:
-        values = [float(v) for v in theory.influence(length, depth, alpha=alpha)]
+        values = [float(v) for v in row]
     meta = {"command": "theory", "length": length, "depth": depth, "alpha": alpha,
             "exact": bool(exact), "version": __version__}
+    if lay is not None:
+        meta["layout"] = str(lay)
     return Result({"position": list(range(1, length + 1)), "influence": values}, meta=meta,
                   columns=("position", "influence"))
 

@@ -210,3 +210,27 @@ def test_an_unknown_layer_kind_is_named():
         models.config_layout(cfg)
     assert str(models.config_layout(models.ZOO["gemma3-270m"].build_config())) == \
         "5*sliding:512,full,5*sliding:512,full,5*sliding:512,full"
+
+
+def test_the_rollout_of_layout_kernels_is_the_layout_row():
+    from posbias_nb import rollout
+
+    L = 40
+    for spec in ["3*sliding:5,full", "chunked:8,2*full,sliding:3", "4*full"]:
+        K = rollout.layout_kernels(rollout.uniform_causal(L), spec)
+        lay = T.parse_layout(spec)
+        assert K.shape == (lay.depth, L, L)
+        got = rollout.rollout(K, np.full(lay.depth, 0.4))
+        assert np.allclose(got, T.layout_influence(lay, L, 0.4), rtol=1e-10, atol=1e-300)
+
+
+def test_the_positional_prediction_uses_the_layout_masks():
+    from posbias_nb import rollout
+    from posbias_nb.measure.cached import predict
+
+    L, H = 24, 2
+    A = np.stack([rollout.uniform_causal(L)] * H)
+    cap = dict(A=A, lam=np.full(H, 0.5), family="llama", n_heads=4, layout="2*sliding:4")
+    assert np.allclose(predict(cap, "positional"), T.layout_influence("2*sliding:4", L, 0.5))
+    cap.pop("layout")
+    assert np.allclose(predict(cap, "positional"), T.influence(L, 2, 0.5))

@@ -350,9 +350,35 @@ def predict(captured: dict, mode: str = "residual") -> np.ndarray:
     cfg = models.build_config(name) if name in models.ZOO else None
     family = str(captured.get("family", getattr(cfg, "model_type", "")))
     K = config_kernel(family, L, int(captured["n_heads"]), cfg)
+    lay = _captured_layout(captured, name, lam.size)
+    Ks = rollout.layout_kernels(K, lay) if lay is not None else np.stack([K] * lam.size)
     if mode == "positional":
-        return rollout.rollout(K, lam)
+        return rollout.rollout(Ks, lam)
     diag = np.diagonal(A, axis1=1, axis2=2).mean(axis=1)
-    kernels = np.stack([rollout.content(L, rollout.matched_diag(K, float(m)), base=K)
-                        for m in diag])
+    kernels = np.stack([rollout.layout_kernels(
+        rollout.content(L, rollout.matched_diag(Kt, float(m)), base=K),
+        _one_layer(lay, t))[0] if lay is not None else
+        rollout.content(L, rollout.matched_diag(Kt, float(m)), base=K)
+        for t, (Kt, m) in enumerate(zip(Ks, diag))])
     return rollout.rollout(kernels, lam)
+
+
+def _one_layer(lay, t):
+    from .. import theory
+
+    return theory.Layout((lay.layers[t],))
+
+
+def _captured_layout(captured, name, depth):
+    """The layout behind a capture: ``captured["layout"]`` (a layout string), else the config's
+    (:func:`posbias_nb.models.config_layout`) of a zoo name or directory; None when neither
+    gives one of ``depth`` layers (the kernel is then the same in every layer)."""
+    from .. import theory
+
+    spec = captured.get("layout")
+    try:
+        lay = theory.parse_layout(str(spec)) if spec is not None else \
+            models.config_layout(models.build_config(name))
+    except ValueError:
+        return None
+    return lay if lay.depth == depth else None

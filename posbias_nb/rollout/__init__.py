@@ -57,6 +57,7 @@ from .kernels import (
     bidirectional,
     content,
     content_diag,
+    layout_kernels,
     matched_diag,
     positional_kernel,
     sliding_window,
@@ -81,6 +82,7 @@ __all__ = [
     "alibi",
     "content",
     "content_diag",
+    "layout_kernels",
     "positional_kernel",
     "matched_diag",
     # schedules

@@ -26,6 +26,7 @@ __all__ = [
     "positional_kernel",
     "matched_diag",
     "content_diag",
+    "layout_kernels",
 ]
 
 
@@ -418,3 +419,32 @@ def content_diag(L: int, self_weight: float, logit: bool = False) -> float:
     if not 0.0 <= a <= 1.0:
         raise ValueError(f"self_weight must lie in [0, 1], got {self_weight!r}")
     return float((L * a - 1) / (L - 1))
+
+
+def layout_kernels(base, layout) -> np.ndarray:
+    r"""One kernel per layer of ``layout``: ``base`` (an ``(L, L)`` causal kernel, uniform or
+    ALiBi) restricted in each layer to that layer's keys (:class:`posbias_nb.theory.Layer`:
+    full, sliding window, chunk) and renormalized row by row, ``(H, L, L)``.
+
+    Chapter :ref:`ch-layouts`: the structural rollout of a layout.  With the uniform causal base
+    and a constant :math:`\lambda`, :func:`~posbias_nb.rollout.rollout` of these kernels is
+    :func:`posbias_nb.theory.layout_influence` (tested).  A layer's sink is not carried: the
+    rollout's kernels are row-stochastic, so the mass a sink absorbs is left out (the theory row
+    keeps it).
+
+    Raises
+    ------
+    ValueError
+        A base that is not a square causal kernel, a bad layout.
+    """
+    from .. import theory
+
+    K = _kernel(np.asarray(base, dtype=np.float64), "base")
+    L = K.shape[0]
+    lay = theory.parse_layout(layout) if isinstance(layout, str) else layout
+    out = np.empty((lay.depth, L, L))
+    for t, layer in enumerate(lay.layers):
+        mask = np.asarray(theory.layer_matrix(theory.Layer(layer.kind, layer.size), L)) > 0
+        k = np.where(mask, K, 0.0)
+        out[t] = k / k.sum(1, keepdims=True)
+    return out

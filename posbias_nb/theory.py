@@ -947,6 +947,7 @@ LAYER_KINDS = ("full", "sliding", "chunked")
 @dataclass(frozen=True)
 class Layer:
     r"""One layer kind of a layout, at initialization (uniform attention over its keys).
+    Chapter :ref:`ch-layouts`, :eq:`eq-layer-kernel`.
 
     Row :math:`i` (1-indexed) of the layer's averaging operator :math:`K` puts weight
     :math:`1/(n_i + e^s)` on each of its :math:`n_i` keys (:eq:`eq-layer-kernel`):
@@ -999,7 +1000,8 @@ _FULL = Layer()
 
 @dataclass(frozen=True)
 class Layout:
-    """The layers of a model, from the input (layer 1) to the output, as :class:`Layer` kinds.
+    """The layers of a model, from the input (layer 1) to the output, as :class:`Layer` kinds
+    (chapter :ref:`ch-layouts`).
 
     ``str(layout)`` writes the compact form that :func:`parse_layout` reads (runs of equal
     layers as ``N*kind``).  ``Layout.full(H)`` is the seed papers' layout.
@@ -1058,7 +1060,8 @@ def _run_text(run) -> str:
 
 
 def parse_layout(spec, depth: int | None = None) -> Layout:
-    """Read a layout from its compact text: comma-separated items ``[N*]kind[:size][@sink]``.
+    """Read a layout from its compact text: comma-separated items ``[N*]kind[:size][@sink]``
+    (chapter :ref:`ch-layouts`).
 
     ``kind`` is ``full``, ``sliding`` (``size`` = window) or ``chunked`` (``size`` = chunk);
     ``@s`` adds a sink of logit ``s``.  With ``depth`` the pattern is repeated, layer by layer,
@@ -1140,7 +1143,8 @@ def _keys(layer: Layer, L: int) -> np.ndarray:
 
 
 def layer_matrix(layer, L: int, exact: bool = False):
-    r"""The dense :math:`L \times L` averaging operator of one layer kind, :eq:`eq-layer-kernel`.
+    r"""The dense :math:`L \times L` averaging operator of one layer kind, :eq:`eq-layer-kernel`
+    (chapter :ref:`ch-layouts`).
 
     For tests and small figures (``O(L^2)``); :func:`layout_influence` never forms it.
     ``exact=True``: a list of lists of :class:`fractions.Fraction` (a sink's :math:`e^s` is

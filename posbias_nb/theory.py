@@ -1180,31 +1180,48 @@ def _log_cumsum_blocks(u: np.ndarray, b: int, reverse: bool) -> np.ndarray:
     return out.reshape(-1)[:n]
 
 
-def _log_apply(log_v: np.ndarray, layer: Layer) -> np.ndarray:
+def _log_denominators(layer: Layer, L: int, slope: float = 0.0) -> np.ndarray:
+    r"""log of each row's normalizer: :math:`\ln(Z_i + e^s)`, :math:`Z_i = \sum_{d < n_i}
+    e^{-m d}` (``n_i`` for slope :math:`m = 0`)."""
+    n = _keys(layer, L).astype(float)
+    if slope == 0.0:
+        logz = np.log(n)
+    else:
+        logz = np.log(-np.expm1(-slope * n)) - np.log(-np.expm1(-slope))
+    if layer.sink is None:
+        return logz
+    return np.logaddexp(logz, layer.sink)
+
+
+def _log_apply(log_v: np.ndarray, layer: Layer, slope: float = 0.0) -> np.ndarray:
     r"""log of :math:`v K` for the row vector :math:`v = e^{\log v}`, in O(L).
 
-    :math:`(vK)_j = \sum_{i \in R_j} v_i / (n_i + e^s)` over the rows :math:`i` whose keys hold
-    :math:`j`: all :math:`i \ge j` (full), :math:`j..j+w-1` (sliding), :math:`j`..the end of
-    its chunk (chunked).  Sums of non-negative terms only, in log space: suffix sums for full;
-    block-wise suffix and prefix sums (the two pieces of a window that straddles a block
-    border) for sliding and chunked, so no sum is ever a difference.
+    :math:`(vK)_j = \sum_{i \in R_j} v_i e^{-m(i-j)} / (Z_i + e^s)` over the rows :math:`i`
+    whose keys hold :math:`j`: all :math:`i \ge j` (full), :math:`j..j+w-1` (sliding),
+    :math:`j`..the end of its chunk (chunked); :math:`m` is an ALiBi slope (0 at
+    initialization: uniform weights).  Sums of non-negative terms only, in log space: suffix
+    sums for full; block-wise suffix and prefix sums (the two pieces of a window that straddles a
+    block border) for sliding and chunked, so no sum is ever a difference.
     """
     L = len(log_v)
-    n = _keys(layer, L).astype(float)
-    c = 0.0 if layer.sink is None else float(np.exp(layer.sink))
-    with np.errstate(divide="ignore"):
-        u = log_v - np.log(n + c)
-    if layer.kind == "full":
-        return np.logaddexp.accumulate(u[::-1])[::-1]
-    b = layer.size
-    suffix = _log_cumsum_blocks(u, b, reverse=True)
-    if layer.kind == "chunked":
-        return suffix
-    # sliding: window [j, j+w-1] = suffix of j's block + prefix of the next block to j+w-1
-    prefix = _log_cumsum_blocks(np.concatenate([u, np.full(b, -np.inf)]), b, reverse=False)
     j = np.arange(L)
-    nxt = np.where(j % b == 0, -np.inf, prefix[j + b - 1])
-    return np.logaddexp(suffix, nxt)
+    with np.errstate(divide="ignore"):
+        u = log_v - _log_denominators(layer, L, slope)
+    if slope:
+        u = u - slope * j
+    if layer.kind == "full":
+        out = np.logaddexp.accumulate(u[::-1])[::-1]
+    else:
+        b = layer.size
+        suffix = _log_cumsum_blocks(u, b, reverse=True)
+        if layer.kind == "chunked":
+            out = suffix
+        else:  # window [j, j+w-1] = suffix of j's block + prefix of the next block to j+w-1
+            prefix = _log_cumsum_blocks(np.concatenate([u, np.full(b, -np.inf)]), b,
+                                        reverse=False)
+            nxt = np.where(j % b == 0, -np.inf, prefix[j + b - 1])
+            out = np.logaddexp(suffix, nxt)
+    return out + slope * j if slope else out
 
 
 def _exact_apply(v: list, layer: Layer) -> list:

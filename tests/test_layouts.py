@@ -234,3 +234,40 @@ def test_the_positional_prediction_uses_the_layout_masks():
     assert np.allclose(predict(cap, "positional"), T.layout_influence("2*sliding:4", L, 0.5))
     cap.pop("layout")
     assert np.allclose(predict(cap, "positional"), T.influence(L, 2, 0.5))
+
+
+@pytest.mark.parametrize("spec", ["4*full", "sliding:5,full,sliding:3", "chunked:4,full@1.0",
+                                  "2*sliding:6@0.5,full"])
+@pytest.mark.parametrize("slope", [0.0, 0.05, 0.7])
+def test_the_layout_rollout_with_alibi_equals_the_dense_product(spec, slope):
+    """The O(L) structural row against a dense oracle written from the kernel's definition."""
+    from posbias_nb import rollout
+
+    lay = T.parse_layout(spec)
+    L = 37
+    lams = np.linspace(0.3, 0.9, lay.depth)
+    v = np.zeros(L)
+    v[-1] = 1.0
+    i, j = np.meshgrid(np.arange(L), np.arange(L), indexing="ij")
+    for layer, lam in zip(reversed(lay.layers), reversed(lams)):
+        sup = T.layer_matrix(T.Layer(layer.kind, layer.size), L) > 0
+        w = np.where(sup, np.exp(-slope * (i - j)), 0.0)
+        c = 0.0 if layer.sink is None else np.exp(layer.sink)
+        K = w / (w.sum(1, keepdims=True) + c)
+        v = (1 - lam) * v + lam * v @ K
+    got = rollout.layout_rollout(lay, L, lams, slope)
+    assert np.allclose(got, v, rtol=1e-12, atol=0)
+    if slope == 0.0:
+        assert np.allclose(got, T.layout_influence(lay, L, list(lams)), rtol=1e-12, atol=0)
+
+
+def test_the_full_layout_rollout_is_the_alibi_rollout():
+    from posbias_nb import rollout
+
+    L, m = 50, 0.3
+    K = rollout.alibi(L, slopes=[m])
+    lams = [0.5, 0.7, 0.2]
+    assert np.allclose(rollout.layout_rollout("3*full", L, lams, m), rollout.rollout(K, lams),
+                       rtol=1e-10, atol=1e-300)
+    with pytest.raises(ValueError, match="slope"):
+        rollout.layout_rollout("full", 10, 0.5, -1.0)

@@ -49,7 +49,7 @@ each one lives.
 """
 from __future__ import annotations
 
-from .core import rollout, rollout_path
+from .core import layout_rollout, log_layout_rollout, rollout, rollout_path
 from .depth import Control, collapse_bound, control, deltas, keep_path, poisson_rollout, steps_law
 from .kernels import (
     alibi,
@@ -92,6 +92,8 @@ __all__ = [
     # the rollout
     "rollout",
     "rollout_path",
+    "layout_rollout",
+    "log_layout_rollout",
     # deep stacks
     "Control",
     "deltas",

@@ -13,7 +13,7 @@ from .._validate import positive_int, unit_interval_float
 from ._checks import _check_stack, _kernel
 from .schedules import check_lambdas
 
-__all__ = ["rollout", "rollout_path"]
+__all__ = ["rollout", "rollout_path", "log_layout_rollout", "layout_rollout"]
 
 
 def _prepare(kernels, lambdas):
@@ -169,3 +169,49 @@ def rollout_path(kernels, lambdas, depths=None) -> np.ndarray:
         for k in want.get(t + 1, []):
             out[k] = P
     return out
+
+
+def log_layout_rollout(layout, L: int, lambdas, slope: float = 0.0) -> np.ndarray:
+    r"""Natural log of the content-free rollout row of a layout, in :math:`O(L)` a layer:
+    the last row of :math:`R_T \cdots R_1`, :math:`R_t = (1-\lambda_t) I + \lambda_t A_t`, with
+    :math:`A_t` the single-slope ALiBi kernel restricted to layer :math:`t`'s keys,
+    :math:`(A_t)_{ij} = e^{-m(i-j)} / (Z_i + e^{s})` for :math:`j \in S_i` (a sink of logit
+    :math:`s` where the layer has one).
+
+    Chapter :ref:`ch-layouts` (and the explorer page, which runs the same algorithm in
+    JavaScript).  With ``slope = 0`` and a constant :math:`\lambda` this is
+    :func:`posbias_nb.theory.log_layout_influence`; with ``slope > 0`` and full layers it is
+    :func:`rollout` of the one-head :func:`~posbias_nb.rollout.alibi` kernel (tested against the
+    dense product).  The ALiBi weights enter as :math:`e^{-m(i-j)} = e^{-mi} e^{mj}`, so each
+    layer is one pass of block-wise log-sums, as for the uniform kernel.
+
+    Raises
+    ------
+    ValueError
+        A bad layout, ``L < 1``, a lambda outside [0, 1] or a schedule of the wrong length,
+        a negative or non-finite slope.
+    """
+    from ..theory import _as_layout, _layer_alphas, _log_alpha_terms, _log_apply
+
+    lay = _as_layout(layout)
+    L = positive_int("L", L)
+    lams = _layer_alphas(lambdas, lay.depth)
+    m = float(slope)
+    if not np.isfinite(m) or m < 0:
+        raise ValueError(f"slope must be a finite number >= 0, got {slope!r}")
+    v = np.full(L, -np.inf)
+    v[-1] = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for layer, a in zip(reversed(lay.layers), reversed(lams)):
+            if a == 0.0:
+                continue
+            keep, mix = _log_alpha_terms(a)
+            Kv = _log_apply(v, layer, m)
+            v = Kv + mix if a == 1.0 else np.logaddexp(v + keep, Kv + mix)
+    return v
+
+
+def layout_rollout(layout, L: int, lambdas, slope: float = 0.0) -> np.ndarray:
+    r"""The content-free rollout row of a layout with a single ALiBi slope, as probabilities:
+    ``exp`` of :func:`log_layout_rollout` (chapter :ref:`ch-layouts`)."""
+    return np.exp(log_layout_rollout(layout, L, lambdas, slope))

@@ -986,13 +986,14 @@ class Layer:
             object.__setattr__(self, "size", positive_int(f"{self.kind} size", self.size))
         if self.sink is not None:
             s = float(self.sink)
-            if not np.isfinite(s):
-                raise ValueError(f"a sink logit must be finite, got {self.sink!r}")
+            if not np.isfinite(s) or abs(s) > 700:
+                raise ValueError(f"a sink logit must be finite and at most 700 in size (e^s "
+                                 f"in float64), got {self.sink!r}")
             object.__setattr__(self, "sink", s)
 
     def __str__(self) -> str:
         out = self.kind if self.size is None else f"{self.kind}:{self.size}"
-        return out if self.sink is None else f"{out}@{self.sink:g}"
+        return out if self.sink is None else f"{out}@{self.sink!r}"  # repr: round-trips
 
 
 _FULL = Layer()
@@ -1150,7 +1151,12 @@ def layer_matrix(layer, L: int, exact: bool = False):
     ``exact=True``: a list of lists of :class:`fractions.Fraction` (a sink's :math:`e^s` is
     taken as the exact rational value of its float64).
     """
-    layer = layer if isinstance(layer, Layer) else _as_layout(layer).layers[0]
+    if not isinstance(layer, Layer):
+        lay = _as_layout(layer)
+        if lay.depth != 1:
+            raise ValueError(f"layer_matrix takes one layer, got a layout of {lay.depth}: "
+                             f"{lay}")
+        layer = lay.layers[0]
     L = positive_int("L", L)
     n = _keys(layer, L)
     c = 0.0 if layer.sink is None else float(np.exp(layer.sink))
@@ -1379,11 +1385,13 @@ def sliding_row(L: int, depth: int, window: int, alpha=1.0, exact: bool = False)
     a = unit_interval_float("alpha", alpha)
     out = np.zeros(L)
     wts = binomial_weights(depth, a)
+    p = np.ones(1)  # the law of S_m, built one step at a time and cut at L
+    box = np.full(w, 1.0 / w)
     for m in range(depth + 1):
-        if wts[m] == 0:
-            continue
-        p = _uniform_sum_pmf(m, w, False)[:L]
-        out[L - len(p):] += wts[m] * p[::-1]
+        if m:
+            p = np.convolve(p, box)[:L]
+        if wts[m]:
+            out[L - len(p):] += wts[m] * p[::-1]
     return out
 
 
@@ -1483,6 +1491,7 @@ def hybrid_bulk_row(layout, L: int, alpha=1.0) -> np.ndarray:
         raise ValueError("hybrid_bulk_row covers layouts without sinks")
     g = layout.n_full
     if g == 0:
-        raise ValueError(f"layout {layout} has no full layer: its row is local "
-                         "(sliding_row), there is no bulk")
+        raise ValueError(f"layout {layout} has no full layer: its row is local (sliding "
+                         "or chunked layers only; sliding_row gives a sliding stack), there "
+                         "is no bulk")
     return density(np.arange(1, L + 1) / L, g, alpha) / L

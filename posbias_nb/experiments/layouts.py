@@ -39,7 +39,7 @@ from .design import Design, check
 __all__ = ["DESIGN", "study_spec", "layout", "measure", "rows", "agreements", "decisions",
            "beyond_reach", "middle_shares"]
 
-_DEF = "layouts-v1"  # bump when a definition below changes (the design has its own hash)
+_DEF = "layouts-v2"  # bump when a definition below changes (the design has its own hash)
 
 _ALL_FULL = ["full_attention"] * 18
 _ALL_SLIDING = ["sliding_attention"] * 18
@@ -131,7 +131,7 @@ def rows(name: str) -> dict:
     P = measure(name)
     lay = layout(name)
     L = P.shape[1]
-    mask = theory.layout_influence(lay, L, 0.5) > 0
+    mask = theory.log_layout_influence(lay, L, 0.5) > -np.inf
     p = P.mean(0)
     a_lay = metrics.fit_layout_alpha(p, lay, mask)
     a_full = metrics.fit_layout_alpha(p, theory.Layout.full(lay.depth), mask)
@@ -163,7 +163,7 @@ def beyond_reach(name: str) -> dict:
     exactly 0): their count and the largest absolute value found there."""
     P = measure(name)
     lay = layout(name)
-    zero = theory.layout_influence(lay, P.shape[1], 0.5) == 0
+    zero = theory.log_layout_influence(lay, P.shape[1], 0.5) == -np.inf
     return dict(n=int(zero.sum()), max=float(np.abs(P[:, zero]).max()) if zero.any() else 0.0)
 
 

@@ -229,7 +229,10 @@ def _layout(model, seed: int) -> dict:
     row; sinks from the missing mass at initialization), or the reason it is not known."""
     try:
         m, _, _ = entry.loaded(model, "random", seed)
-        return {"available": True, "layout": str(models.model_layout(m))}
+        lay = models.model_layout(m)
+        n = models.layouts.check_length(models.config_layout(m.config))
+        return {"available": True, "layout": str(lay), "checked_at": n,
+                "unverified_layers": models.layouts.unverified(lay, n)}
     except ValueError as e:
         return {"available": False, "reason": str(e).strip().splitlines()[0]}
 
@@ -241,7 +244,7 @@ def _layout_row(p: np.ndarray, lay: dict) -> dict:
         return {"available": False, "reason": lay["reason"]}
     layout = _theory.parse_layout(lay["layout"])
     L = p.size
-    mask = _theory.layout_influence(layout, L, 0.5) > 0
+    mask = _theory.log_layout_influence(layout, L, 0.5) > -np.inf
     try:
         a = metrics.fit_layout_alpha(p, layout, mask)
     except ValueError as e:
@@ -828,7 +831,12 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
                        "</p>")
     lay = bt.get("layout", {})
     if lay.get("available"):
-        out.append(f"<p>Attention layout (checked by behaviour on the random-init twin): "
+        unv = lay.get("unverified_layers", [])
+        note = (f"; {len(unv)} layers have a window or chunk of {lay['checked_at']} tokens or "
+                "more, which the check cannot see at its length: those are as the config says"
+                if unv else "")
+        out.append(f"<p>Attention layout (checked by behaviour on the random-init twin, at "
+                   f"{lay.get('checked_at')} tokens{note}): "
                    f"<code>{e(lay['layout'])}</code>.</p>")
     else:
         out.append(f"<p>Attention layout: not known: {e(lay.get('reason', 'not decided'))}.</p>")

@@ -355,18 +355,10 @@ def predict(captured: dict, mode: str = "residual") -> np.ndarray:
     if mode == "positional":
         return rollout.rollout(Ks, lam)
     diag = np.diagonal(A, axis1=1, axis2=2).mean(axis=1)
-    kernels = np.stack([rollout.layout_kernels(
-        rollout.content(L, rollout.matched_diag(Kt, float(m)), base=K),
-        _one_layer(lay, t))[0] if lay is not None else
-        rollout.content(L, rollout.matched_diag(Kt, float(m)), base=K)
-        for t, (Kt, m) in enumerate(zip(Ks, diag))])
+    # each layer's own (masked, row-stochastic) kernel is the base its self-weight is matched on
+    kernels = np.stack([rollout.content(L, rollout.matched_diag(Kt, float(m)), base=Kt)
+                        for Kt, m in zip(Ks, diag)])
     return rollout.rollout(kernels, lam)
-
-
-def _one_layer(lay, t):
-    from .. import theory
-
-    return theory.Layout((lay.layers[t],))
 
 
 def _captured_layout(captured, name, depth):
@@ -377,8 +369,12 @@ def _captured_layout(captured, name, depth):
 
     spec = captured.get("layout")
     try:
-        lay = theory.parse_layout(str(spec)) if spec is not None else \
-            models.config_layout(models.build_config(name))
-    except ValueError:
+        if spec is not None:
+            lay = theory.parse_layout(str(spec))
+        elif name in models.ZOO or models.zoo._is_hf_dir(name):  # never a hub lookup
+            lay = models.config_layout(models.build_config(name))
+        else:
+            return None
+    except (ValueError, OSError):
         return None
     return lay if lay.depth == depth else None

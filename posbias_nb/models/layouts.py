@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import theory
 
-__all__ = ["config_layout", "model_layout", "LAYER_TYPES"]
+__all__ = ["config_layout", "model_layout", "check_length", "unverified", "LAYER_TYPES",
+           "CHECK_MAX"]
 
 #: The ``layer_types`` values read, and the layer kind each one is.
 LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding",
@@ -84,6 +85,23 @@ def config_layout(cfg) -> theory.Layout:
     return theory.Layout(tuple(layers))
 
 
+#: The longest batch :func:`model_layout` checks by default (eager attention is L x L a head).
+CHECK_MAX = 640
+
+
+def check_length(layout: theory.Layout) -> int:
+    """The default length of :func:`model_layout`'s check: one past the largest window or
+    chunk (so that it is visible), at most :data:`CHECK_MAX`."""
+    sizes = [x.size for x in layout.layers if x.size]
+    return min(CHECK_MAX, max(sizes, default=7) + 1)
+
+
+def unverified(layout: theory.Layout, length: int) -> list:
+    """The layers whose window or chunk is not visible at ``length`` tokens (size >= length):
+    the check cannot tell them from full layers there, so they are as the config says."""
+    return [t for t, x in enumerate(layout.layers) if x.size and x.size >= length]
+
+
 def _support(layer: theory.Layer, L: int) -> np.ndarray:
     return np.asarray(theory.layer_matrix(theory.Layer(layer.kind, layer.size), L)) > 0
 
@@ -91,14 +109,14 @@ def _support(layer: theory.Layer, L: int) -> np.ndarray:
 def model_layout(model, length: int | None = None, seed: int = 0) -> theory.Layout:
     """The layout of a loaded model: :func:`config_layout`, checked against the model's eager
     attention on ``length`` random tokens (default: one past the largest window or chunk, at
-    most 640), with each layer's sink decided by its rows' missing mass.
+    most :data:`CHECK_MAX`), with each layer's sink decided by its rows' missing mass.
 
     Per layer, the check asserts that the nonzero attention weights of every row sit exactly on
     the layout's keys (to 1e-12), and reads the sink: when the rows sum to
     :math:`r_i < 1 - 10^{-6}`, the sink logit is the mean over heads and rows of
     :math:`\\ln\\big(\\sum_j e^{\\ell_{ij}}(1-r_i)/r_i\\big)`, estimated at initialization as
-    :math:`\\ln(n_i (1-r_i)/r_i)` (logits near 0).  A window or chunk beyond ``length`` is not
-    visible at that length and is kept as the config says.  Kept on the model
+    :math:`\\ln(n_i (1-r_i)/r_i)` (logits near 0).  A window or chunk of ``length`` or more is
+    not visible at that length and is kept as the config says (:func:`unverified` lists them).  Kept on the model
     (``model._posbias_layout``, per length).
 
     Raises
@@ -112,8 +130,7 @@ def model_layout(model, length: int | None = None, seed: int = 0) -> theory.Layo
     from .blocks import _quiet
 
     lay = config_layout(model.config)
-    sizes = [x.size for x in lay.layers if x.size]
-    L = int(length) if length is not None else min(640, max(sizes, default=7) + 1)
+    L = int(length) if length is not None else check_length(lay)
     memo = getattr(model, "_posbias_layout", None)
     if isinstance(memo, dict) and L in memo:
         return memo[L]
@@ -151,9 +168,13 @@ def model_layout(model, length: int | None = None, seed: int = 0) -> theory.Layo
                              "layout cannot be verified")
         r = A.sum(-1)  # (heads, L)
         sink = None
-        if r.min() < 1 - 1e-6:
-            n = sup.sum(-1)[None, :]
-            sink = float(np.mean(np.log(n * (1 - r) / r)))
+        # a sink takes e^s/(n_i + e^s) of every row: far above float rounding (1e-7 in float32)
+        # at any logit the theory cares about; rows at or above 1 carry none
+        deficit = 1 - r
+        if np.median(deficit) > 1e-5:
+            n = np.broadcast_to(sup.sum(-1)[None, :], r.shape)
+            ok = (deficit > 1e-5) & (r > 0)
+            sink = float(np.mean(np.log(n[ok] * deficit[ok] / r[ok])))
         layers.append(theory.Layer(layer.kind, layer.size, sink))
     out_layout = theory.Layout(tuple(layers))
     memo = memo if isinstance(memo, dict) else {}

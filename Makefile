@@ -39,6 +39,7 @@ $(MATHJAX): $(STAMP)
 
 book: setup $(MATHJAX)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	$(PY) -m posbias_nb.rollout.explorer _build/explorer-fixture.json
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
 
 # property tests derandomized, no example database: CI cannot fail by chance (tests/conftest.py)
@@ -68,6 +69,7 @@ notebooks: setup
 
 build-book: setup $(MATHJAX)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	$(PY) -m posbias_nb.rollout.explorer _build/explorer-fixture.json  # the explorer's Python rows
 
 # headless Chromium from Debian's packages (root on CI, sudo elsewhere)
 browser-deps:
@@ -92,6 +94,7 @@ bench: setup
 	$(PY) bench/bench_rollout.py
 	$(PY) bench/bench_measure.py
 	$(PY) bench/bench_startup.py
+	$(PY) bench/bench_explorer.py  # needs the built site (make build-book) and Chromium
 
 # the remedies lab (book/remedies.md) at a bigger size: 10 seeds, 1000 steps, 4 layers, L = 128;
 # cached per run, resumable; hours on 2 CPU cores, minutes on a GPU (SWEEP_ARGS="--device cuda")

@@ -230,6 +230,21 @@
     return mx + Math.log(acc);
   }
 
+  // the k-th smallest entry (0-indexed) by quickselect, reordering a: a[0..k-1] <= a[k]
+  function select(a, k) {
+    var lo = 0, hi = a.length - 1;
+    while (hi > lo) {
+      var pivot = a[(lo + hi) >> 1], i = lo, j = hi;
+      while (i <= j) {
+        while (a[i] < pivot) i++;
+        while (a[j] > pivot) j--;
+        if (i <= j) { var t = a[i]; a[i] = a[j]; a[j] = t; i++; j--; }
+      }
+      if (k <= j) hi = j; else if (k >= i) lo = i; else break;
+    }
+    return a[k];
+  }
+
   function middle(L) {  // metrics.regions(L).middle: the central half [a, L - a)
     var a = Math.floor((L + 2) / 4);
     return [a, L - a];
@@ -251,8 +266,14 @@
       if (r < best) { best = r; jb = j; }
     }
     best -= Math.log(k);
-    var md = middle(L), arr = v.slice(md[0], md[1]).sort();  // a typed array sorts numerically
-    var n = arr.length, med = n % 2 ? arr[(n - 1) / 2] : lae(arr[n / 2 - 1], arr[n / 2]) - Math.log(2);
+    var md = middle(L), arr = v.slice(md[0], md[1]), n = arr.length;
+    var hiMid = select(arr, Math.floor(n / 2)), med;
+    if (n % 2) med = hiMid;
+    else {  // the other central value: the largest of the lower part
+      var loMid = NEG;
+      for (i = 0; i < Math.floor(n / 2); i++) if (arr[i] > loMid) loMid = arr[i];
+      med = lae(loMid, hiMid) - Math.log(2);
+    }
     var lam = lambdas(s), law = 0;
     for (i = 0; i < lam.length; i++) law += Math.log1p(-lam[i]);
     var ln10 = Math.log(10);

@@ -17,7 +17,8 @@ A setting is a dict of the page's URL parameters: ``L``, ``H``, ``alpha``, ``lay
 (``full``, ``sliding``, ``hybrid``, ``chunked``), ``w`` (window), ``k`` (local layers per
 global one, hybrid), ``c`` (chunk), ``s`` (a sink logit in every layer; absent: no sink),
 ``schedule`` (``constant``: :math:`\lambda_t = \alpha`; or a published model, whose schedule
-fixes ``H``) and ``m`` (an ALiBi slope).  Chapter :ref:`ch-layouts`.
+fixes ``H``), ``m`` (an ALiBi slope) and ``x`` (the position axis, ``linear`` or ``log``: drawing
+only).  Chapter :ref:`ch-layouts`.
 """
 from __future__ import annotations
 
@@ -31,11 +32,11 @@ from .core import log_layout_rollout
 from .published import published_schedules
 
 __all__ = ["DEFAULTS", "LAYOUTS", "GRID", "normalize_settings", "layout_of", "lambdas_of",
-           "log_row", "summary", "fixture", "schedules_js", "query"]
+           "log_row", "summary", "fixture", "schedules_js", "query", "link"]
 
 #: The page's settings when the URL gives none.
 DEFAULTS = {"L": 1000, "H": 12, "alpha": 0.5, "layout": "full", "w": 64, "k": 5, "c": 256,
-            "s": None, "schedule": "constant", "m": 0.0}
+            "s": None, "schedule": "constant", "m": 0.0, "x": "linear"}
 LAYOUTS = ("full", "sliding", "hybrid", "chunked")
 _LIMITS = {"L": (16, 100_000), "H": (1, 128), "w": (1, 100_000), "k": (1, 127),
            "c": (1, 100_000)}
@@ -69,7 +70,9 @@ def normalize_settings(settings: dict) -> dict:
         raise ValueError(f"schedule must be 'constant' or one of {', '.join(pub)}, got {sched!r}")
     if sched != "constant":
         out["H"] = int(pub[sched][1].size)
-    out.update(alpha=a, m=m, layout=s["layout"], s=sink, schedule=sched)
+    if s["x"] not in ("linear", "log"):
+        raise ValueError(f"x must be 'linear' or 'log', got {s['x']!r}")
+    out.update(alpha=a, m=m, layout=s["layout"], s=sink, schedule=sched, x=s["x"])
     return out
 
 
@@ -235,3 +238,18 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+
+
+def link(text: str = "Explore this setting in your browser", **settings):
+    """A link from a chapter's figure to the explorer page at the figure's own settings
+    (``link(L=4096, H=8, alpha=1.0)``), as HTML for the chapter's output; the settings are
+    checked (:func:`normalize_settings`)."""
+    import html
+
+    from IPython.display import HTML
+
+    normalize_settings(settings)
+    q = query(settings)
+    href = "explore.html" + (f"?{q}" if q else "")
+    return HTML(f'<p class="posbias-explore-link"><a href="{html.escape(href)}">'
+                f"{html.escape(text)}</a> <code>{html.escape(q or 'defaults')}</code></p>")

@@ -46,8 +46,10 @@ def row_error(js, py) -> float:
 
 
 def summary_error(js: dict, py: dict) -> float:
-    """Largest relative error between the printed numbers (the valley: exact), inf when one
-    side has a number the other does not define."""
+    """Largest error between the printed numbers, relative where they exceed 1 and absolute
+    below (they are logs, shares and positions: an absolute 1e-8 on a log10 is a relative
+    2.3e-8 on its number); the valley exact; inf when one side has a number the other does not
+    define."""
     worst = 0.0
     for k, b in py.items():
         a = js.get(k)
@@ -60,7 +62,7 @@ def summary_error(js: dict, py: dict) -> float:
             if a != b:
                 return math.inf
             continue
-        worst = max(worst, abs(a - b) / max(abs(b), 1e-300))
+        worst = max(worst, abs(a - b) / max(abs(b), 1.0))
     return worst
 
 
@@ -82,6 +84,8 @@ def test_the_comparison_rejects_a_counterexample():
     assert row_error([None, 0.0], [-5.0, 0.0]) == math.inf
     assert summary_error({"valley": 3, "x": 1.0}, {"valley": 4, "x": 1.0}) == math.inf
     assert summary_error({"x": float("inf")}, {"x": None}) == 0.0
+    assert summary_error({"x": 1e-15}, {"x": 0.0}) < 1e-8
+    assert summary_error({"x": 2.0 + 1e-6}, {"x": 2.0}) > 1e-8
 
 
 def test_the_page_rows_equal_the_python_rows(browser, fixture):

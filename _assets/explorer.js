@@ -187,13 +187,23 @@
         var f = sb === NEG ? 0 : Math.exp(sb - A);
         var out = sb > A ? sb : A;
         var fk = sb === NEG ? 0 : Math.exp(sb - out) * keep, fa = Math.exp(A - out) * a;
-        var mx = 0, j;
-        for (j = e - 1; j >= s0; j--) {
-          var x = mant[j];
-          acc = x * rinv[j] * f + q * acc;
-          var y = x * fk + acc * fa;
-          mant[j] = y;
-          if (y > mx) mx = y;
+        var mx = 0, j, x, y;
+        if (q === 1) {  // no ALiBi: the suffix sum's dependency chain is one addition
+          for (j = e - 1; j >= s0; j--) {
+            x = mant[j];
+            acc += x * rinv[j] * f;
+            y = x * fk + acc * fa;
+            mant[j] = y;
+            if (y > mx) mx = y;
+          }
+        } else {
+          for (j = e - 1; j >= s0; j--) {
+            x = mant[j];
+            acc = x * rinv[j] * f + q * acc;
+            y = x * fk + acc * fa;
+            mant[j] = y;
+            if (y > mx) mx = y;
+          }
         }
         if (mx > 0) {  // renormalize lazily: only a block whose largest mantissa has left
           sc[b] = out;   // [1e-30, 1e30] is rescaled, so most layers need no second pass

@@ -126,7 +126,7 @@ def measure(name: str) -> np.ndarray:
 
 
 def rows(name: str) -> dict:
-    """The mean profile and the two theory rows (each with its own fitted :math:`\alpha`),
+    r"""The mean profile and the two theory rows (each with its own fitted :math:`\alpha`),
     over the positions the layout reaches (``mask``)."""
     P = measure(name)
     lay = layout(name)

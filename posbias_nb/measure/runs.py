@@ -50,7 +50,7 @@ def layout_of(spec, depth: int | None = None) -> "theory.Layout":
 
 def theory_run(length: int, depth: int | None = 12, alpha="1", exact: bool = False,
                layout=None) -> Result:
-    """The last row of :math:`((1-\alpha) I + \alpha M)^H` (:func:`posbias_nb.theory.influence`)
+    r"""The last row of :math:`((1-\alpha) I + \alpha M)^H` (:func:`posbias_nb.theory.influence`)
     as a result, or with ``layout`` (a layout string or a model, :func:`layout_of`) the born row
     of that layout (:func:`posbias_nb.theory.layout_influence`); exact rationals are written as
     ``p/q`` strings."""

@@ -1,0 +1,41 @@
+"""Docstrings feed the API page: a backslash escape in a non-raw docstring (``\\a`` in
+``:math:`\\alpha``` is a BEL character) breaks its math silently, so none may hold one."""
+import importlib
+import inspect
+import pkgutil
+
+import posbias_nb
+
+CONTROL = "\x07\x08\x0b\x0c\r"
+
+
+def _control_chars(doc: str) -> bool:
+    return any(c in (doc or "") for c in CONTROL)
+
+
+def test_the_check_catches_an_escape():
+    def f():
+        """The share :math:`\alpha`."""  # noqa: the counterexample: \a is BEL here
+
+    def g():
+        r"""The share :math:`\alpha`."""
+
+    assert _control_chars(f.__doc__) and not _control_chars(g.__doc__)
+
+
+def test_no_docstring_of_the_package_holds_a_control_character():
+    bad = []
+    for m in pkgutil.walk_packages(posbias_nb.__path__, "posbias_nb."):
+        if m.name.endswith("__main__"):
+            continue
+        mod = importlib.import_module(m.name)
+        objs = [("(module)", mod)] + [
+            (n, o) for n, o in vars(mod).items()
+            if (inspect.isfunction(o) or inspect.isclass(o)) and o.__module__ == m.name]
+        for n, o in objs:
+            if _control_chars(o.__doc__):
+                bad.append(f"{m.name}.{n}")
+            if inspect.isclass(o):
+                bad += [f"{m.name}.{n}.{k}" for k, v in vars(o).items()
+                        if inspect.isfunction(v) and _control_chars(v.__doc__)]
+    assert not bad, bad

@@ -354,7 +354,7 @@
     var pad = { l: 64, r: 12, t: 12, b: 40 }, pw = W - pad.l - pad.r, ph = Hh - pad.t - pad.b;
     var L = row.length, ln10 = Math.log(10), i;
     var cols = Math.max(1, Math.floor(pw)), lo = new Float64Array(cols).fill(Infinity),
-        hi = new Float64Array(cols).fill(-Infinity);
+        hi = new Float64Array(cols).fill(-Infinity), has = new Uint8Array(cols);
     var logx = s.x === "log";
     function col(j) {  // 0-indexed position -> pixel column
       var f = logx ? Math.log(j + 1) / Math.log(L) : j / Math.max(1, L - 1);
@@ -362,9 +362,9 @@
     }
     var ymax = -Infinity, ymin = Infinity;
     for (i = 0; i < L; i++) {
-      var y = row[i];
+      var y = row[i], c = col(i);
+      has[c] = 1;  // a column with positions (on a log axis the first ones are far apart)
       if (y === NEG) continue;
-      var c = col(i);
       if (y < lo[c]) lo[c] = y;
       if (y > hi[c]) hi[c] = y;
       if (y > ymax) ymax = y;
@@ -390,7 +390,8 @@
       var j = logx ? tk - 1 : Math.round(tk * (L - 1));
       var xx = pad.l + col(j);
       ctx.beginPath(); ctx.moveTo(xx, pad.t + ph); ctx.lineTo(xx, pad.t + ph + 4); ctx.stroke();
-      ctx.fillText(String(j + 1), xx - 10, pad.t + ph + 18);
+      var lab = String(j + 1), tw = ctx.measureText(lab).width;
+      ctx.fillText(lab, Math.max(0, Math.min(xx - tw / 2, W - tw - 2)), pad.t + ph + 18);
     });
     ctx.fillText(logx ? "position j (log scale)" : "position j", pad.l + pw / 2 - 40, Hh - 6);
     ctx.save(); ctx.translate(14, pad.t + ph / 2 + 40); ctx.rotate(-Math.PI / 2);
@@ -398,7 +399,10 @@
     ctx.strokeStyle = "#1f77b4"; ctx.lineWidth = 1.5; ctx.beginPath();
     var started = false;
     for (var cc = 0; cc < cols; cc++) {
-      if (hi[cc] === -Infinity) { started = false; continue; }
+      if (hi[cc] === -Infinity) {  // no position here: bridge it; only zeros: break the line
+        if (has[cc]) started = false;
+        continue;
+      }
       var x0 = pad.l + cc, y0 = py(Math.max(lo[cc], bot * ln10)), y1 = py(hi[cc]);
       if (!started) { ctx.moveTo(x0, y1); started = true; } else ctx.lineTo(x0, y1);
       if (y0 - y1 > 1) { ctx.lineTo(x0, y0); ctx.moveTo(x0, y1); }

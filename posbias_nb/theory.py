@@ -1060,6 +1060,14 @@ def _run_text(run) -> str:
     return str(run[0]) if len(run) == 1 else f"{len(run)}*{run[0]}"
 
 
+def _parsed(part: str, cast, what: str, text: str):
+    """``cast(part)``, or a ValueError naming the bad part of layout ``text``."""
+    try:
+        return cast(part)
+    except ValueError:
+        raise ValueError(f"bad {what} {part!r} in layout {text!r}") from None
+
+
 def parse_layout(spec, depth: int | None = None) -> Layout:
     """Read a layout from its compact text: comma-separated items ``[N*]kind[:size][@sink]``
     (chapter :ref:`ch-layouts`).
@@ -1093,28 +1101,17 @@ def parse_layout(spec, depth: int | None = None) -> Layout:
             item = item.strip()
             if not item:
                 raise ValueError(f"empty item in layout {text!r}")
-            count = 1
+            count, sink, size = 1, None, None
             if "*" in item:
                 n, item = item.split("*", 1)
-                try:
-                    count = int(n)
-                except ValueError:
-                    raise ValueError(f"bad layer count {n!r} in layout {text!r}") from None
-                count = positive_int("layer count", count)
-            sink = None
+                count = positive_int("layer count", _parsed(n, int, "layer count", text))
             if "@" in item:
-                item, s = item.split("@", 1)
-                try:
-                    sink = float(s)
-                except ValueError:
-                    raise ValueError(f"bad sink logit {s!r} in layout {text!r}") from None
-            kind, size = item, None
+                item, sv = item.split("@", 1)
+                sink = _parsed(sv, float, "sink logit", text)
+            kind = item
             if ":" in item:
                 kind, sz = item.split(":", 1)
-                try:
-                    size = int(sz)
-                except ValueError:
-                    raise ValueError(f"bad size {sz!r} in layout {text!r}") from None
+                size = _parsed(sz, int, "size", text)
             pattern += [Layer(kind.strip(), size, sink)] * count
     if depth is not None:
         depth = positive_int("depth", depth)

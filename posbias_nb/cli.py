@@ -159,8 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "or of a layout's layers")
     t.add_argument("--length", type=int, default=1024, help="sequence length L >= 1")
     t.add_argument("--depth", type=int, default=None,
-                   help="number of layers H >= 0 (12 without --layout; with a layout string, "
-                        "its pattern repeated to H layers)")
+                   help="number of layers H: H >= 0 without --layout (default 12; 0 is the "
+                        "identity), H >= 1 with a layout string (its pattern repeated to H "
+                        "layers; default: the pattern once)")
     t.add_argument("--layout", default=None,
                    help="a layout, comma-separated [N*]kind[:size][@sink] with kind full, "
                         "sliding (size = window) or chunked (size = chunk), e.g. "

@@ -72,3 +72,17 @@ def test_theory_refuses_a_bad_layout_in_one_line(capsys):
     assert cli.main(["theory", "--length", "6", "--layout", "windowed:3"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "unknown layer kind 'windowed'" in err
+
+
+@pytest.mark.parametrize("depth", ["0", "-2"])
+def test_theory_blames_the_depth_not_the_layout(depth, capsys):
+    """A bad --depth with --layout is named as the depth's fault, in one line (issue 34)."""
+    from posbias_nb import cli
+
+    assert cli.main(["theory", "--length", "6", "--layout", "sliding:4", "--depth", depth]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--depth must be an integer >= 1 with --layout" in err and f"got {depth}" in err
+    assert "neither a layout" not in err
+    # without a layout, depth 0 is the identity (the last token alone)
+    assert cli.main(["theory", "--length", "3", "--depth", "0"]) == 0

@@ -417,3 +417,95 @@ def test_a_checkpoint_without_its_lm_head_is_warned_in_one_line(tmp_path, capsys
     warn = [ln for ln in err if "LM head" in ln]
     assert len(warn) == 1 and "initialised them at random" in warn[0], err
     assert weights.LOAD_WARNINGS[str(d)] == warn[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Ratios that cannot be formed (issue 34): 0 / m, m / 0 and 0 / 0, each with its own reason
+
+
+def test_ratio_forms_zero_infinity_and_no_ratio_without_a_warning():
+    import warnings
+
+    from posbias_nb.experiments import report as rep
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy RuntimeWarning would fail here
+        assert rep._ratio(2.0, 4.0) == 0.5
+        assert rep._ratio(0.0, 4.0) == 0.0
+        assert rep._ratio(1.0, 0.0) == float("inf")
+        assert np.isnan(rep._ratio(0.0, 0.0))
+
+
+def test_unformed_reason_counts_each_kind_and_passes_positive_ratios():
+    from posbias_nb.experiments import report as rep
+
+    assert rep.unformed_reason("primacy", [1.5, 2.0, 0.3]) is None
+    why = rep.unformed_reason("primacy", [0.0, 0.0, 2.0, np.inf, np.nan])
+    assert why.startswith("first / middle cannot be formed")
+    assert "exactly 0 in 2 of 5" in why and "infinite" in why and "0 / 0" in why
+    # 0 / 0 is not called infinite
+    only_nan = rep.unformed_reason("recency", [np.nan, np.nan])
+    assert "0 / 0" in only_nan and "infinite" not in only_nan
+    # the headline refuses an interval and carries the reason, never raising
+    iv = rep._finite_iv(rep._ret.ratio_interval, [0.0, 1.0, 2.0], "primacy")
+    assert np.isnan(iv["estimate"]) and "cannot be formed" in iv["reason"]
+    iv = rep._two_way(np.array([[0.0, 1.0], [1.0, 2.0]]), True, "primacy")
+    assert np.isnan(iv["estimate"]) and "cannot be formed" in iv["reason"]
+    ok = rep._two_way(np.array([[1.0, 2.0], [1.5, 2.5]]), True, "primacy")
+    assert np.isfinite(ok["estimate"]) and "reason" not in ok
+
+
+def test_change_of_a_ratio_not_formed_names_which_side():
+    from posbias_nb.experiments import report as rep
+
+    a = {"primacy": np.array([0.0, 0.0])}
+    b = {"primacy": np.array([2.0, 3.0])}
+    c = rep._change(a, [b], "primacy")
+    assert np.isnan(c["estimate"]) and c["reason"].startswith("the trained first / middle")
+    c = rep._change(b, [a], "primacy")
+    assert c["reason"].startswith("the born first / middle")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type, window, length", [
+    ("gemma3_text", 64, 128),  # every layer sliding: the first token out of reach
+    ("mistral", 16, 40),       # reach 31: positions 1..9 out of reach
+])
+def test_report_where_the_first_tokens_are_out_of_reach_finishes_and_says_why(
+        model_type, window, length, tmp_path):
+    """The report on trained-style weights (a checkpoint) whose first positions lie beyond the
+    sliding windows' reach: it finishes (exit 0), says which ratios it could not form and why,
+    and no numpy warning reaches stderr."""
+    import os
+    import subprocess
+    import sys
+
+    from transformers import AutoModelForCausalLM
+
+    import archs
+
+    cfg = archs.config(model_type)
+    cfg.sliding_window = window
+    if model_type == "gemma3_text":
+        cfg.layer_types = ["sliding_attention"] * cfg.num_hidden_layers
+    torch.manual_seed(0)
+    d = tmp_path / model_type
+    AutoModelForCausalLM.from_config(cfg).save_pretrained(str(d))
+    out = tmp_path / "rep"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", POSBIAS_CACHE_DIR="off")
+    r = subprocess.run([sys.executable, "-m", "posbias_nb", "report", "--model", str(d),
+                        "--length", str(length), "--quick", "--quiet", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr, r.stderr
+    obj = json.loads((out / "report.json").read_text())
+    prim = {c["key"]: c for c in obj["claims"]}["born_primacy"]
+    assert prim["verdict"] == "not testable"
+    assert "first / middle cannot be formed" in prim["reason"]
+    assert "infinite" not in prim["reason"] or "middle's median is exactly 0" in prim["reason"]
+    page = (out / "index.html").read_text()
+    assert "no interval" in page and "cannot be formed" in page
+    # the task's reason uses the user's --length and names the shortest that fits
+    if not obj["task"]["available"]:
+        assert f"--length {length} " in obj["task"]["reason"]
+        assert "needs --length" in obj["task"]["reason"]

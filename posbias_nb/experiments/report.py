@@ -84,7 +84,7 @@ from .design import Design
 __all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
            "headline_items", "DESIGN", "TWINS", "ZERO_REASON"]
 
-_DEF = "report-v6"  # bump when a definition below changes the numbers
+_DEF = "report-v7"  # bump when a definition below changes the numbers (v7: reasons of ratios not formed)
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)
 
 #: Sizes of a report: ``quick`` (about 3 minutes for SmolLM2-135M at L = 512 on 2 cores) and
@@ -156,55 +156,103 @@ def _per_window(res) -> np.ndarray:
     return W / W.sum(1, keepdims=True)
 
 
+def _ratio(n: float, d: float) -> float:
+    """``n / d`` of two non-negative influences: 0 where only ``n`` is 0, infinite where only
+    ``d`` is, NaN for 0 / 0 (no ratio at all), and never a numpy warning."""
+    if d > 0:
+        return n / d
+    return float("inf") if n > 0 else float("nan")
+
+
 def _window_stats(W: np.ndarray) -> dict:
-    """Per window: robust peak-to-valley, valley position / L, first / middle, last / middle."""
+    """Per window: robust peak-to-valley, valley position / L, first / middle, last / middle
+    (each ratio as :func:`_ratio` forms it where an influence is exactly 0)."""
     L = W.shape[1]
     mid = metrics.regions(L).middle
     out = {"ptv": [], "valley": [], "primacy": [], "recency": []}
     for p in W:
         try:
             r, j = metrics.robust_peak_to_valley(p, _ENDS)
-        except ValueError:  # influence exactly 0 somewhere (beyond a local layer's reach)
+        except ValueError:  # the smoothed profile reaches 0 (beyond a local layer's reach)
             r, j = float("inf"), int(np.argmin(p)) + 1
         m = float(np.median(p[mid]))
         out["ptv"].append(r)
         out["valley"].append(j / L)
-        out["primacy"].append(p[0] / m if m > 0 else float("inf"))
-        out["recency"].append(p[-1] / m if m > 0 else float("inf"))
+        out["primacy"].append(_ratio(float(p[0]), m))
+        out["recency"].append(_ratio(float(p[-1]), m))
     return {k: np.array(v) for k, v in out.items()}
 
 
 _NAN = {"estimate": float("nan"), "low": float("nan"), "high": float("nan")}
-#: Why a headline ratio has no interval.
+#: Why a headline ratio has no interval, when no finer reason is known.
 ZERO_REASON = ("the influence is exactly 0 over part of the context (beyond the reach of "
-               "sliding-window or chunked layers), so this ratio is infinite")
+               "sliding-window or chunked layers), so this ratio cannot be formed")
+#: The two influences of each headline ratio, for the reason a ratio cannot be formed.
+_PARTS = {"ptv": ("the peak-to-valley ratio", "the peak", "the valley"),
+          "primacy": ("first / middle", "the first token", "the middle's median"),
+          "recency": ("last / middle", "the last token", "the middle's median")}
 
 
-def _finite_iv(fn, x) -> dict:
+def unformed_reason(k: str, values) -> str | None:
+    """Why the ratio ``k`` (``"ptv"``, ``"primacy"``, ``"recency"``) has no log-scale interval
+    over ``values`` (its per-window values, as :func:`_ratio` forms them), or None if every
+    value is positive and finite.  Counts the windows where the numerator is exactly 0 (ratio
+    0), the denominator (infinite) or both (0 / 0).
+
+    Examples
+    --------
+    >>> unformed_reason("primacy", [0.0, 0.0, 2.0]).split(":")[0]
+    'first / middle cannot be formed'
+    >>> unformed_reason("primacy", [1.5, 2.0]) is None
+    True
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    zero, inf, nan = int(np.sum(v == 0)), int(np.sum(np.isposinf(v))), int(np.sum(np.isnan(v)))
+    if zero + inf + nan == 0:
+        return None
+    name, num, den = _PARTS[k]
+    n = v.size
+    parts = []
+    if zero:
+        parts.append(f"{num} has influence exactly 0 in {zero} of {n} windows (a ratio of 0, "
+                     "which has no logarithm)")
+    if inf:
+        parts.append(f"{den} is exactly 0 in {inf} of {n} (an infinite ratio)")
+    if nan:
+        parts.append(f"both are exactly 0 in {nan} of {n} (0 / 0, no ratio at all)")
+    return (f"{name} cannot be formed: " + "; ".join(parts) + ". Positions beyond the reach "
+            "of sliding-window or chunked layers have no influence; a shorter --length, within "
+            "the layers' reach, gives the ratio")
+
+
+def _finite_iv(fn, x, k: str | None = None) -> dict:
     x = np.asarray(x, dtype=float)
+    why = unformed_reason(k, x) if k in _PARTS else None
+    if why is not None:
+        return dict(_NAN, reason=why)
     return _iv(fn(x)) if np.all(np.isfinite(x)) and x.size >= 2 else dict(_NAN)
 
 
 def _headline(ws: dict) -> dict:
-    return {"ptv": _finite_iv(_ret.ratio_interval, ws["ptv"]),
+    return {"ptv": _finite_iv(_ret.ratio_interval, ws["ptv"], "ptv"),
             "valley": _finite_iv(stats.mean_interval, ws["valley"]),
-            "primacy": _finite_iv(_ret.ratio_interval, ws["primacy"]),
-            "recency": _finite_iv(_ret.ratio_interval, ws["recency"])}
+            "primacy": _finite_iv(_ret.ratio_interval, ws["primacy"], "primacy"),
+            "recency": _finite_iv(_ret.ratio_interval, ws["recency"], "recency")}
 
 
 _RATIOS = ("ptv", "primacy", "recency")
 
 
-def _two_way(values: np.ndarray, ratio: bool) -> dict:
-    """(twins, windows) values: the two-way interval (on the log scale for ratios)."""
+def _two_way(values: np.ndarray, ratio: bool, k: str | None = None, why: str | None = None
+             ) -> dict:
+    """(twins, windows) values: the two-way interval (on the log scale for ratios); no interval,
+    with the reason, where a ratio cannot be formed (``why``, or :func:`unformed_reason`)."""
     v = np.asarray(values, dtype=float)
     if ratio:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lv = np.log(v)
-        if not np.all(np.isfinite(lv)):
-            nan = float("nan")
-            return {"estimate": nan, "low": nan, "high": nan}
-        e, lo, hi = stats.two_way_mean_interval(lv)
+        why = why or (unformed_reason(k, v) if k in _PARTS else None)
+        if why is not None or not np.all(np.isfinite(v) & (v > 0)):
+            return dict(_NAN, reason=why or ZERO_REASON)
+        e, lo, hi = stats.two_way_mean_interval(np.log(v))
         return _iv((math.exp(e), math.exp(lo), math.exp(hi)))
     return _iv(stats.two_way_mean_interval(v))
 
@@ -213,7 +261,7 @@ def _twins_headline(stats_by_twin: list) -> dict:
     """The born headline over the twins and windows: each number's interval takes the spread
     across initialisations and across windows (:func:`posbias_nb.stats.two_way_mean_interval`,
     ratios on the log scale)."""
-    return {k: _two_way(np.stack([t[k] for t in stats_by_twin]), k in _RATIOS)
+    return {k: _two_way(np.stack([t[k] for t in stats_by_twin]), k in _RATIOS, k)
             for k in ("ptv", "valley", "primacy", "recency")}
 
 
@@ -221,6 +269,18 @@ def _curve(W: np.ndarray) -> dict:
     iv = [stats.mean_interval(W[:, j]) for j in range(W.shape[1])]
     return {"mean": [v[0] for v in iv], "low": [max(v[1], 0.0) for v in iv],
             "high": [v[2] for v in iv]}
+
+
+def _change(a: dict, bs: list, k: str) -> dict:
+    """Trained over (ratios) or minus (the valley) each twin, window by window, with its
+    two-way interval; a ratio of ratios only where both ratios can be formed."""
+    if k not in _RATIOS:
+        return _two_way(np.stack([a[k] - b[k] for b in bs]), False)
+    why = unformed_reason(k, a[k])
+    why_b = next((r for r in (unformed_reason(k, b[k]) for b in bs) if r), None)
+    if why or why_b:
+        return dict(_NAN, reason=f"the {'trained' if why else 'born'} {why or why_b}")
+    return _two_way(np.stack([a[k] / b[k] for b in bs]), True, k)
 
 
 def _layout(model, seed: int) -> dict:
@@ -296,8 +356,7 @@ def _born_trained(model, weights, length, s, seed, n_layers, progress) -> tuple[
         a = _window_stats(W["pretrained"])
         bs = [_window_stats(t) for t in twins]
         out["change"] = {  # trained minus (or over) each twin, window by window
-            k: _two_way(np.stack([a[k] / b[k] if k in _RATIOS else a[k] - b[k] for b in bs]),
-                        k in _RATIOS) for k in ("ptv", "valley", "primacy", "recency")}
+            k: _change(a, bs, k) for k in ("ptv", "valley", "primacy", "recency")}
         out["paired_ids"] = bool(np.array_equal(ids["pretrained"], ids["random"]))
     return out, W
 
@@ -340,6 +399,34 @@ def _retrieval_length(length: int) -> int:
     return max(2, int(0.85 * length))
 
 
+def _too_short(model, weights, length: int, L: int, E: int, seed: int, reason: str) -> str:
+    """The reason the task did not run, in the user's numbers: the ``--length`` asked for, the
+    prompt length it leaves, and the shortest ``--length`` whose prompts hold 3 gold positions
+    (found by building prompts only, up to the model's context)."""
+    if "too small" not in reason:
+        return reason
+    top = entry.checked(model, weights, 16, 1, seed)["max_length"] or 1 << 16
+
+    def fits(n):
+        return _ret.prompt_problem(model, "kv", 3, E, _retrieval_length(n), seed, weights) is None
+
+    lo, hi = int(length), None
+    n = int(length)
+    while n < top:
+        n = min(2 * n, top)
+        if fits(n):
+            hi = n
+            break
+        lo = n
+    head = (f"--length {length} leaves {L} tokens for its prompts (0.85 L): {reason}")
+    if hi is None:
+        return f"{head}; no --length up to the model's context ({top}) holds 3 gold positions"
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return f"{head}; the task needs --length {hi} or more"
+
+
 def _task(model, weights, length, s, seed, progress) -> dict:
     L = _retrieval_length(length)
     E = s["examples"]
@@ -352,7 +439,8 @@ def _task(model, weights, length, s, seed, progress) -> dict:
         except ValueError as e:  # a context too short for P pairs, prompts beyond the context
             reason = str(e).strip().splitlines()[0]
     if run is None:
-        return {"available": False, "reason": reason, "requested_positions": s["positions"]}
+        return {"available": False, "requested_positions": s["positions"],
+                "reason": _too_short(model, weights, length, L, E, seed, reason)}
     requested = s["positions"]
     s = dict(s, positions=P)
     out = {"available": True, "length": L, "positions": P, "examples": E,
@@ -440,7 +528,7 @@ def _claims(data: dict) -> list[dict]:
 
     def add(key, text, iv, threshold):
         if not all(math.isfinite(v) for v in _t(iv)):
-            untestable(key, text, iv, ZERO_REASON)
+            untestable(key, text, iv, iv.get("reason", ZERO_REASON))
             return
         out.append({"key": key, "claim": text, "interval": iv, "level": 0.95,
                     "threshold": threshold, "verdict": stats.decide(_t(iv), threshold)})
@@ -819,6 +907,12 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
                 node = node[part]
             out.append(f"<tr><td>{e(label.rsplit(' (', 1)[0])}</td>{_iv_cells(base, node)}</tr>")
     out.append("</table>")
+    for who in ("trained", "born", "change"):  # the ratios that could not be formed, and why
+        h = bt.get(who, {}) if who == "change" else bt.get(who, {}).get("headline", {})
+        for k, v in h.items():
+            if v.get("reason"):
+                out.append(f"<p>{who}, {e(_PARTS.get(k, (k,))[0])}: no interval: "
+                           f"{e(v['reason'])}.</p>")
     for who in ("trained", "born"):
         if who in bt:
             th = bt[who]["theory"]

@@ -221,6 +221,18 @@ def _prompts_for(model, task, positions, examples, length, seed, weights, varian
     return P, m
 
 
+def prompt_problem(model, task: str, positions: int, examples: int, length: int, seed: int = 0,
+                   weights: str = "pretrained", variant: str = "hex") -> str | None:
+    """Why the prompts of a retrieval run of these settings cannot be built (the first line of
+    :func:`~posbias_nb.tasks.retrieval.build_prompts`' or the context check's error), or None
+    if they can.  Tokenization only: no forward pass."""
+    try:
+        _prompts_for(model, task, positions, examples, length, seed, weights, variant)
+    except ValueError as e:
+        return str(e).strip().splitlines()[0]
+    return None
+
+
 def _ragged(lists):
     lens = np.array([len(x) for x in lists], dtype=np.int64)
     flat = np.concatenate([np.asarray(x, dtype=np.int64) for x in lists]) if lists else \

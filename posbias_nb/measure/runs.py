@@ -30,9 +30,13 @@ def layout_of(spec, depth: int | None = None) -> "theory.Layout":
     Raises
     ------
     ValueError
-        Neither a layout nor a model (both reasons given), or a model layer kind the theory
-        does not cover.
+        A ``depth`` below 1, neither a layout nor a model (both reasons given), or a model
+        layer kind the theory does not cover.
     """
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int)
+                              or depth < 1):
+        raise ValueError(f"--depth must be an integer >= 1 with --layout (a layout has at least "
+                         f"one layer), got {depth!r}")
     try:
         return theory.parse_layout(spec, depth)
     except ValueError as e:

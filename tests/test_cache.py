@@ -35,3 +35,71 @@ def test_off(tmp_path, monkeypatch):
     cache.cached("t", {}, lambda: calls.append(1) or {"a": np.zeros(1)})
     cache.cached("t", {}, lambda: calls.append(1) or {"a": np.zeros(1)})
     assert len(calls) == 2
+
+
+def _slow_compute_in_process(folder, log, ready):
+    import os
+    import time
+
+    os.environ["POSBIAS_CACHE_DIR"] = folder
+
+    def compute():
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(1.0)
+        return {"a": np.arange(3.0) + os.getpid()}
+
+    ready.wait()
+    return cache.cached("t-lock", {"x": 1}, compute)["a"].tolist()
+
+
+def test_two_processes_compute_one_key_once(tmp_path):
+    """Two chapters executed at once that need one measurement: the second waits for the first's
+    result instead of computing it again (cache.cached locks its key)."""
+    import multiprocessing as mp
+
+    log = tmp_path / "computed.txt"
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as mgr:
+        ready = mgr.Event()
+        with ctx.Pool(2) as pool:
+            res = [pool.apply_async(_slow_compute_in_process, (str(tmp_path), str(log), ready))
+                   for _ in range(2)]
+            ready.set()
+            a, b = (r.get(timeout=60) for r in res)
+    assert len(log.read_text().split()) == 1  # computed once
+    assert a == b                               # and both read the same result
+
+
+def test_without_the_lock_both_compute(tmp_path, monkeypatch):
+    """The counterexample: with the lock switched off, the same race computes twice (so the test
+    above can fail)."""
+    import multiprocessing as mp
+    from contextlib import nullcontext
+
+    monkeypatch.setattr(cache, "lock", lambda name: nullcontext())
+    log = tmp_path / "computed.txt"
+    ctx = mp.get_context("fork")  # the patched module is inherited
+    with ctx.Manager() as mgr:
+        ready = mgr.Event()
+        with ctx.Pool(2) as pool:
+            res = [pool.apply_async(_slow_compute_in_process, (str(tmp_path), str(log), ready))
+                   for _ in range(2)]
+            ready.set()
+            for r in res:
+                r.get(timeout=60)
+    assert len(log.read_text().split()) == 2
+
+
+def test_cache_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path))
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
+    monkeypatch.setenv("POSBIAS_CACHE_TAG", "ch")
+    cache.cached("t", {"x": 1}, lambda: {"a": np.zeros(1)})
+    cache.cached("t", {"x": 1}, lambda: {"a": np.zeros(1)})
+    import json
+
+    ev = [json.loads(x)["event"] for x in log.read_text().splitlines()]
+    assert ev == ["miss", "miss", "computed", "hit"]  # miss, miss again under the lock, hit
+    assert all(json.loads(x)["tag"] == "ch" for x in log.read_text().splitlines())

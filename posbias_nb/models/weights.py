@@ -235,13 +235,23 @@ class PackagedWeights:
 
 
 def dequantized(name: str, path: Path) -> Path:
-    """Folder with the de-quantized float32 model of a GGUF file, made once (atomically)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    """Folder with the de-quantized float32 model of a GGUF file, made once (atomically, under a
+    lock: two processes that need it at once de-quantize it once)."""
     saved = _weights_dir() / f"{name}-dequantized-{_file_key(path)}"
     if (saved / "config.json").exists():
         return saved
+    from ..cache import lock
+
+    with lock(saved.name):  # two processes de-quantize one file once
+        if (saved / "config.json").exists():
+            return saved
+        return _dequantize(path, saved)
+
+
+def _dequantize(path: Path, saved: Path) -> Path:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                  local_files_only=True, dtype=torch.float32)

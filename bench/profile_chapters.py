@@ -135,7 +135,10 @@ try:
 finally:
     stop.set(); th.join()
     wall = time.perf_counter() - t0
-    json.dump({"wall": wall, "seconds": dict(samples), "counts": dict(counts)}, open(out, "w"))
+    from posbias_nb import notebook as _nb
+    glued = {k: repr(v) for k, v in _nb._GLUED.items()}
+    json.dump({"wall": wall, "seconds": dict(samples), "counts": dict(counts), "glue": glued},
+              open(out, "w"))
 '''
 
 
@@ -155,6 +158,8 @@ def run_chapter(name: str, work: Path, log: Path) -> dict:
         raise SystemExit(f"chapter {name} failed (exit {r.returncode})")
     d = json.loads(out.read_text())
     secs = {c: round(d["seconds"].get(c, 0.0), 1) for c in CATEGORIES}
+    (work / f"{name}.glue.json").write_text(json.dumps(d.get("glue", {}), indent=0,
+                                                       sort_keys=True))
     return {"wall": round(d["wall"], 1), "seconds": secs, "counts": d["counts"]}
 
 

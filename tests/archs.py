@@ -51,6 +51,8 @@ OVERRIDES = {
                   pad_token_id=0),
     "mamba2": dict(hidden_size=64, num_hidden_layers=2, vocab_size=300, state_size=8,
                    num_heads=4, head_dim=32, n_groups=1, pad_token_id=0),
+    # LFM2 as shipped: short-convolution layers and attention layers (a hybrid)
+    "lfm2": dict(COMMON, layer_types=["conv", "full_attention"]),
     "rwkv": dict(hidden_size=64, num_hidden_layers=2, vocab_size=300, attention_hidden_size=64,
                  intermediate_size=128, context_length=256, pad_token_id=0),
 }
@@ -64,8 +66,8 @@ EXPECT = {
         "phi3", "granite", "granitemoe", "helium", "internlm3", "olmo", "olmoe", "stablelm",
         "starcoder2", "smollm3", "seed_oss", "nemotron", "persimmon", "glm", "apertus",
         "arcee", "bitnet", "diffllama", "doge", "ernie4_5", "hunyuan_v1_dense", "vaultgemma",
-        "biogpt", "xglm", "opt", "gpt_oss", "lfm2", "llama4_text", "deepseek_v2",
-        "deepseek_v3")},
+        "biogpt", "xglm", "opt", "gpt_oss", "llama4_text", "deepseek_v2",
+        "deepseek_v3", "ministral")},
     "gpt2": (M, "attn"), "openai-gpt": (M, "attn"), "gpt_bigcode": (M, "attn"),
     "mpt": (M, "attn"), "jetmoe": (M, "self_attention"), "gpt_neo": (M, "attn"),
     "ctrl": (M, "dropout1"),  # the attention's output through an (eval) dropout: same values
@@ -77,11 +79,14 @@ EXPECT = {
     "glm4": (M, "post_self_attn_layernorm"),
     # parallel blocks, refused alike
     **{t: (R, "parallel") for t in ("gptj", "codegen", "phi", "cohere", "cohere2", "gpt_neox",
-                                    "falcon", "falcon_h1")},
+                                    "falcon")},
     # not causal; not attention (state-space, recurrent, hybrids)
     "bert": (R, "not causal"),
+    # hybrids by one rule (attention must be the only position mixer): LFM2's convolution
+    # layers return no attention; Falcon-H1's Mamba mixer mixes positions beside its attention
     **{t: (R, "not attention") for t in ("mamba", "mamba2", "falcon_mamba", "rwkv", "jamba",
-                                         "recurrent_gemma", "xlstm", "qwen3_next")},
+                                         "recurrent_gemma", "xlstm", "qwen3_next", "lfm2",
+                                         "falcon_h1")},
     # a residual with its own weights (x * a + attn * b): not the form the check verifies
     "minimax": (R, "unverified"),
 }

@@ -131,7 +131,7 @@ def test_post_norm_blocks_get_the_added_modules_lambda(model_type):
 
 def test_parallel_blocks_are_refused_alike():
     reasons = []
-    for t in ("gptj", "codegen", "phi", "cohere", "falcon_h1", "gpt_neox", "falcon"):
+    for t in ("gptj", "codegen", "phi", "cohere", "gpt_neox", "falcon"):
         d = describe_blocks(archs.build(t))
         assert d.layout == "parallel" and not d.lambda_ok
         reasons.append(d.reason.split(" adds attention")[1].split(")")[1])
@@ -156,3 +156,22 @@ def test_readme_table_is_the_matrix():
     assert set(listed) == set(archs.EXPECT), set(listed) ^ set(archs.EXPECT)
     for t, (kind, _) in archs.EXPECT.items():
         assert listed[t] == kind, t
+
+
+def test_hybrids_follow_one_rule():
+    """LFM2 (convolution layers beside attention layers) and Falcon-H1 (a Mamba mixer beside
+    attention in every layer) are decided by the same behaviour: some position mixing is not
+    attention. Both are refused by every command, with the same kind of reason; a parallel
+    attention + MLP block (GPT-J), whose only position mixer is attention, is not."""
+    from posbias_nb.models.blocks import require_causal_attention
+
+    for t in ("lfm2", "falcon_h1"):
+        m = archs.build(t)
+        d = describe_blocks(m)
+        assert not d.attention and d.reason.startswith(f"{t} is not an attention model"), d.reason
+        with pytest.raises(ValueError, match="not an attention model"):
+            require_causal_attention(m)
+    assert "mixes positions through mamba" in describe_blocks(archs.build("falcon_h1")).reason
+    g = describe_blocks(archs.build("gptj"))
+    assert g.attention and g.layout == "parallel"
+    require_causal_attention(archs.build("gptj"))

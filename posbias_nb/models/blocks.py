@@ -7,7 +7,12 @@ establishes:
 * **causal or not**: changing the last token leaves every earlier hidden state of every layer
   unchanged (to float rounding);
 * **attention or not**: with eager attention, every decoder layer returns attention
-  probabilities (state-space and recurrent models return none; hybrids some);
+  probabilities (state-space and recurrent models return none; hybrids some), and no layer
+  mixes positions through anything else: where layer 1 adds two outputs in parallel and both
+  change at the last token when the token before it changes (Falcon-H1: attention beside a
+  Mamba mixer), the model is a hybrid, refused like one whose layers do not all attend
+  (LFM2's short convolutions).  One rule: attention must be the only position mixer.  The
+  check is clean at layer 1 only (deeper, every input already carries earlier tokens);
 * **sequential or parallel**, and **which module's output the residual stream receives**: for
   each decoder layer, with :math:`x` its input, a submodule whose output :math:`a` (times a
   scalar :math:`c`, fitted, 1 in most models) satisfies :math:`x + c\,a = r` to 1e-5, where
@@ -332,6 +337,15 @@ def _describe(model, length: int, seed: int) -> BlockDescription:
         name, c, extra = _layer_add(rec[t], shape)
         details[t] = extra  # the module that reads the residual after the add (or the pair)
         if name is None:
+            if c == "parallel" and t == 0:
+                mixers = _mixing(model, layers, rec, ids, V, extra)
+                if len(mixers) > 1:  # attention and another position mixer side by side
+                    why = (f"{kind} is not an attention model: layer 1 mixes positions through "
+                           f"{' and '.join(mixers)} side by side (a hybrid: attention beside a "
+                           "state-space, convolution or recurrent mixer), so the attention "
+                           "theory and these measurements do not apply")
+                    return _keep(model, BlockDescription(True, gap, False, None, None, why, T,
+                                                         details))
             if c == "parallel":
                 why = (f"{kind} adds attention and another block ({extra[0]}, {extra[1]}) to "
                        "the residual stream in parallel, from one input: lambda (attention "
@@ -357,6 +371,22 @@ def _describe(model, length: int, seed: int) -> BlockDescription:
         return _keep(model, BlockDescription(True, gap, True, None, None, why, T, details))
     return _keep(model, BlockDescription(True, gap, True, "sequential", tuple(per), None, T,
                                          details))
+
+
+def _mixing(model, layers, rec, ids, V, pair) -> list:
+    """Which of the two parallel outputs of layer 1 mix positions: those whose output at the
+    last token changes when the token before it changes (at layer 1 nothing else can carry
+    that change to the last token)."""
+    ids2 = ids.clone()
+    ids2[0, -2] = (ids2[0, -2] + 1) % V
+    with _quiet():
+        rec2 = _record(model, layers[:1], ids2)
+    out = []
+    for n in pair:
+        a1, a2 = rec[0]["out"][n], rec2[0]["out"][n]
+        if not _close(a1[:, -1], a2[:, -1], max(float(a1.abs().max()), 1e-30)):
+            out.append(n)
+    return out
 
 
 def _keep(model, d):

@@ -67,7 +67,7 @@ EXPECT = {
         "starcoder2", "smollm3", "seed_oss", "nemotron", "persimmon", "glm", "apertus",
         "arcee", "bitnet", "diffllama", "doge", "ernie4_5", "hunyuan_v1_dense", "vaultgemma",
         "biogpt", "xglm", "opt", "gpt_oss", "llama4_text", "deepseek_v2",
-        "deepseek_v3", "ministral")},
+        "deepseek_v3", "ministral", "exaone")},
     "gpt2": (M, "attn"), "openai-gpt": (M, "attn"), "gpt_bigcode": (M, "attn"),
     "mpt": (M, "attn"), "jetmoe": (M, "self_attention"), "gpt_neo": (M, "attn"),
     "ctrl": (M, "dropout1"),  # the attention's output through an (eval) dropout: same values

@@ -339,14 +339,30 @@
     if (link) link.textContent = q.length ? "?" + q.join("&") : "(the defaults)";
   }
 
+  var SLOW_MS = 250;  // a redraw past this is called slow on the page
   function fmt(x, d) {
     if (x === null || !isFinite(x)) return "not defined";
     return Number(x).toPrecision(d || 4);
   }
+  var SUP = { "0": "\u2070", "1": "\u00b9", "2": "\u00b2", "3": "\u00b3", "4": "\u2074",
+              "5": "\u2075", "6": "\u2076", "7": "\u2077", "8": "\u2078", "9": "\u2079",
+              "-": "\u207b" };
+  function sci(l10) {  // a number given by its base-10 log: "58.6", or "5.93 × 10³" from 1000 on
+    if (l10 === null || !isFinite(l10)) return "not defined";
+    if (l10 > -3 && l10 < 3) {
+      var plain = Number(Math.pow(10, l10)).toPrecision(3);
+      if (plain.indexOf("e") < 0) return plain;  // 999.7 rounds to "1.00e+3": written below
+    }
+    var e = Math.floor(l10), mnt = Math.pow(10, l10 - e);
+    if (mnt >= 9.995) { mnt /= 10; e += 1; }
+    return mnt.toFixed(2) + " \u00d7 " + pow10(e);
+  }
+  function pow10(e) {  // "10⁻⁵"
+    return "10" + String(e).split("").map(function (c) { return SUP[c]; }).join("");
+  }
   function fmtLog10(lx) {  // a number given by its natural log, as a power of ten
     if (!isFinite(lx)) return lx === NEG ? "0" : "not defined";
-    var l10 = lx / Math.log(10), e = Math.floor(l10), mnt = Math.pow(10, l10 - e);
-    return mnt.toFixed(3) + "e" + e;
+    return sci(lx / Math.log(10));
   }
 
   function draw(canvas, s, row) {
@@ -381,7 +397,7 @@
     var step = Math.max(1, Math.ceil((top - bot) / 8));
     for (var d = bot; d <= top; d += step) {
       var yy = py(d * ln10);
-      ctx.fillText("1e" + d, 8, yy + 4);
+      ctx.fillText(pow10(d), 8, yy + 4);
       ctx.beginPath(); ctx.moveTo(pad.l - 4, yy); ctx.lineTo(pad.l, yy); ctx.stroke();
     }
     var ticks = logx ? [] : [0, 0.25, 0.5, 0.75, 1];
@@ -437,12 +453,14 @@
       (s.m > 0 ? ", ALiBi slope " + s.m : "") + ", " + (s.schedule === "constant" ?
       "alpha " + s.alpha : "the published lambda schedule of " + s.schedule) + ") at L = " + s.L +
       ": last token " + fmtLog10(sm.spike + 0) + " of the total (recency mass prod(1 - lambda) = " +
-      fmtLog10(sm.spike_law) + "); robust peak-to-valley 1e" + fmt(sm.log10_ptv, 4) +
+      fmtLog10(sm.spike_law) + "); robust peak-to-valley " + sci(sm.log10_ptv) +
       " with the valley at position " + sm.valley + " of " + s.L + "; the middle half holds " +
-      fmt(sm.middle_share, 4) + " of the influence; the first token is 1e" +
-      fmt(sm.log10_first_arm, 4) + " times the median of the middle." +
+      fmt(sm.middle_share, 4) + " of the influence; the first token is " +
+      sci(sm.log10_first_arm) + " times the median of the middle." +
       (continuumApplies(s) ? " Dashed: the continuum law rho_H(j/L)/L." : "") +
-      " Computed in " + api.lastMs.toFixed(1) + " ms.";
+      " Computed in " + api.lastMs.toFixed(1) + " ms" + (api.lastMs > SLOW_MS ?
+      " (a slow setting: sliding, chunked and sink layers take the log-space path, a few " +
+      "logarithms per position and layer; a shorter L or fewer layers redraw faster)." : ".");
     var out = document.getElementById("pbx-summary");
     if (out) out.textContent = text;
     if (canvas) canvas.setAttribute("aria-label", text);

@@ -191,6 +191,10 @@ def test_controls_are_labelled_keyboard_usable_and_in_the_url(browser):
     assert page.text_content("#pbx-H-value") == "13"
     summary = page.text_content("#pbx-summary")
     assert "13 layers" in summary and page.get_attribute("#pbx-summary", "aria-live") == "polite"
+    # powers of ten as a reader writes them ("5.86 × 10³"), never "1e3.768"
+    import re
+    assert not re.search(r"\b1e-?\d", summary), summary
+    assert re.search(r"\d\.\d\d × 10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+", summary), summary
     page.select_option("#pbx-layout", "sliding")
     assert "layout=sliding" in page.url
 

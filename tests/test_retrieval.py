@@ -584,9 +584,17 @@ def test_liu_outcomes():
     assert R.liu_outcome(f' "{w}"', v, others=[w]) == "another pair's value"
     assert R.liu_outcome(f' "{w}"', v, others=[]) == "a UUID not in the prompt"
     assert R.liu_outcome(' "0b9d5e0f-1c2d-4e', v) == "cut short (a prefix of the value)"
-    assert R.liu_outcome(' "0b9d5e0f-9999', v) == "no UUID"  # neither the value nor a prefix
+    # a truncated *wrong* UUID is a retrieval error, not a format failure (issue 34)
+    assert R.liu_outcome(' "0b9d5e0f-9999', v) == "a wrong UUID, cut short"
+    assert R.liu_outcome(' "77aa0c1e', v) == "a wrong UUID, cut short"
+    assert "a wrong UUID, cut short" in R.LIU_RETRIEVAL_ERRORS
+    assert R.liu_outcome(' "0b9d5', v) == "cut short (a prefix of the value)"
+    assert R.liu_outcome(' "abc', v) == "no UUID"  # too short to be a UUID's start
+    assert R.liu_outcome(" I do not know", v) == "no UUID"
+    assert R.liu_outcome(' "77aa0c1e-5b" and more text', v) == "no UUID"  # not at the end
     assert set(R.LIU_OUTCOMES) == {"correct", "another pair's value", "a UUID not in the prompt",
-                                   "cut short (a prefix of the value)", "no UUID"}
+                                   "cut short (a prefix of the value)",
+                                   "a wrong UUID, cut short", "no UUID"}
 
 
 @pytest.mark.parametrize("name", ["gpt2-tiny", "gemma3-tiny", "smollm2-tiny"])

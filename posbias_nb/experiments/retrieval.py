@@ -111,7 +111,7 @@ __all__ = [
     "LIU_DEPARTURES", "summarize", "retrieval_run", "retrieval_link", "retrieval_study",
     "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
     "edge_ratios", "region_accuracy", "region_differences", "region_pairs", "contrast_family",
-    "ratio_interval", "CSV_COLUMNS", "LIU_OUTCOMES", "liu_outcome", "liu_diagnosis",
+    "ratio_interval", "CSV_COLUMNS", "LIU_OUTCOMES", "LIU_RETRIEVAL_ERRORS", "liu_outcome", "liu_diagnosis",
     "LIU_COLUMNS",
 ]
 
@@ -413,22 +413,31 @@ def _run_result(res, model, task, positions, examples, length, seed, weights, va
 
 #: What a Liu et al. generation can be (:func:`liu_outcome`), in the order they are tested.
 LIU_OUTCOMES = ("correct", "another pair's value", "a UUID not in the prompt",
-                "cut short (a prefix of the value)", "no UUID")
+                "cut short (a prefix of the value)", "a wrong UUID, cut short", "no UUID")
+#: The outcomes that are retrieval errors (a wrong UUID, whole or cut short).
+LIU_RETRIEVAL_ERRORS = ("another pair's value", "a UUID not in the prompt",
+                        "a wrong UUID, cut short")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: The start of a UUID at the end of an output (8 hex digits, then its groups, each maybe cut).
+_UUID_START = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{0,4}(-[0-9a-f]{0,4}(-[0-9a-f]{0,4}"
+                         r"(-[0-9a-f]{0,12})?)?)?)?$")
 
 
 def liu_outcome(output: str, value: str, others=()) -> str:
     """Which of :data:`LIU_OUTCOMES` a generated ``output`` is, for the gold ``value`` and the
     prompt's ``others`` values: it contains the value (case-insensitive, Liu et al.'s rule);
     it gives another pair's value, or a UUID absent from the prompt (a retrieval error); it is
-    a prefix of the value, cut by the token budget (a scoring limit); or it holds no UUID at
-    all (a format failure).
+    a prefix of the value, cut by the token budget (a scoring limit); it ends in the start of
+    a *different* UUID, cut by the budget (a retrieval error, :data:`LIU_RETRIEVAL_ERRORS`);
+    or it holds no UUID at all (a format failure).
 
     Examples
     --------
     >>> v = "0b9d5e0f-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
     >>> liu_outcome(' "' + v + '"', v), liu_outcome(' "0b9d5e0f-1c2d', v), liu_outcome(" ok", v)
     ('correct', 'cut short (a prefix of the value)', 'no UUID')
+    >>> liu_outcome(' "77aa0c1e-5b', v)
+    'a wrong UUID, cut short'
     """
     o, v = str(output).lower(), str(value).lower()
     if v in o:
@@ -439,7 +448,9 @@ def liu_outcome(output: str, value: str, others=()) -> str:
     tail = re.findall(r"[0-9a-f-]{4,}", o)
     if tail and v.startswith(tail[-1]) and o.rstrip().endswith(tail[-1]):
         return LIU_OUTCOMES[3]
-    return LIU_OUTCOMES[4]
+    if _UUID_START.search(o.rstrip()):
+        return LIU_OUTCOMES[4]
+    return LIU_OUTCOMES[5]
 
 
 def liu_diagnosis(model, positions: int = 3, examples: int = 24, length: int = 800,

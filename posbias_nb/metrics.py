@@ -861,6 +861,38 @@ def agreement_vs_floor(same, fresh, other, *, n_boot: int = 2000, seed: int = 0)
             for k, s in stats_.items()}
 
 
+def w1_difference_exact(qa, qb, per_window) -> bool:
+    r"""Whether :math:`W_1(a, \bar X) - W_1(b, \bar X)` is the same number for every mean
+    profile :math:`\bar X` of the windows (every bootstrap resample included), so that its
+    interval has width 0 by construction, not by chance.
+
+    Chapter *Prediction vs measurement*.  :math:`W_1` on positions is
+    :math:`\sum_t \lvert F_a(t) - F_X(t)\rvert / (L - 1)` with :math:`F` the CDFs.  Where
+    :math:`F_X(t)` lies on one side of both :math:`F_a(t)` and :math:`F_b(t)`, the term
+    :math:`\lvert F_a - F_X\rvert - \lvert F_b - F_X\rvert` is :math:`\pm(F_b - F_a)`, free
+    of :math:`X`.  The CDF of a normalized mean of windows is a convex combination of the
+    windows' CDFs, so when at every :math:`t` all windows lie on one side (the same for all of
+    them), so does every resampled mean, and the difference equals
+    :math:`\sum_t s_t (F_b - F_a)/(L - 1)` exactly: a constant, not an estimate.
+
+    Examples
+    --------
+    >>> a, b = [0.5, 0.5, 0.0], [0.4, 0.6, 0.0]      # F_a = .5, 1, 1;  F_b = .4, 1, 1
+    >>> w1_difference_exact(a, b, [[0.9, 0.1, 0.0], [0.8, 0.2, 0.0]])  # F_X = .9 / .8 > both
+    True
+    >>> w1_difference_exact(a, b, [[0.9, 0.1, 0.0], [0.45, 0.55, 0.0]])  # .45: between them
+    False
+    """
+    P = np.asarray(per_window, dtype=np.float64)
+    Fa = np.cumsum(normalize(_profile("prediction a", qa)))[:-1]
+    Fb = np.cumsum(normalize(_profile("prediction b", qb)))[:-1]
+    FX = np.cumsum(P / P.sum(1, keepdims=True), axis=1)[:, :-1]
+    hi, lo = np.maximum(Fa, Fb), np.minimum(Fa, Fb)
+    above = np.all(FX >= hi, axis=0)
+    below = np.all(FX <= lo, axis=0)
+    return bool(np.all(above | below))
+
+
 def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 1000,
                       seed: int = 0) -> dict:
     r"""Spearman and :math:`W_1` of each prediction against a measured profile, with bootstrap
@@ -871,7 +903,9 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
     measurement is resampled).  Returns ``{("rho", m): ci, ("w1", m): ci}`` for every prediction
     ``m`` and, for every ``(a, b)`` in ``pairs``, ``("dw1", a, b)``: :math:`W_1(a) - W_1(b)` and
     ``("drho", a, b)``: :math:`\rho(b) - \rho(a)` (both > 0 when ``b`` is the better
-    prediction).  Each ``ci`` is an ``(estimate, low, high)`` tuple of the percentile
+    prediction), and ``("dw1_exact", a, b)``: whether that :math:`W_1` difference is the same
+    for every resample (:func:`w1_difference_exact`; its interval is then the exact value,
+    width 0 by construction).  Each ``ci`` is an ``(estimate, low, high)`` tuple of the percentile
     :func:`posbias_nb.stats.bootstrap`: agreements of a mean profile, see :func:`_interval`.
 
     Raises
@@ -899,6 +933,7 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
         out["dw1", a, b] = _interval(
             lambda X: wasserstein(qa, X.mean(0)) - wasserstein(qb, X.mean(0)), P,
             agreement=True, **kw)
+        out["dw1_exact", a, b] = w1_difference_exact(qa, qb, P)
         out["drho", a, b] = _interval(
             lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0)), P, agreement=True,
             **kw)

@@ -499,3 +499,31 @@ def test_probe_intervals_resample_probes_jointly_and_reject_bad_input():
         metrics.probe_intervals(-S)
     with pytest.raises(ValueError, match="positions"):
         metrics.probe_intervals(S, reference=np.ones(29))
+
+
+def test_w1_difference_exact_detects_a_constant_difference_and_rejects_a_crossing():
+    """Issue 34, item 13: when the windows' CDFs lie on one side of both predictions' CDFs at
+    every position, W1(a) - W1(b) is one number for every resample (the bootstrap interval
+    has width 0 by construction); the detection says so, and says no where a window's CDF
+    passes between the two."""
+    from posbias_nb import metrics
+
+    rng = np.random.default_rng(0)
+    L = 12
+    qa = np.r_[np.ones(6), np.zeros(6)] + 1e-3     # mass early
+    qb = np.r_[np.ones(9), np.zeros(3)] + 1e-3     # a little later
+    late = rng.uniform(0.5, 1.0, (6, L)) * np.linspace(0.1, 3.0, L)  # mass late: F_X below both
+    late[:, :3] *= 1e-3
+    sc = metrics.prediction_scores(late, {"a": qa, "b": qb}, pairs=[("a", "b")], n_boot=200)
+    est, lo, hi = sc["dw1", "a", "b"]
+    assert sc["dw1_exact", "a", "b"] and abs(hi - lo) < 1e-12
+    # the exact value: sum of s_t (F_b - F_a) / (L - 1), here s_t = -1 everywhere (F_X below)
+    Fa = np.cumsum(qa / qa.sum())[:-1]
+    Fb = np.cumsum(qb / qb.sum())[:-1]
+    assert abs(est - float(np.sum(Fa - Fb)) / (L - 1)) < 1e-12
+    # the counterexample: one window sits between the two CDFs, and the interval has width
+    between = (qa / qa.sum() + qb / qb.sum()) / 2 * late.sum(1).mean() * 4  # a heavy window
+    mixed = np.vstack([late[:3], between, between * 0.9])
+    sc2 = metrics.prediction_scores(mixed, {"a": qa, "b": qb}, pairs=[("a", "b")], n_boot=200)
+    assert not sc2["dw1_exact", "a", "b"]
+    assert sc2["dw1", "a", "b"][2] - sc2["dw1", "a", "b"][1] > 1e-6

@@ -191,7 +191,8 @@ def log_layout_rollout(layout, L: int, lambdas, slope: float = 0.0) -> np.ndarra
         A bad layout, ``L < 1``, a lambda outside [0, 1] or a schedule of the wrong length,
         a negative or non-finite slope.
     """
-    from ..theory import _as_layout, _layer_alphas, _log_alpha_terms, _log_apply
+    from ..theory.causal import _log_alpha_terms
+    from ..theory.layouts import _as_layout, _layer_alphas, _log_apply
 
     lay = _as_layout(layout)
     L = positive_int("L", L)

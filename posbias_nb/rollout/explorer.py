@@ -146,7 +146,7 @@ def summary(settings: dict, lrow=None) -> dict:
 
 def _log_running(v, k):
     """log of the sums of exp(v) over every k consecutive entries, by block-wise log-sums."""
-    from ..theory import _log_cumsum_blocks
+    from ..theory.layouts import _log_cumsum_blocks
 
     L = v.size
     suffix = _log_cumsum_blocks(v, k, reverse=True)

@@ -321,3 +321,25 @@ def test_the_content_prediction_matches_each_layers_self_weight_under_a_layout()
             C = rollout.content(L, rollout.matched_diag(K, target), base=K)
             assert abs(np.diagonal(C).mean() - target) < 1e-9
             assert np.all(C[K == 0] == 0)
+
+
+def test_irwin_hall_row_validity_range_is_the_bulk_not_the_support_edge():
+    """Issue 34, item 17: the docstring's validity range. In the bulk (positions with at least
+    1/1000 of the largest value) the error falls as 1/w^2; over the whole support it does
+    not fall at all (about 1.02 at every L)."""
+    from posbias_nb import theory
+
+    bulk, edge = [], []
+    for L in (256, 1024, 4096):
+        w = L // 20
+        ex = theory.layout_influence(f"6*sliding:{w}", L, 0.5)
+        ih = theory.irwin_hall_row(L, 6, w, 0.5)
+        m = ex > 1e-3 * ex[:-1].max()
+        m[-1] = False
+        bulk.append(float(np.max(np.abs(ih[m] / ex[m] - 1))))
+        pos = ex > 0
+        pos[-1] = False
+        edge.append(float(np.max(np.abs(ih[pos] / ex[pos] - 1))))
+    # 1/w^2: a factor 16 per quadrupling of w, within a factor 2
+    assert all(8 < a / b < 32 for a, b in zip(bulk, bulk[1:])), bulk
+    assert all(1.0 < e < 1.05 for e in edge), edge

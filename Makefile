@@ -67,6 +67,7 @@ notebooks: setup
 	  --times _build/chapter-times.json --last book/verdicts.md $(NB_PAGES:%=%.md)
 	@if grep -q '"cache": "cold"' _build/chapter-times.json; then \
 	  cp _build/chapter-times.json bench/results/chapter-times.json; fi
+	$(PY) tests/check_digests.py  # each study's committed digest: made under today's design and code
 
 build-book: setup $(MATHJAX)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

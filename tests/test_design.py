@@ -42,7 +42,8 @@ def test_a_changed_design_without_an_entry_fails(tmp_path):
         check(moved)
     # with its dated entry it passes
     reg = registry()
-    reg["inference"].append({"hash": moved.hash, "date": "2026-12-02", "reason": "a test"})
+    reg["inference"].append({"hash": moved.hash, "date": "2026-12-02", "reason": "a test",
+                             "code": design.code_hash("inference")})
     p = tmp_path / "designs.json"
     p.write_text(json.dumps(reg))
     assert check(moved, p)["date"] == "2026-12-02"
@@ -70,3 +71,64 @@ def test_history_markdown_lists_every_entry():
     md = design.history_markdown(d)
     assert md.count("\n") == len(history("inference")) + 1
     assert d.hash[:12] in md and "(not recorded)" in md
+
+
+# --------------------------------------------------------------------------------------------
+# The lock covers the verdict code (issue 34, item 12)
+
+def _f(x):
+    """A docstring."""
+    return x + 1  # a comment
+
+
+def _f_doc(x):
+    """Another docstring, and other comments: the same code."""
+    # here
+    return x + 1
+
+
+def _f_moved(x):
+    """A docstring."""
+    return x + 2
+
+
+def test_code_hash_moves_with_the_code_not_its_docstrings():
+    # the text that is hashed: equal for docstring and comment changes, not for a code change
+    assert design._code_text(_f).replace("_f", "") == design._code_text(_f_doc).replace(
+        "_f_doc", "")
+    assert design._code_text(_f).replace("_f", "") != design._code_text(_f_moved).replace(
+        "_f_moved", "")
+
+
+@pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts"])
+def test_every_study_registers_its_verdict_code(study):
+    last = check(_studies()[study])
+    assert last["code"] == design.code_hash(study)
+
+
+def test_a_changed_verdict_code_without_an_entry_fails(tmp_path, monkeypatch):
+    d = _studies()["report"]
+    reg = registry()
+    reg["report"][-1] = dict(reg["report"][-1], code="0" * 64)  # recorded under other code
+    p = tmp_path / "designs.json"
+    p.write_text(json.dumps(reg))
+    with pytest.raises(ValueError, match="code that decides the verdicts"):
+        check(d, p)
+    # and a study whose verdict code names a moved function fails against the real registry
+    monkeypatch.setitem(design.VERDICT_CODE, "report",
+                        design.VERDICT_CODE["report"] + ("posbias_nb.stats.count_decide",))
+    with pytest.raises(ValueError, match="code that decides the verdicts"):
+        check(d)
+
+
+def test_digest_of_verdict_rows(tmp_path):
+    d = _studies()["layouts"]
+    rows = [dict(key="a", claim="c", paper="p", measured="m", verdict="holds; fine",
+                 values={"est": 0.123456}),
+            dict(key="b", claim="c", paper="p", measured="m", verdict="not testable")]
+    v = design.verdict_rows(rows)
+    assert v == {"a": ("holds", 0.123456), "b": ("not testable", None)}
+    path = design.write_digest(d, v, tmp_path)
+    got = json.loads(path.read_text())
+    assert got["design"] == d.hash and got["code"] == design.code_hash("layouts")
+    assert got["verdicts"]["a"] == {"verdict": "holds", "estimate": 0.123}

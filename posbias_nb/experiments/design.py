@@ -12,18 +12,35 @@ before the data" can be checked from the record: the registry's dates and the gi
 file against those of the measurements.
 
 Entries recorded after the fact (before this lock existed) carry ``"hash": null`` and say so.
+
+The lock covers the analysis too.  A study names, in :data:`VERDICT_CODE`, the functions and
+constants that turn its measurements into verdicts (intervals, p-values, Holm's steps, the
+decision rule, its definition tag); :func:`code_hash` hashes their source (parsed, with
+docstrings and comments dropped, so that only the code counts), and the registry's latest
+entry carries it as ``"code"``: :func:`check` refuses a study whose verdict code changed without
+a dated entry, as it refuses a moved design.  Each study's chapter writes a digest of its
+verdicts (:func:`write_digest`: the design and code hashes, the verdict words and the estimates
+to 3 significant digits) to ``bench/results/digests/``, committed with the chapter, so git
+shows every registry entry before the first digest it governs; ``make test`` checks that the
+committed digest was made under the current design and code (``tests/check_digests.py``).
 """
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib
+import inspect
 import json
 import math
+import os
+import textwrap
 from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 
 __all__ = ["Design", "freeze", "registry", "check", "history", "history_markdown",
-           "REGISTRY"]
+           "REGISTRY", "VERDICT_CODE", "code_hash", "digest", "verdict_rows", "write_digest",
+           "DIGESTS"]
 
 #: The registry file inside the package.
 REGISTRY = "designs.json"
@@ -88,6 +105,78 @@ class Design:
         return _plain(self.spec)
 
 
+_COMMON = ("posbias_nb.stats.decide", "posbias_nb.stats.decide_all",
+           "posbias_nb.stats.holm_family", "posbias_nb.stats.interval_pvalue",
+           "posbias_nb.stats.mean_interval")
+#: Per study, what decides its verdicts: dotted names of functions, classes or constants.
+VERDICT_CODE = {
+    "inference": _COMMON + ("posbias_nb.experiments.inference.decisions",
+                            "posbias_nb.experiments.inference._control_moved"),
+    "layouts": _COMMON + ("posbias_nb.experiments.layouts.decisions",
+                          "posbias_nb.experiments.layouts.agreements",
+                          "posbias_nb.experiments.layouts.rows",
+                          "posbias_nb.experiments.layouts.middle_shares",
+                          "posbias_nb.experiments.layouts._DEF",
+                          "posbias_nb.models.layouts.model_layout",
+                          "posbias_nb.metrics.fit_layout_alpha", "posbias_nb.metrics.log_pearson",
+                          "posbias_nb.metrics.spearman", "posbias_nb.metrics.middle_share"),
+    "remedies": _COMMON + ("posbias_nb.experiments.remedies.units",
+                           "posbias_nb.experiments.remedies.contrast",
+                           "posbias_nb.experiments.remedies.middle_vs_edges",
+                           "posbias_nb.experiments.remedies.arm_difference"),
+    "report": _COMMON + ("posbias_nb.experiments.report._claims",
+                         "posbias_nb.experiments.report._two_way",
+                         "posbias_nb.experiments.report._window_stats",
+                         "posbias_nb.experiments.report._ratio",
+                         "posbias_nb.experiments.report.unformed_reason",
+                         "posbias_nb.experiments.report._DEF",
+                         "posbias_nb.stats.two_way_mean_interval"),
+    "retrieval": _COMMON + ("posbias_nb.experiments.retrieval.region_pairs",
+                            "posbias_nb.experiments.retrieval.contrast_family",
+                            "posbias_nb.experiments.retrieval.paired_contrast",
+                            "posbias_nb.experiments.retrieval.ratio_interval",
+                            "posbias_nb.experiments.retrieval.link_stats",
+                            "posbias_nb.stats.paired_proportion_interval",
+                            "posbias_nb.stats.paired_test"),
+}
+
+
+def _resolve(name: str):
+    mod, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(mod), attr)
+
+
+def _strip_docstrings(tree):
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module))
+                and body and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def _code_text(obj) -> str:
+    """What counts of ``obj``: the AST of its source without docstrings (functions, classes),
+    or the repr of a constant."""
+    if inspect.isfunction(obj) or inspect.isclass(obj):
+        tree = _strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(obj))))
+        return ast.dump(tree, include_attributes=False)
+    return repr(obj)
+
+
+def code_hash(study: str, names=None) -> str:
+    """SHA-256 of the verdict code of ``study`` (:data:`VERDICT_CODE`, or ``names``): each
+    name with its :func:`_code_text`, in order.  A docstring or comment does not move it; a
+    changed line of code does."""
+    names = VERDICT_CODE[study] if names is None else names
+    h = hashlib.sha256()
+    for n in names:
+        h.update(n.encode() + b"\0" + _code_text(_resolve(n)).encode() + b"\0")
+    return h.hexdigest()
+
+
 def registry(path=None) -> dict:
     """The registry: ``{study: [{"hash", "date", "reason"}, ...]}``, oldest first."""
     if path is None:
@@ -126,15 +215,80 @@ def check(design: Design, path=None) -> dict:
             f"registry's latest entry ({last['date']}) records "
             f"{str(last['hash'])[:12]}: add an entry with the date and the reason of the change "
             f"to posbias_nb/data/{REGISTRY}, and commit it before measuring")
+    if design.study in VERDICT_CODE:
+        code = code_hash(design.study)
+        if last.get("code") != code:
+            raise ValueError(
+                f"the code that decides the verdicts of study {design.study!r} has hash "
+                f"{code[:12]}, but the registry's latest entry ({last['date']}) records "
+                f"{str(last.get('code'))[:12]}: add an entry with the date and the reason of "
+                f"the change to posbias_nb/data/{REGISTRY}, and commit it before measuring")
     return last
 
 
 def history_markdown(design: Design, path=None) -> str:
-    """The study's design history as a Markdown table (date, hash, reason), its current hash
-    checked first (:func:`check`)."""
+    """The study's design history as a Markdown table (date, design hash, verdict-code hash,
+    reason), its current hashes checked first (:func:`check`)."""
     check(design, path)
-    rows = ["| date | design hash | change |", "|---|---|---|"]
+    rows = ["| date | design hash | verdict code | change |", "|---|---|---|---|"]
     for e in history(design.study, path):
         h = f"`{e['hash'][:12]}`" if e["hash"] else "(not recorded)"
-        rows.append(f"| {e['date']} | {h} | {e['reason']} |")
+        c = f"`{e['code'][:12]}`" if e.get("code") else "(not recorded)"
+        rows.append(f"| {e['date']} | {h} | {c} | {e['reason']} |")
     return "\n".join(rows)
+
+
+#: Where the chapters write their digests (``$POSBIAS_DIGEST_DIR`` overrides).
+DIGESTS = "bench/results/digests"
+
+
+def _sig(x: float) -> float:
+    return float(f"{float(x):.3g}") if math.isfinite(float(x)) else None
+
+
+def digest(design: Design, verdicts: dict) -> dict:
+    """The digest of a study's verdicts: ``verdicts`` maps a claim's key to ``(word,
+    estimate)`` (estimate a number or None); the result holds the study, the design and code
+    hashes, and each claim's word and estimate to 3 significant digits."""
+    return {"study": design.study, "design": design.hash, "code": code_hash(design.study),
+            "verdicts": {str(k): {"verdict": str(w),
+                                  "estimate": None if e is None else _sig(e)}
+                         for k, (w, e) in sorted(verdicts.items())}}
+
+
+def verdict_rows(rows) -> dict:
+    """``{key: (word, estimate)}`` of a chapter's verdict-table rows (what
+    :func:`posbias_nb.notebook.verdict_table` renders): the row's decision word (or its verdict
+    where it has none) and its first ``values`` entry, the effect's estimate, or None."""
+    from .. import notebook
+
+    out = {}
+    for r in rows:
+        word = notebook.decision(r)[0] or r["verdict"]
+        vals = r.get("values") or {}
+        est = next(iter(vals.values()), None) if vals else None
+        if est is None and r.get("effect") and r["effect"].get("testable", True):
+            est = r["effect"]["interval"][0]
+        out[r["key"]] = (word, est)
+    return out
+
+
+def write_digest(design: Design, verdicts: dict, folder=None):
+    """Write :func:`digest` to ``folder`` (default ``$POSBIAS_DIGEST_DIR`` or the repository's
+    ``bench/results/digests``, found beside the package) as ``{study}.json``; returns the path,
+    or None where no such folder exists (an installed package, no repository)."""
+    from pathlib import Path
+
+    check(design)
+    if folder is None:
+        folder = os.environ.get("POSBIAS_DIGEST_DIR")
+    if folder is None:
+        root = Path(__file__).resolve().parents[2]
+        if not (root / "bench" / "results").is_dir():
+            return None
+        folder = root / DIGESTS
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{design.study}.json"
+    path.write_text(json.dumps(digest(design, verdicts), indent=1, sort_keys=True) + "\n")
+    return path

@@ -1,0 +1,56 @@
+"""After the chapters ran (``make notebooks``): every study's digest, just written by its chapter
+to ``bench/results/digests/``, was made under the design and verdict code that the committed
+digest records, so the committed record is current (``posbias_nb.experiments.design``).
+
+A study whose design or verdict code changed needs its new registry entry *and* its new digest
+committed; until the digest is, this check fails and says which.  Exit 0 when all agree (or
+outside a git checkout, where there is no committed record to compare), 1 otherwise.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def committed(rel: str):
+    r = subprocess.run(["git", "-C", str(ROOT), "show", f"HEAD:{rel}"], capture_output=True,
+                       text=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def main() -> int:
+    from posbias_nb.experiments import design
+
+    inside = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--git-dir"],
+                            capture_output=True).returncode == 0
+    if not inside:
+        print("check_digests: not a git checkout, nothing committed to compare")
+        return 0
+    bad = []
+    for study in design.VERDICT_CODE:
+        rel = f"{design.DIGESTS}/{study}.json"
+        now = ROOT / rel
+        if not now.exists():
+            bad.append(f"{study}: its chapter wrote no digest ({rel})")
+            continue
+        new, old = json.loads(now.read_text()), committed(rel)
+        if old is None:
+            bad.append(f"{study}: {rel} is not committed")
+        elif (old["design"], old["code"]) != (new["design"], new["code"]):
+            bad.append(f"{study}: the committed digest was made under design {old['design'][:12]}"
+                       f" / code {old['code'][:12]}, this run under {new['design'][:12]} / "
+                       f"{new['code'][:12]}: commit the registry entry, then the new digest")
+    for b in bad:
+        print("check_digests:", b, file=sys.stderr)
+    if not bad:
+        print(f"check_digests: {len(design.VERDICT_CODE)} digests made under their committed "
+              "design and verdict code")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

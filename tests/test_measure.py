@@ -231,3 +231,24 @@ def test_corpus_independent_of_imports_and_frozen_modules():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == measure.corpus_digest()
+
+
+def test_a_profiled_model_is_loaded_once_for_what_follows(monkeypatch):
+    """Issue 33: profile() loads through the memo, with the defaults spelled out, so the
+    layouts study (profile, then the layout check) and the retrieval runs (profile, then
+    prompts) load a model once; a different seed is a different model."""
+    from posbias_nb import models
+    from posbias_nb.measure import cached, entry
+
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    calls = []
+    real = models.load
+    monkeypatch.setattr(models, "load", lambda *a, **k: calls.append(a) or real(*a, **k))
+    entry.forget()
+    cached.profile("gpt2-tiny", "random", length=16, probes=2, batch=1, seed=0, progress=False)
+    m1 = entry.profile_model("gpt2-tiny", "random", 0)[0]
+    m2 = entry.loaded("gpt2-tiny", "random", 0)[0]
+    assert len(calls) == 1 and m1 is m2
+    entry.loaded("gpt2-tiny", "random", 1)
+    assert len(calls) == 2
+    entry.forget()

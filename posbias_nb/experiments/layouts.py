@@ -109,7 +109,9 @@ def layout(name: str) -> theory.Layout:
               "def": _DEF, **entry.library_versions()}
 
     def compute():
-        m, _, _ = models.load(spec, weights="random", seed=int(DESIGN["seed"]), attn="eager")
+        # the model that measure() profiles (memoised: one initialisation, loaded once);
+        # model_layout switches it to eager attention for its check and back
+        m, _, _ = entry.profile_model(spec, "random", int(DESIGN["seed"]))
         return {"layout": np.asarray(str(models.model_layout(m, length=L)))}
 
     return theory.parse_layout(str(cache.cached("layouts-layout", params, compute)["layout"]))

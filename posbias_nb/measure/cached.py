@@ -23,7 +23,7 @@ import numpy as np
 from .. import cache, models, rollout
 from .._validate import choice, positive_int
 from ..tasks.text import SOURCES, corpus_digest, text_batch
-from .entry import checked, library_versions, run_key
+from .entry import checked, library_versions, profile_model, run_key
 from .hooks import capture_model, n_heads
 from .jacobian import METHODS, TARGETS, default_chunk, influence_profile
 
@@ -90,9 +90,8 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
     init = _init_seed(params, weights, seed, init_seed)
 
     def compute():
-        m, tok, _ = models.load(model, weights=weights, seed=init, rope=rope, device=device,
-                                attn="sdpa", dtype=dtype, device_map=device_map)
-        models.require_causal_attention(m)  # before anything is measured
+        m, tok, _ = profile_model(model, weights, init, rope=rope, device=device, dtype=dtype,
+                                  device_map=device_map)  # refused before anything is measured
         ids = text_batch(tok, length, batch, seed=seed, source=source,
                          vocab_size=m.get_input_embeddings().num_embeddings)
         res = influence_profile(m, ids, target=target, method=method, probes=probes, seed=seed,

@@ -23,7 +23,7 @@ from .. import models
 from .._validate import positive_int
 from ..tasks.text import WINDOWS, corpus_digest
 
-__all__ = ["library_versions", "checked", "run_key", "loaded", "forget"]
+__all__ = ["library_versions", "checked", "run_key", "loaded", "profile_model", "forget"]
 
 
 def _version(pkg: str) -> str:
@@ -82,7 +82,9 @@ def loaded(model, weights: str = "random", seed: int = 0, **kw):
     measurements do not apply to (not causal, or not attention in every layer,
     :func:`posbias_nb.models.blocks.require_causal_attention`) raises ValueError.
     """
-    kw.setdefault("attn", "sdpa")  # models.load's default, spelled out: one key per model
+    # models.load's defaults, spelled out: one key per model, whoever asks
+    for k, v in (("attn", "sdpa"), ("rope", True), ("device", "cpu"), ("dtype", "float32")):
+        kw.setdefault(k, v)
     k = (str(model), weights, int(seed), tuple(sorted(kw.items())))
     if k not in _LOADED:
         _LOADED.clear()
@@ -90,6 +92,20 @@ def loaded(model, weights: str = "random", seed: int = 0, **kw):
         models.require_causal_attention(got[0])  # an encoder or an SSM: refused, one line
         _LOADED[k] = got
     return _LOADED[k]
+
+
+def profile_model(model, weights: str = "random", seed: int = 0, rope: bool = True,
+                  device: str = "cpu", dtype: str = "float32", device_map=None):
+    """The model :func:`posbias_nb.measure.profile` measures (fused attention), through the
+    memo of :func:`loaded` where it can be kept (no ``device_map``): a chapter that profiles a
+    model and then reads its layout, or profiles it at two lengths, loads it once."""
+    if device_map is not None:
+        got = models.load(model, weights=weights, seed=seed, rope=rope, device=device,
+                          attn="sdpa", dtype=dtype, device_map=device_map)
+        models.require_causal_attention(got[0])
+        return got
+    return loaded(model, weights, seed, rope=bool(rope), device=device, attn="sdpa",
+                  dtype=dtype)
 
 
 def forget() -> None:

@@ -59,12 +59,17 @@ unit-explore: setup
 # executes nothing.  The verdict overview gathers the others' records, so it runs last.
 NB_WORKERS ?= 2
 NB_THREADS ?= 1
+# NB_PROFILE=DIR: sample every kernel (bench/sampler.py), table it in bench/results/profile-after.json
+NB_PROFILE ?=
 NB_PAGES   := $(filter-out book/verdicts,$(CHAPTERS))
 notebooks: setup
 	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo cold ); \
 	POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state $(PY) tests/nbrun.py \
 	  --workers $(NB_WORKERS) --threads $(NB_THREADS) --timeout 1800 \
-	  --times _build/chapter-times.json --last book/verdicts.md $(NB_PAGES:%=%.md)
+	  --times _build/chapter-times.json $(if $(NB_PROFILE),--profile $(NB_PROFILE)) \
+	  --last book/verdicts.md $(NB_PAGES:%=%.md)
+	$(if $(NB_PROFILE),$(PY) bench/profile_chapters.py --from-kernels $(NB_PROFILE) \
+	  --label after --out bench/results/profile-after.json)
 	@if grep -q '"cache": "cold"' _build/chapter-times.json; then \
 	  cp _build/chapter-times.json bench/results/chapter-times.json; fi
 	$(PY) tests/check_digests.py  # each study's committed digest: made under today's design and code

@@ -40,105 +40,27 @@ ROOT = Path(__file__).resolve().parents[1]
 CATEGORIES = ("model_load", "dequantize", "describe_blocks", "generation", "import", "backward",
               "forward", "sympy", "stats", "plots", "other")
 
-# the code that runs inside the chapter's process (python -c): sampler, counters, then the script
+# the code that runs inside the chapter's process (python -c): sampler, counters, the script
 _INNER = r'''
-import json, os, runpy, sys, threading, time
-from collections import Counter
-script, out = sys.argv[1], sys.argv[2]
-main = threading.main_thread().ident
-samples = Counter()
-stop = threading.Event()
-
-def classify(frame):
-    stack = []
-    while frame is not None:
-        stack.append((frame.f_code.co_filename, frame.f_code.co_name))
-        frame = frame.f_back
-    stack.reverse()  # outermost first
-    for f, n in stack:
-        if f.endswith("posbias_nb/models/loading.py") and n in ("load", "load_encoder") or \
-           f.endswith("posbias_nb/models/weights.py") and n in ("load_pretrained", "from_pretrained_dir"):
-            if any(g.endswith("posbias_nb/models/weights.py") and m == "dequantized" for g, m in stack):
-                return "dequantize"
-            if any(g.endswith("posbias_nb/models/blocks.py") for g, m in stack):
-                return "describe_blocks"
-            return "model_load"
-        if f.endswith("posbias_nb/measure/scoring.py") and n.startswith("generate_greedy"):
-            return "generation"
-        if f.startswith("<frozen importlib._bootstrap") and n == "_find_and_load":
-            return "import"
-    for f, n in reversed(stack):
-        if "/torch/autograd/" in f:
-            return "backward"
-        if "/torch/nn/modules/" in f or "/transformers/models/" in f:
-            return "forward"
-        if "/sympy/" in f or "/mpmath/" in f:
-            return "sympy"
-        if f.endswith(("posbias_nb/stats.py", "posbias_nb/metrics.py")) or "/scipy/" in f:
-            return "stats"
-        if "/matplotlib/" in f:
-            return "plots"
-    return "other"
-
-def sampler():
-    last = time.perf_counter()
-    while not stop.wait(0.02):
-        now = time.perf_counter()
-        fr = sys._current_frames().get(main)
-        if fr is not None:
-            samples[classify(fr)] += now - last
-        last = now
-
-counts = Counter()
-import torch
-from torch.nn.modules.module import (register_module_forward_hook,
-                                     register_module_forward_pre_hook)
-depth = [0]
-def pre(mod, args):
-    if getattr(mod, "_is_hf_initialized", None) is not None or hasattr(mod, "config"):
-        if depth[0] == 0:
-            counts["forward_passes"] += 1
-        depth[0] += 1
-def post(mod, args, output):
-    if getattr(mod, "_is_hf_initialized", None) is not None or hasattr(mod, "config"):
-        depth[0] -= 1
-register_module_forward_pre_hook(pre)
-register_module_forward_hook(post)
-_grad, _backward = torch.autograd.grad, torch.autograd.backward
-def grad(*a, **k):
-    counts["backward_passes"] += 1
-    return _grad(*a, **k)
-def backward(*a, **k):
-    counts["backward_passes"] += 1
-    return _backward(*a, **k)
-torch.autograd.grad, torch.autograd.backward = grad, backward
-import posbias_nb.models.loading as _ld
-_load = _ld.load
-def load(*a, **k):
-    counts["model_loads"] += 1
-    return _load(*a, **k)
-_ld.load = load
-import posbias_nb.models as _m
-_m.load = load
-import builtins, io
+import builtins, io, json, runpy, sys
+script, out, bench = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, bench)
+import sampler
+dump = sampler.install(out)
 def flush():
     import matplotlib.pyplot as plt
     for n in plt.get_fignums():
         plt.figure(n).savefig(io.BytesIO(), format="png", bbox_inches="tight")
     plt.close("all")
 builtins.__posbias_flush = flush
-th = threading.Thread(target=sampler, daemon=True)
-t0 = time.perf_counter()
-th.start()
 try:
     runpy.run_path(script, run_name="__main__")
 finally:
-    stop.set(); th.join()
-    wall = time.perf_counter() - t0
+    dump()
     from posbias_nb import notebook as _nb
-    glued = {k: repr(v) for k, v in _nb._GLUED.items()}
-    json.dump({"wall": wall, "seconds": dict(samples), "counts": dict(counts), "glue": glued},
-              open(out, "w"))
+    d = json.load(open(out))
+    d["glue"] = {k: repr(v) for k, v in _nb._GLUED.items()}
+    json.dump(d, open(out, "w"))
 '''
 
 
@@ -153,31 +75,51 @@ def run_chapter(name: str, work: Path, log: Path) -> dict:
     env = dict(os.environ, POSBIAS_CACHE_LOG=str(log), POSBIAS_CACHE_TAG=name, MPLBACKEND="Agg",
                PYTHONPATH=str(ROOT / "tests"))
     out = work / f"{name}.samples.json"
-    r = subprocess.run([sys.executable, "-c", _INNER, str(script), str(out)], cwd=work, env=env)
+    r = subprocess.run([sys.executable, "-c", _INNER, str(script), str(out),
+                        str(ROOT / "bench")], cwd=work, env=env)
     if r.returncode:
         raise SystemExit(f"chapter {name} failed (exit {r.returncode})")
     d = json.loads(out.read_text())
-    secs = {c: round(d["seconds"].get(c, 0.0), 1) for c in CATEGORIES}
     (work / f"{name}.glue.json").write_text(json.dumps(d.get("glue", {}), indent=0,
                                                        sort_keys=True))
+    return _row(d)
+
+
+def _row(d: dict) -> dict:
+    secs = {c: round(d["seconds"].get(c, 0.0), 1) for c in CATEGORIES}
     return {"wall": round(d["wall"], 1), "seconds": secs, "counts": d["counts"]}
+
+
+def from_kernels(folder: Path) -> dict:
+    """The rows of a ``tests/nbrun.py --profile FOLDER`` run: one ``NAME.samples.json`` per
+    chapter, written by the sampler inside its kernel."""
+    return {p.name[: -len(".samples.json")]: _row(json.loads(p.read_text()))
+            for p in sorted(folder.glob("*.samples.json"))}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("chapters", nargs="+")
+    ap.add_argument("chapters", nargs="*")
     ap.add_argument("--label", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default=str(ROOT / "_build" / "profile"))
+    ap.add_argument("--from-kernels", default=None,
+                    help="summarize the samples of a tests/nbrun.py --profile run in this folder "
+                         "(its cache log: cache.jsonl there) instead of running chapters")
     a = ap.parse_args(argv)
-    work = Path(a.work)
-    work.mkdir(parents=True, exist_ok=True)
-    log = work / f"cache-{a.label}.jsonl"
-    log.unlink(missing_ok=True)
-    rows = {}
-    for ch in a.chapters:
-        rows[ch] = run_chapter(ch, work, log)
-        print(ch, json.dumps(rows[ch]), flush=True)
+    if a.from_kernels:
+        work = Path(a.from_kernels)
+        log = work / "cache.jsonl"
+        rows = from_kernels(work)
+    else:
+        work = Path(a.work)
+        work.mkdir(parents=True, exist_ok=True)
+        log = work / f"cache-{a.label}.jsonl"
+        log.unlink(missing_ok=True)
+        rows = {}
+        for ch in a.chapters:
+            rows[ch] = run_chapter(ch, work, log)
+            print(ch, json.dumps(rows[ch]), flush=True)
     events = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
     computed = defaultdict(list)
     for e in events:
@@ -196,6 +138,7 @@ def main(argv=None):
     data = {"label": a.label, "date": time.strftime("%Y-%m-%d"),
             "cache": os.environ.get("POSBIAS_CACHE_STATE", "unknown"), "cpus": os.cpu_count(),
             "total_wall": round(sum(r["wall"] for r in rows.values()), 1),
+            "source": "kernels of make notebooks" if a.from_kernels else "chapters as scripts",
             "chapters": rows, "computed_twice": twice,
             "categories": "charged by a 20 ms stack sampler, no overlap (bench/profile_chapters.py)"}
     Path(a.out).write_text(json.dumps(data, indent=1) + "\n")

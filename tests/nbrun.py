@@ -18,6 +18,10 @@ each chapter runs once per ``make test``.
   once (``posbias_nb.cache`` locks each key).
 * ``--times FILE``: each chapter's execution time (its kernel's start to its last cell), the
   wall time of the whole run, the workers and whether the measurement cache was cold.
+* ``--profile DIR``: every kernel runs ``bench/sampler.py`` (from an IPython startup file):
+  where its seconds go, its model loads, forward and backward passes, in
+  ``DIR/NAME.samples.json``, and every cache event in ``DIR/cache.jsonl``;
+  ``bench/profile_chapters.py --from-kernels DIR`` tables them.
 """
 from __future__ import annotations
 
@@ -67,6 +71,28 @@ def _execute(path: str, timeout: int, threads: int) -> dict:
             f"{type(res.err).__name__}: {res.exc_string}", "nb": nbformat.writes(nb)}
 
 
+_STARTUP = """
+import os as __o, sys as __s
+if __o.environ.get("POSBIAS_PROFILE_DIR"):
+    __s.path.insert(0, {bench!r})
+    import sampler as __posbias_sampler
+    __posbias_dump = __posbias_sampler.install(__o.path.join(
+        __o.environ["POSBIAS_PROFILE_DIR"], __o.environ["POSBIAS_CACHE_TAG"] + ".samples.json"))
+    get_ipython().events.register("post_run_cell", lambda *a: __posbias_dump())
+"""
+
+
+def _profile_kernels(folder: Path) -> None:
+    """Every kernel started from here samples itself into ``folder`` (an IPython startup file
+    in a private IPYTHONDIR; the worker processes inherit the environment)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    startup = folder / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-posbias-sampler.py").write_text(_STARTUP.format(bench=str(ROOT / "bench")))
+    os.environ.update(IPYTHONDIR=str(folder / ".ipython"), POSBIAS_PROFILE_DIR=str(folder),
+                      POSBIAS_CACHE_LOG=str(folder / "cache.jsonl"))
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -93,21 +119,42 @@ def main(argv=None) -> int:
     ap.add_argument("--jupyter-cache", default=str(ROOT / "_build" / ".jupyter_cache"))
     ap.add_argument("--times", default=None)
     ap.add_argument("--previous", default=str(ROOT / "bench" / "results" / "chapter-times.json"))
+    ap.add_argument("--profile", default=None, help="sample every kernel into this folder")
     a = ap.parse_args(argv)
     if a.workers < 1 or a.threads < 1:
         ap.error(f"--workers and --threads must be at least 1, got {a.workers}, {a.threads}")
 
-    import nbformat
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
+    saved = {k: os.environ.get(k) for k in ("IPYTHONDIR", "POSBIAS_PROFILE_DIR",
+                                              "POSBIAS_CACHE_LOG")}
+    try:
+        if a.profile:
+            _profile_kernels(Path(a.profile).resolve())
+        return _run_all(a, chapters_of(a, ap))
+    finally:  # the environment as it was (the runner may be called from a test)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
-    shutil.rmtree(a.jupyter_cache, ignore_errors=True)
-    cache = get_cache(a.jupyter_cache)
+
+def chapters_of(a, ap):
     chapters = [str(Path(c).resolve()) for c in a.chapters]
     last = [str(Path(c).resolve()) for c in a.last]
     missing = [c for c in chapters + last if not Path(c).exists()]
     if missing:
         ap.error(f"no such chapter: {missing[0]}")
+    return chapters, last
+
+
+def _run_all(a, chapter_lists) -> int:
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    chapters, last = chapter_lists
+    shutil.rmtree(a.jupyter_cache, ignore_errors=True)
+    cache = get_cache(a.jupyter_cache)
     from myst_nb.core.read import is_myst_markdown_notebook
 
     plain = [c for c in chapters if not is_myst_markdown_notebook(Path(c).read_text())]

@@ -88,3 +88,24 @@ def test_runner_refuses_a_missing_chapter_and_bad_workers(tmp_path):
 def test_longest_first():
     assert nbrun._order(["a.md", "b.md", "c.md"], {"a": 5.0, "b": 50.0}) == ["c.md", "b.md",
                                                                            "a.md"]
+
+
+@pytest.mark.slow
+def test_runner_profiles_each_kernel(tmp_path):
+    """--profile: the sampler runs inside the kernel and leaves its totals after the last cell;
+    the executed notebook is still the chapter's own (the build finds it in the cache)."""
+    from jupyter_cache import get_cache
+
+    ch = _chapter(tmp_path, "prof", "import time\nt = time.time()\nwhile time.time() - t < 0.5:\n"
+                  "    pass")
+    import os
+
+    prof = tmp_path / "prof-out"
+    jc = tmp_path / "jc"
+    before = {k: os.environ.get(k) for k in ("IPYTHONDIR", "POSBIAS_CACHE_LOG")}
+    assert nbrun.main([str(ch), "--workers", "1", "--jupyter-cache", str(jc), "--profile",
+                       str(prof), "--previous", str(tmp_path / "none.json")]) == 0
+    assert {k: os.environ.get(k) for k in before} == before  # the environment restored
+    got = json.loads((prof / "prof.samples.json").read_text())
+    assert got["wall"] > 0.4 and sum(got["seconds"].values()) > 0.3
+    assert get_cache(str(jc)).match_cache_notebook(nbrun.read_chapter(ch)) is not None

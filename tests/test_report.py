@@ -497,7 +497,7 @@ def test_report_where_the_first_tokens_are_out_of_reach_finishes_and_says_why(
                         "--length", str(length), "--quick", "--quiet", "--out", str(out)],
                        capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr
-    assert "Warning" not in r.stderr, r.stderr
+    assert "RuntimeWarning" not in r.stderr, r.stderr  # no numpy warning reaches the user
     obj = json.loads((out / "report.json").read_text())
     prim = {c["key"]: c for c in obj["claims"]}["born_primacy"]
     assert prim["verdict"] == "not testable"

@@ -74,7 +74,7 @@ notebooks: setup
 	  cp _build/chapter-times.json bench/results/chapter-times.json; fi
 
 build-book: setup $(MATHJAX)
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	mkdir -p _build; set -o pipefail; $(VENV)/bin/jupyter-book build . -W -n --keep-going 2>&1 | tee _build/build.log
 	$(PY) -m posbias_nb.rollout.explorer _build/explorer-fixture.json  # the explorer's Python rows
 
 # headless Chromium from Debian's packages (root on CI, sudo elsewhere)
@@ -92,6 +92,9 @@ test: setup
 	$(MAKE) --no-print-directory notebooks
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory build-book
+	@# the build reads the chapters executed above from the jupyter-cache: it must execute none
+	@if grep -q "Executing notebook" _build/build.log; then \
+	  echo "the book build executed a chapter again (its jupyter-cache key did not match)"; exit 1; fi
 	$(MAKE) --no-print-directory browser-test
 	$(PY) tests/check_digests.py  # each study's committed digest: made under today's design and code
 	@echo "make test: notebooks, unit tests and doctests, book build, browser test and digests all passed"

@@ -58,6 +58,21 @@ def load(path: str) -> dict:
     return from_folder(p)
 
 
+def _same(a: str, b: str) -> bool:
+    """Equal texts, or one number written at float32's and at float64's precision (a float32
+    glued as np.float32 before and as its exact float64 value after)."""
+    if a == b:
+        return True
+    try:
+        import numpy as np
+
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return x == y or bool(np.float32(x) == np.float32(y) and
+                          (float(np.float32(x)) in (x, y) or float(np.float32(y)) in (x, y)))
+
+
 def diff(before: dict, after: dict) -> dict:
     out = {}
     for ch in sorted(set(before) | set(after)):
@@ -65,7 +80,7 @@ def diff(before: dict, after: dict) -> dict:
         if b is None or a is None:
             out[ch] = {"missing": "before" if b is None else "after"}
             continue
-        changed = {k: [b[k], a[k]] for k in sorted(set(b) & set(a)) if b[k] != a[k]}
+        changed = {k: [b[k], a[k]] for k in sorted(set(b) & set(a)) if not _same(b[k], a[k])}
         out[ch] = {"keys": len(set(b) | set(a)), "same": len(set(b) & set(a)) - len(changed),
                    "changed": changed, "only_before": sorted(set(b) - set(a)),
                    "only_after": sorted(set(a) - set(b))}

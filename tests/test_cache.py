@@ -37,7 +37,7 @@ def test_off(tmp_path, monkeypatch):
     assert len(calls) == 2
 
 
-def _slow_compute_in_process(folder, log, ready):
+def _slow_compute_in_process(folder, log, ready, inside=None):
     import os
     import time
 
@@ -46,7 +46,9 @@ def _slow_compute_in_process(folder, log, ready):
     def compute():
         with open(log, "a") as f:
             f.write(f"{os.getpid()}\n")
-        time.sleep(1.0)
+        if inside is not None:  # the counterexample: both must be inside before either stores
+            inside.wait(timeout=60)
+        time.sleep(0.2)
         return {"a": np.arange(3.0) + os.getpid()}
 
     ready.wait()
@@ -81,14 +83,15 @@ def test_without_the_lock_both_compute(tmp_path, monkeypatch):
     log = tmp_path / "computed.txt"
     ctx = mp.get_context("fork")  # the patched module is inherited
     with ctx.Manager() as mgr:
-        ready = mgr.Event()
+        ready, inside = mgr.Event(), mgr.Barrier(2)
         with ctx.Pool(2) as pool:
-            res = [pool.apply_async(_slow_compute_in_process, (str(tmp_path), str(log), ready))
+            res = [pool.apply_async(_slow_compute_in_process,
+                                    (str(tmp_path), str(log), ready, inside))
                    for _ in range(2)]
             ready.set()
             for r in res:
                 r.get(timeout=60)
-    assert len(log.read_text().split()) == 2
+    assert len(log.read_text().split()) == 2  # deterministic: both met inside compute
 
 
 def test_cache_log(tmp_path, monkeypatch):

@@ -7,10 +7,12 @@
                            item moved across positions
 :mod:`.synthetic`          the synthetic training data of the remedies lab: token layout,
                            answer placements, batches
+:mod:`.qa`                 real questions over real passages (Liu et al.'s multi-document QA),
+                           BM25 distractors, and the readers of users' task files
 =========================  ==================================================================
 
 A tokenizer object is only called here; nothing in this package imports torch or a model.
 """
-from . import retrieval, synthetic, text
+from . import qa, retrieval, synthetic, text
 
-__all__ = ["text", "retrieval", "synthetic"]
+__all__ = ["text", "retrieval", "synthetic", "qa"]

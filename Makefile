@@ -19,7 +19,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
+.PHONY: setup book test record unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,8 +62,16 @@ NB_THREADS ?= 1
 # NB_PROFILE=DIR: sample every kernel (bench/sampler.py), table it in bench/results/profile-after.json
 NB_PROFILE ?=
 NB_PAGES   := $(filter-out book/verdicts,$(CHAPTERS))
+# Recorded measurements (recorded/, made by `make record` from a cold run): a measurement the live
+# cache lacks is read from there; the namespaces of RECORDED_VERIFY are computed anew and must
+# agree with their recorded entries.  COLD=1 ignores them and measures everything.
+COLD            ?=
+RECORDED_DIR    := $(CURDIR)/recorded/cache
+RECORDED_VERIFY ?= $(shell cat recorded/VERIFY 2>/dev/null)
+USE_RECORDED    := $(if $(COLD),,$(wildcard $(RECORDED_DIR)))
 notebooks: setup
-	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo cold ); \
+	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo $(if $(USE_RECORDED),recorded,cold) ); \
+	POSBIAS_RECORDED_DIR=$(USE_RECORDED) POSBIAS_RECORDED_VERIFY=$(RECORDED_VERIFY) \
 	POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state $(PY) tests/nbrun.py \
 	  --workers $(NB_WORKERS) --threads $(NB_THREADS) --timeout 1800 \
 	  --times _build/chapter-times.json $(if $(NB_PROFILE),--profile $(NB_PROFILE)) \
@@ -72,6 +80,14 @@ notebooks: setup
 	  --label after --out bench/results/profile-after.json)
 	@if grep -q '"cache": "cold"' _build/chapter-times.json; then \
 	  cp _build/chapter-times.json bench/results/chapter-times.json; fi
+
+# a cold run of every chapter (the live cache emptied first, nothing recorded read), whose
+# measurements then replace recorded/ (bench/record_measurements.py writes its MANIFEST.json)
+record: setup
+	rm -rf "$(POSBIAS_CACHE_DIR)"
+	$(MAKE) --no-print-directory notebooks COLD=1 NB_PROFILE=$(CURDIR)/_build/record-profile
+	$(PY) bench/record_measurements.py --cache "$(POSBIAS_CACHE_DIR)" \
+	  --log _build/record-profile/cache.jsonl --times _build/chapter-times.json --out recorded
 
 build-book: setup $(MATHJAX)
 	mkdir -p _build; set -o pipefail; $(VENV)/bin/jupyter-book build . -W -n --keep-going 2>&1 | tee _build/build.log

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from posbias_nb import cache
 
@@ -106,3 +107,70 @@ def test_cache_log(tmp_path, monkeypatch):
     ev = [json.loads(x)["event"] for x in log.read_text().splitlines()]
     assert ev == ["miss", "miss", "computed", "hit"]  # miss, miss again under the lock, hit
     assert all(json.loads(x)["tag"] == "ch" for x in log.read_text().splitlines())
+
+
+# recorded measurements ($POSBIAS_RECORDED_DIR) ------------------------------------------------
+
+def _record(tmp_path, monkeypatch, arrays, ns="t-rec", params=None):
+    """An entry written by a 'cold run' into its own folder, then that folder made the recorded
+    one and a fresh, empty cache folder the live one."""
+    params = {"x": 1} if params is None else params
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "cold"))
+    cache.store(ns, params, arrays)
+    monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(tmp_path / "cold"))
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "live"))
+    return ns, params
+
+
+def test_recorded_entry_is_read_not_computed(tmp_path, monkeypatch):
+    ns, params = _record(tmp_path, monkeypatch, {"a": np.arange(3.0)})
+    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(tmp_path / "log.jsonl"))
+    calls = []
+    out = cache.cached(ns, params, lambda: calls.append(1) or {"a": np.zeros(3)})
+    assert calls == [] and out["a"].tolist() == [0.0, 1.0, 2.0]
+    assert '"event": "recorded"' in (tmp_path / "log.jsonl").read_text()
+    # another key of the same namespace is computed as usual
+    cache.cached(ns, {"x": 2}, lambda: calls.append(1) or {"a": np.zeros(3)})
+    assert calls == [1]
+
+
+def test_recorded_off_with_the_cache(tmp_path, monkeypatch):
+    ns, params = _record(tmp_path, monkeypatch, {"a": np.arange(3.0)})
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    calls = []
+    cache.cached(ns, params, lambda: calls.append(1) or {"a": np.zeros(3)})
+    assert calls == [1]
+
+
+def test_verified_namespace_is_computed_and_must_agree(tmp_path, monkeypatch):
+    ns, params = _record(tmp_path, monkeypatch, {"a": np.array([1.0, 2.0]), "n": np.array(3)})
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY", f"other,{ns}")
+    calls = []
+    # the same numbers up to rounding: computed, compared, stored
+    out = cache.cached(ns, params, lambda: calls.append(1) or {"a": np.array([1.0, 2.0 + 1e-9]),
+                                                                "n": np.array(3)})
+    assert calls == [1] and out["a"][1] == 2.0 + 1e-9
+    assert cache.load(ns, params)["a"][1] == 2.0 + 1e-9  # now in the live cache
+
+
+@pytest.mark.parametrize("fresh, words", [
+    ({"a": np.array([1.0, 2.1]), "n": np.array(3)}, "differs by"),    # a moved number
+    ({"a": np.array([1.0, 2.0]), "n": np.array(4)}, "entries differ"),  # a moved count
+    ({"a": np.array([1.0, 2.0, 3.0]), "n": np.array(3)}, "shape"),
+    ({"a": np.array([1.0, np.nan]), "n": np.array(3)}, "NaNs"),
+    ({"a": np.array([1.0, 2.0])}, "only one"),
+])
+def test_verified_namespace_refuses_a_changed_computation(tmp_path, monkeypatch, fresh, words):
+    ns, params = _record(tmp_path, monkeypatch, {"a": np.array([1.0, 2.0]), "n": np.array(3)})
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY", ns)
+    with pytest.raises(cache.RecordedMismatch, match=words):
+        cache.cached(ns, params, lambda: fresh)
+    assert cache.load(ns, params) is None  # nothing written: the recorded value is not replaced
+
+
+def test_corrupt_recorded_entry_raises(tmp_path, monkeypatch):
+    ns, params = _record(tmp_path, monkeypatch, {"a": np.arange(3.0)})
+    (f,) = (tmp_path / "cold" / ns).glob("*.npz")
+    f.write_bytes(f.read_bytes()[:-3] + b"xyz")
+    with pytest.raises(cache.RecordedMismatch, match="corrupt"):
+        cache.cached(ns, params, lambda: {"a": np.zeros(3)})

@@ -111,6 +111,23 @@ def _cmd_retrieval(args):
                          progress=not args.quiet, weights=args.weights, variant=args.variant)
 
 
+def _cmd_task(args):
+    from .experiments.task import task_run
+
+    pos = None
+    if args.positions is not None:
+        try:
+            pos = [int(x) for x in args.positions.split(",") if x.strip()]
+        except ValueError:
+            raise UsageError(f"--positions must be comma-separated integers, got "
+                             f"{args.positions!r}") from None
+    if args.examples is not None and args.examples < 0:
+        raise UsageError(f"--examples must be >= 0, got {args.examples}")
+    return task_run(args.model, args.data, documents=args.documents, positions=pos,
+                    examples=args.examples or None, keys=args.keys, seed=args.seed,
+                    weights=args.weights, max_new_tokens=args.max_new_tokens)
+
+
 def _remedy_flags(p) -> None:
     from .models.remedies import REMEDIES
 
@@ -248,6 +265,37 @@ def build_parser() -> argparse.ArgumentParser:
     _remedy_flags(r)
     _common(r)
     r.set_defaults(func=_cmd_retrieval)
+
+    from .experiments.task import DEFAULTS as TASK
+
+    k = sub.add_parser("task", help="accuracy and answer log-probability per gold position on "
+                                    "real questions or your own task file (Liu et al.'s QA or "
+                                    "key-value format, or the plain one)")
+    k.add_argument("--model", required=True, help="zoo name, local Hugging Face directory, or "
+                   "hub id org/name (read from the local hub cache)")
+    k.add_argument("--data", required=True, metavar="FILE",
+                   help="JSON lines (.gz or plain): Liu et al.'s QA (question, answers, ctxs "
+                        "with isgold), their key-value (ordered_kv_records, key, value), or "
+                        "plain (question, answers, documents, gold: 0-based index)")
+    k.add_argument("--documents", type=int, default=None,
+                   help=f"documents per prompt, QA files (default {TASK['documents']}): the "
+                        "file's own passages, then BM25 distractors from its other gold "
+                        "passages, none with an answer")
+    k.add_argument("--keys", type=int, default=None,
+                   help="records per prompt, key-value files (default: all)")
+    k.add_argument("--positions", default=None, metavar="P,P,...",
+                   help="0-based gold slots (default: Liu et al.'s 0,4,9,... where that gives "
+                        "five or more, else every slot)")
+    k.add_argument("--examples", type=int, default=TASK["examples"],
+                   help="examples drawn by --seed (0: all of the file)")
+    k.add_argument("--max-new-tokens", type=int, default=TASK["max_new_tokens"],
+                   help="greedy generation budget (the first line is scored)")
+    k.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
+                   help="installed pretrained weights or random initialization")
+    k.add_argument("--seed", type=int, default=TASK["seed"],
+                   help="seed of the examples drawn (and of a random init)")
+    _common(k)
+    k.set_defaults(func=_cmd_task)
 
     r = sub.add_parser("report", help="one model's position bias, born and trained: a "
                                       "self-contained HTML page and report.json in --out DIR")

@@ -18,7 +18,7 @@ from .._validate import choice, positive_int
 
 __all__ = ["TASKS", "VARIANTS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "kv_pairs", "kv_prompt",
            "slot_items", "haystack_sentences", "needle_prompt", "build_prompts", "check_args",
-           "DUMMY_PAIR", "dummy_prompts"]
+           "DUMMY_PAIR", "dummy_prompts", "Codec"]
 
 TASKS = ("kv", "needle")
 #: ``"hex"``: the chapter's fast task (8-hex-digit keys and values, a forced opening quote,
@@ -182,6 +182,10 @@ class _Codec:
 
     def count(self, text: str) -> int:
         return len(self.encode(text, prompt=False)[0])
+
+
+#: Text -> ids for one tokenizer, with its chat template (what the experiments encode with).
+Codec = _Codec
 
 
 def _span(offsets, c0: int, c1: int) -> tuple[int, int]:

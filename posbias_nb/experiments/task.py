@@ -1,0 +1,291 @@
+r"""The position sweep on real questions, or on the user's own task file: ``posbias task``.
+
+Chapter *Lost in the middle on real questions*; prompts, formats and metric from
+:mod:`posbias_nb.tasks.qa`.  For each chosen example the gold passage (or, in a key-value file,
+the gold record) is moved across the gold positions while everything else stays in place, and
+every prompt is scored two ways:
+
+* **greedy generation**, up to ``max_new_tokens`` tokens or the first newline, scored by Liu et
+  al.'s ``best_subspan_em`` on the first line; every generation is kept and classified
+  (:func:`posbias_nb.tasks.qa.classify_output`: answer, a distractor's answer, wrong, empty or
+  off-format);
+* the **teacher-forced log-probability** of the gold answer after ``Answer:`` (the best of the
+  gold answers when there are several; :func:`posbias_nb.measure.scoring.score_batch`).  It is
+  continuous, so it has power where the accuracy of a small model is near zero.
+
+Per gold position: accuracy with a Wilson interval and mean log p with a Student t interval,
+the **example** the unit (each example is asked once at each position).  Two reference lines
+(QA files): **closed-book** (the question alone, Liu et al.'s ``closedbook_qa.prompt``) and
+**oracle** (the gold passage alone).
+
+Everything the file could get wrong is refused before a model is loaded
+(:func:`posbias_nb.tasks.qa.read_task_file`); prompts beyond the model's context are refused
+after tokenization and before any forward pass, with their number and the longest.  The run is
+cached (namespace ``task``; the key holds the file's SHA-256).
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from .. import cache
+from .._validate import positive_int
+from ..measure import entry
+from ..measure.scoring import generate_greedy_batch, score_batch
+from ..results import Result
+from ..tasks import qa
+from ..tasks.retrieval import Codec
+from . import retrieval as ret
+
+__all__ = ["task_run", "prepare", "CSV_COLUMNS", "OUTCOMES", "DEFAULTS"]
+
+_DEF = "task-v1"  # bump when a definition below changes
+CSV_COLUMNS = ("setting", "gold_document", "n", "accuracy", "accuracy_low", "accuracy_high",
+               "logprob", "logprob_low", "logprob_high")
+OUTCOMES = ("answer", "distractor", "wrong", "empty", "off-format")
+#: The defaults of ``posbias task`` (and of :func:`task_run`).
+DEFAULTS = {"documents": 10, "examples": 24, "max_new_tokens": 32, "seed": 0}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _choose(n_total: int, examples: int | None, seed: int) -> np.ndarray:
+    """The examples used: all, or ``examples`` of them drawn without replacement by ``seed``,
+    in file order."""
+    if examples is None or examples >= n_total:
+        return np.arange(n_total)
+    return np.sort(np.random.default_rng([seed, 0x7A5C]).permutation(n_total)[:examples])
+
+
+def prepare(data, documents: int | None = None, positions=None, examples: int | None = None,
+            keys: int | None = None, seed: int = 0, fmt: str | None = None) -> dict:
+    """The prompt texts of a run (pure: no model): ``format``, ``chosen`` (line numbers),
+    ``positions`` (0-based gold slots), ``items`` (one dict per example: ``prompts`` per
+    position, ``answers``, ``wrong_answers``, and the references ``closed_book`` and
+    ``oracle`` for QA).
+
+    Raises
+    ------
+    ValueError
+        Every refusal of :func:`posbias_nb.tasks.qa.read_task_file`; ``documents`` below 2;
+        ``positions`` out of range or repeated; too few distractors without an answer; ``keys``
+        with a QA file or ``documents`` with a key-value file.
+    """
+    fmt, exs = qa.read_task_file(data, fmt)
+    seed = positive_int("seed", seed, minimum=0)
+    if examples is not None:
+        examples = positive_int("examples", examples)
+    idx = _choose(len(exs), examples, seed)
+    chosen = [exs[int(i)] for i in idx]
+    if fmt == "liu-kv":
+        if documents is not None:
+            raise ValueError("--documents is for question-answering files; a key-value file "
+                             "takes --keys (records per prompt)")
+        n = min(len(e.records) for e in chosen) if keys is None else \
+            positive_int("keys", keys, minimum=2)
+        if n > min(len(e.records) for e in chosen):
+            raise ValueError(f"keys must be at most {min(len(e.records) for e in chosen)} "
+                             f"(the fewest records of an example), got {keys!r}")
+        k = n
+    else:
+        if keys is not None:
+            raise ValueError("--keys is for key-value files; a question-answering file takes "
+                             "--documents")
+        k = DEFAULTS["documents"] if documents is None else \
+            positive_int("documents", documents, minimum=2)
+    pos = qa.gold_positions(k) if positions is None else [int(p) for p in positions]
+    if not pos or len(set(pos)) != len(pos) or min(pos) < 0 or max(pos) >= k:
+        raise ValueError(f"positions must be distinct slots in 0..{k - 1}, got {positions!r}")
+    items = []
+    if fmt == "liu-kv":
+        for e in chosen:
+            recs = [qa.position_records(e, p, n_keys=k) for p in pos]
+            items.append({"prompts": [qa.kv_example_prompt(r, e.key) for r in recs],
+                          "answers": [e.value],
+                          "wrong_answers": [v for kk, v in recs[0] if kk != e.key]})
+    else:
+        need = [max(0, k - len(e.documents)) for e in chosen]
+        extra = qa.bm25_distractors(chosen, max(need), pool=[e.gold_document for e in exs]) \
+            if max(need) > 0 else [[] for _ in chosen]
+        for e, x in zip(chosen, extra):
+            own = [d for i, d in enumerate(e.documents) if i != e.gold]
+            distractors = (own + [d for d in x if d not in own])[:k - 1]
+            if len(distractors) < k - 1:
+                raise ValueError(f"line {e.line}: only {len(distractors)} distractors for "
+                                 f"{k} documents")
+            items.append({
+                "prompts": [qa.qa_prompt(e.question, qa.position_documents(
+                    e.gold_document, distractors, p)) for p in pos],
+                "answers": list(e.answers),
+                "wrong_answers": [],
+                "closed_book": qa.closedbook_prompt(e.question),
+                "oracle": qa.qa_prompt(e.question, [e.gold_document])})
+    return {"format": fmt, "chosen": [int(exs[int(i)].line) for i in idx], "positions": pos,
+            "documents": k, "items": items, "n_file": len(exs)}
+
+
+def _encode(codec, text):
+    prompt, _ = codec.render(text)
+    return codec.encode(prompt, prompt=True)[0]
+
+
+def _answer_ids(codec, answer):
+    # after "Answer:" (or the assistant's turn of a chat template) the answer starts with a space
+    return codec.encode(("" if codec.chat else " ") + answer, prompt=False)[0]
+
+
+def _first_line_done(codec):
+    def stop(ids):
+        t = codec.decode(ids)
+        return "\n" in t.lstrip()
+    return stop
+
+
+def task_run(model, data, documents: int | None = None, positions=None,
+             examples: int | None = DEFAULTS["examples"], keys: int | None = None,
+             seed: int = DEFAULTS["seed"], weights: str = "pretrained",
+             max_new_tokens: int = DEFAULTS["max_new_tokens"],
+             fmt: str | None = None) -> Result:
+    """Accuracy and answer log-probability per gold position on a task file (module docstring);
+    what ``posbias task`` writes.
+
+    Parameters
+    ----------
+    model : str or path
+        A zoo name, a local model directory or a hub id (read from the local hub cache).
+    data : path
+        A task file in one of :data:`posbias_nb.tasks.qa.FORMATS`.
+    documents : int
+        Documents per prompt for a QA file (default 10): the file's own passages first, then
+        BM25 distractors from the file's other gold passages.
+    positions : list of int or None
+        The 0-based gold slots (default :func:`posbias_nb.tasks.qa.gold_positions`).
+    examples : int or None
+        How many examples (drawn by ``seed``, in file order); None: all.
+    keys : int or None
+        Records per prompt for a key-value file (default: all of them).
+    max_new_tokens : int
+        The generation budget (Liu et al. allow 100; the first line is what is scored).
+
+    Returns
+    -------
+    Result
+        Columns :data:`CSV_COLUMNS`, one row per gold position (``setting="documents"``,
+        ``gold_document`` 1-based) and one per reference line; ``outcomes`` (counts per
+        position of :data:`OUTCOMES`), ``examples`` (every prompt's generation, its outcome,
+        its log p) and ``meta``.
+
+    Raises
+    ------
+    ValueError
+        Every refusal of :func:`prepare`; an unknown model or weights not installed; prompts
+        beyond the model's context (how many, and the longest).
+    """
+    path = Path(data)
+    P = prepare(path, documents, positions, examples, keys, seed, fmt)  # no model yet
+    max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
+    info = entry.checked(model, weights, 2, 1, seed)
+    params = entry.run_key(info, weights, P["documents"], None, seed, text=False,
+                           definition=_DEF, data=_sha256(path), format=P["format"],
+                           chosen=P["chosen"], positions=P["positions"],
+                           max_new_tokens=max_new_tokens)
+
+    def compute():
+        m, tok, _ = ret._load(model, weights, seed)
+        codec = Codec(tok, m.get_input_embeddings().num_embeddings)
+        rows = []  # (example, slot or "closed-book"/"oracle", text)
+        for e, it in enumerate(P["items"]):
+            rows += [(e, j, t) for j, t in enumerate(it["prompts"])]
+            rows += [(e, r, it[r]) for r in ("closed_book", "oracle") if r in it]
+        ids = [_encode(codec, t) for _, _, t in rows]
+        longest = max(len(i) for i in ids) + max_new_tokens
+        if info["max_length"] is not None and longest > info["max_length"]:
+            over = sum(len(i) + max_new_tokens > info["max_length"] for i in ids)
+            raise ValueError(f"{over} of {len(ids)} prompts are too long for {info['name']} "
+                             f"(context {info['max_length']} tokens): the longest takes "
+                             f"{longest} with the answer budget; fewer --documents or --keys")
+        ans = [[_answer_ids(codec, a) for a in P["items"][e]["answers"]] for e, _, _ in rows]
+        flat_p = [p for p, a in zip(ids, ans) for _ in a]
+        flat_a = [x for a in ans for x in a]
+        lp_all, _ = score_batch(m, flat_p, flat_a)
+        lp, i0 = np.zeros(len(rows)), 0
+        for r, a in enumerate(ans):
+            lp[r] = float(np.max(lp_all[i0:i0 + len(a)]))
+            i0 += len(a)
+        eos = ret._eos_ids(m, codec.tok)
+        gens = generate_greedy_batch(m, ids, max_new_tokens, stops=_first_line_done(codec),
+                                     eos=eos, batch=8)
+        text = [codec.decode(g) for g in gens]
+        return {"example": np.array([e for e, _, _ in rows]),
+                "slot": np.array([s if isinstance(s, int) else -1 if s == "closed_book" else -2
+                                  for _, s, _ in rows]),
+                "logprob": lp, "output": np.array(text, dtype=str),
+                "prompt_len": np.array([len(i) for i in ids])}
+
+    res = cache.cached("task", params, compute)
+    return _result(res, P, info, weights, seed, max_new_tokens, model)
+
+
+def _result(res, P, info, weights, seed, max_new_tokens, model) -> Result:
+    from .. import __version__, stats
+
+    ex, slot = np.asarray(res["example"]), np.asarray(res["slot"])
+    outs = [str(o) for o in res["output"]]
+    outcome = [qa.classify_output(o, P["items"][e]["answers"], P["items"][e]["wrong_answers"])
+               for o, e in zip(outs, ex)]
+    correct = np.array([o == "answer" for o in outcome], dtype=float)
+    lp = np.asarray(res["logprob"], dtype=float)
+    pos = P["positions"]
+    docs = slot >= 0
+    acc = ret.summarize(slot[docs], ex[docs], correct[docs], len(pos), kind="proportion")
+    lps = ret.summarize(slot[docs], ex[docs], lp[docs], len(pos))
+    table = {c: [] for c in CSV_COLUMNS}
+
+    def row(setting, gold, n, a, l):
+        for c, v in zip(CSV_COLUMNS, (setting, gold, n, *a, *l)):
+            table[c].append(v)
+
+    for j, p in enumerate(pos):
+        row("documents", p + 1, int(np.sum(slot == j)),
+            (acc["mean"][j], acc["low"][j], acc["high"][j]),
+            (lps["mean"][j], lps["low"][j], lps["high"][j]))
+    for name, code in (("closed-book", -1), ("oracle", -2)):
+        sel = slot == code
+        if sel.any():
+            k = int(correct[sel].sum())
+            a = stats.proportion_interval(k, int(sel.sum()))
+            l = stats.mean_interval(lp[sel]) if sel.sum() >= 2 else (lp[sel][0],) * 3
+            row(name, "", int(sel.sum()), a, l)
+    counts = {o: [int(sum(1 for s, x in zip(slot, outcome) if s == j and x == o))
+                  for j in range(len(pos))] for o in OUTCOMES}
+    records = [{"example_line": P["chosen"][int(e)],
+                "setting": "documents" if s >= 0 else ("closed-book" if s == -1 else "oracle"),
+                "gold_document": int(pos[s]) + 1 if s >= 0 else None,
+                "output": o, "outcome": oc, "logprob": float(v)}
+               for e, s, o, oc, v in zip(ex, slot, outs, outcome, lp)]
+    meta = {"command": "task", "model": info["name"], "model_argument": str(model),
+            "weights": weights, "format": P["format"], "examples": len(P["chosen"]),
+            "examples_in_file": P["n_file"], "example_lines": P["chosen"],
+            "documents" if P["format"] != "liu-kv" else "keys": P["documents"],
+            "gold_documents": [p + 1 for p in pos], "seed": seed,
+            "max_new_tokens": max_new_tokens, "level": 0.95,
+            "prompt_tokens_max": int(np.max(res["prompt_len"])),
+            "interval": "accuracy: Wilson over examples (one prompt per example and position); "
+                        "log p: Student t over examples",
+            "scoring": "greedy generation to the first newline or the token budget, Liu et "
+                       "al.'s best_subspan_em on the first line; teacher-forced log p of the "
+                       "best gold answer after 'Answer:'",
+            "distractors": "the file's own passages, then BM25 (bm25s) over the file's other "
+                           "gold passages, none holding a gold answer as whole words",
+            "version": __version__, **entry.library_versions()}
+    data = dict(table, outcomes=counts, examples=records)
+    return Result(data, meta=meta, columns=CSV_COLUMNS)
+

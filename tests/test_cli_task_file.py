@@ -1,0 +1,145 @@
+"""``posbias task``: the position sweep on a task file, through the command (tiny random model,
+byte-level text): the three formats, the table's contract, determinism, and every refusal as one
+line with exit status 2 before a model runs, nothing written."""
+import gzip
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from posbias_nb import cli  # noqa: E402
+from posbias_nb.experiments import task as task_mod  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_cache(monkeypatch):
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+
+
+def _qa_rows(n):
+    return [{"question": f"what is item {i}", "answers": [f"thing{i}"],
+             "ctxs": [{"title": f"Item {i}", "text": f"Item {i} is thing{i}.", "isgold": True}]}
+            for i in range(n)]
+
+
+def _plain_rows(n):
+    return [{"question": f"what is item {i}", "answers": [f"thing{i}"],
+             "documents": [f"noise {i} a", {"title": "T", "text": f"Item {i} is thing{i}."},
+                           f"noise {i} b"], "gold": 1} for i in range(n)]
+
+
+def _kv_rows(n):
+    return [{"ordered_kv_records": [[f"k{i}{j}", f"v{i}{j}"] for j in range(4)],
+             "key": f"k{i}2", "value": f"v{i}2"} for i in range(n)]
+
+
+def _file(tmp_path, rows, name="t.jsonl.gz"):
+    p = tmp_path / name
+    with gzip.open(p, "wt") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return p
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A tiny Llama with a 4096-token context, no tokenizer (prompts read as UTF-8 bytes)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2,
+                      max_position_embeddings=4096)
+    d = tmp_path_factory.mktemp("llama-4k")
+    LlamaForCausalLM(cfg).save_pretrained(str(d))
+    return str(d)
+
+
+@pytest.fixture
+def BASE(model_dir):
+    return ["task", "--model", model_dir, "--weights", "pretrained", "--max-new-tokens", "3"]
+
+
+@pytest.mark.parametrize("rows, extra, n_pos, refs", [
+    (_qa_rows(8), ["--documents", "3"], 3, 2),   # the oracle layout: BM25 fills the distractors
+    (_plain_rows(3), ["--documents", "3"], 3, 2),
+    (_kv_rows(3), ["--keys", "4"], 4, 0),
+])
+def test_each_format_gives_the_table(tmp_path, capsys, BASE, rows, extra, n_pos, refs):
+    f = _file(tmp_path, rows)
+    argv = BASE + ["--data", str(f), "--examples", "3"] + extra
+    assert cli.main(argv + ["--format", "json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["setting"] == ["documents"] * n_pos + ["closed-book", "oracle"][:refs]
+    assert obj["gold_document"][:n_pos] == list(range(1, n_pos + 1))
+    for c in task_mod.CSV_COLUMNS:
+        assert len(obj[c]) == n_pos + refs, c
+    for lo, m, hi in zip(obj["accuracy_low"], obj["accuracy"], obj["accuracy_high"]):
+        assert 0 <= lo <= m <= hi <= 1 and hi > lo  # Wilson: never zero width
+    assert all(n == 3 for n in obj["n"])
+    assert len(obj["examples"]) == 3 * (n_pos + refs)
+    assert sum(sum(v) for v in obj["outcomes"].values()) == 3 * n_pos
+    assert obj["meta"]["examples"] == 3
+    # the same command, the same numbers; and the CSV has the columns
+    assert cli.main(argv + ["--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == obj
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == ",".join(task_mod.CSV_COLUMNS)
+
+
+def test_only_the_gold_moves_in_the_prompts(tmp_path):
+    P = task_mod.prepare(_file(tmp_path, _qa_rows(8)), documents=4, examples=2)
+    for it in P["items"]:
+        docs = [[ln for ln in p.splitlines() if ln.startswith("Document [")]
+                for p in it["prompts"]]
+        strip = [[ln.split(")", 1)[1] for ln in d] for d in docs]
+        golds = [[i for i, ln in enumerate(d) if it["answers"][0] in ln] for d in strip]
+        assert [g for (g,) in golds] == P["positions"]
+        rest = [[ln for ln in d if it["answers"][0] not in ln] for d in strip]
+        assert all(r == rest[0] for r in rest)
+
+
+@pytest.mark.parametrize("content, extra, words", [
+    ('{"question": "q", "answers": ["x"], "ctxs": [{"title": "t", "text": "x", "isgold": true}]}'
+     '\n{not json\n', [], "line 2: not valid JSON"),
+    ('{"question": "q", "answers": ["x"], "ctxs": [{"title": "t", "text": "x", "isgold": false}]}'
+     '\n', [], "no gold document"),
+    ('{"question": "q", "answers": ["x"], "documents": ["a", "b"], "gold": 5}\n', [],
+     "gold index 5 out of range"),
+    ('{"question": "q", "answers": [], "documents": ["a", "b"], "gold": 0}\n', [],
+     "non-empty list"),
+    ('{"text": "hello"}\n', [], "unknown format"),
+    ('{"question": "q", "answers": ["x"], "documents": ["a", "b"], "gold": 0}\n',
+     ["--keys", "2"], "--keys is for key-value files"),
+    (json.dumps({"question": "q", "answers": ["x"], "documents": ["a b c " * 1000, "b"],
+                 "gold": 0}) + "\n",
+     ["--documents", "2"], "prompts are too long"),
+    ('{"question": "q", "answers": ["x"], "documents": ["a", "b"], "gold": 0}\n',
+     ["--positions", "0,7", "--documents", "2"], "positions must be distinct slots"),
+    ('{"question": "q", "answers": ["x"], "documents": ["a", "b"], "gold": 0}\n',
+     ["--positions", "zero"], "--positions must be comma-separated integers"),
+])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, BASE, content,
+                                                          extra, words):
+    f = tmp_path / "bad.jsonl"
+    f.write_text(content)
+    out = tmp_path / "out.csv"
+    assert cli.main(BASE + ["--data", str(f), "--out", str(out)] + extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("posbias: error:") and words in err[0], err
+    assert not out.exists()
+
+
+def test_bad_file_refused_before_the_model_is_touched(tmp_path, capsys, monkeypatch, BASE):
+    f = tmp_path / "bad.jsonl"
+    f.write_text('{"text": "x"}\n')
+
+    def boom(*a, **k):
+        raise AssertionError("the model was consulted before the file was checked")
+    monkeypatch.setattr(task_mod.entry, "checked", boom)
+    monkeypatch.setattr(task_mod.ret, "_load", boom)
+    assert cli.main(BASE + ["--data", str(f)]) == 2
+    assert "unknown format" in capsys.readouterr().err

@@ -145,8 +145,11 @@ def _remedy_flags(p) -> None:
 def _cmd_report(args):
     from .experiments.report import report, write_report
 
+    if args.task_documents is not None and args.task_data is None:
+        raise UsageError("--task-documents needs --task-data")
     res = report(args.model, weights=args.weights, length=args.length, quick=args.quick,
-                 seed=args.seed, progress=not args.quiet)
+                 seed=args.seed, progress=not args.quiet, task_data=args.task_data,
+                 task_documents=args.task_documents)
     paths = write_report(res, args.out)
     print(f"posbias: wrote {paths['html']} and {paths['json']}", file=sys.stderr)
     return None
@@ -309,6 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="small sizes (8 windows, 2 probes, 5 gold positions x 4 examples)")
     r.add_argument("--seed", type=int, default=0,
                    help="seed of windows, probes, random twin, prompts and bootstrap")
+    r.add_argument("--task-data", default=None, metavar="FILE",
+                   help="your task file (the formats of `posbias task`): section 3 sweeps its "
+                        "gold passage in place of the synthetic key-value task")
+    r.add_argument("--task-documents", type=int, default=None, metavar="K",
+                   help="documents per prompt of a QA task file (default 10)")
     r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     r.add_argument("--out", required=True, metavar="DIR",
                    help="directory for index.html and report.json (checked before any work)")

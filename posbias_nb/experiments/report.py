@@ -480,6 +480,48 @@ def _task(model, weights, length, s, seed, progress) -> dict:
     return out
 
 
+def _user_task(model, weights, path, documents, s, seed) -> dict:
+    """Section 3 on the user's task file (``posbias task``, :mod:`posbias_nb.experiments.task`):
+    the same curves and the same pre-declared contrasts (first and last gold slot against the
+    middle region, log p, Holm), examples as the unit; no heatmap and no span view."""
+    from . import task as _task_mod
+
+    E = s["examples"]
+    try:
+        run = _task_mod.task_run(model, path, documents=documents, examples=E, seed=seed,
+                                 weights=weights)
+    except ValueError as err:  # e.g. prompts beyond the context of this model
+        return {"available": False, "kind": "file", "file": Path(path).name,
+                "reason": str(err).strip().splitlines()[0]}
+    meta = run["meta"]
+    docs = [i for i, st in enumerate(run["setting"]) if st == "documents"]
+    k = meta.get("documents", meta.get("keys"))
+    gold = [int(run["gold_document"][i]) for i in docs]
+    out = {"available": True, "kind": "file", "file": Path(path).name, "format": meta["format"],
+           "unit": "record" if meta["format"] == "liu-kv" else "document",
+           "examples": meta["examples"], "positions": len(docs), "documents": k,
+           "gold_documents": gold, "depth": [(g - 1) / (k - 1) for g in gold],
+           "prompt_tokens_max": meta["prompt_tokens_max"]}
+    for c in ("accuracy", "accuracy_low", "accuracy_high", "logprob", "logprob_low",
+              "logprob_high"):
+        out[c] = [float(run[c][i]) for i in docs]
+    out["references"] = {run["setting"][i]: {c: float(run[c][i]) for c in (
+        "accuracy", "accuracy_low", "accuracy_high", "logprob", "logprob_low", "logprob_high")}
+        for i in range(len(run["setting"])) if run["setting"][i] != "documents"}
+    out["outcomes"] = run["outcomes"]
+    lines = sorted({r["example_line"] for r in run["examples"]})
+    recs = [r for r in run["examples"] if r["setting"] == "documents"]
+    M = _ret.as_matrix([lines.index(r["example_line"]) for r in recs],
+                       [gold.index(r["gold_document"]) for r in recs],
+                       [r["logprob"] for r in recs])
+    if M.shape[1] >= 3 and M.shape[0] >= 2:
+        fam = _ret.contrast_family(_ret.region_differences(M), seed=seed)
+        out["contrasts"] = {c: {"interval": _iv(v["interval"]), "adjusted": _iv(v["adjusted"]),
+                                "level": v["level"], "p_holm": v["p_holm"],
+                                "verdict": v["verdict"]} for c, v in fam.items()}
+    return out
+
+
 def _pair_spans(model, weights, L, P, seed) -> list:
     """The token spans of every pair in each prompt of example 0 (cached: no model load on a
     second run)."""
@@ -562,8 +604,8 @@ def _claims(data: dict) -> list[dict]:
         first_level = DESIGN["alpha"] / 2  # Holm's first step over the two contrasts
         for k, what in (("first", "first"), ("last", "last")):
             c = tk["contrasts"][k]
-            text = (f"Retrieval log-probability is higher with the gold pair {what} than in "
-                    "the middle (Holm-adjusted)")
+            text = (f"Retrieval log-probability is higher with the gold "
+                    f"{tk.get('unit', 'pair')} {what} than in the middle (Holm-adjusted)")
             if p_min >= first_level:
                 untestable(f"task_{k}", text, c["adjusted"],
                            f"not testable with {E} examples: the smallest p a sign-flip test "
@@ -605,7 +647,9 @@ def _summary(data: dict, claims: list) -> str:
         parts.append(f"The structural prediction is not available for this architecture: "
                      f"{st['reason']}.")
     if not data["task"]["available"]:
-        parts.append(f"The retrieval task did not run: {data['task']['reason']}.")
+        what = (f"The task on {data['task']['file']}" if data["task"].get("kind") == "file"
+                else "The retrieval task")
+        parts.append(f"{what} did not run: {data['task']['reason']}.")
     return " ".join(parts)
 
 
@@ -639,7 +683,8 @@ def headline_items(data: dict) -> list[tuple[str, str, float]]:
 
 
 def report(model, weights: str = "pretrained", length: int = 512, quick: bool = False,
-           seed: int = 0, progress: bool = False) -> Result:
+           seed: int = 0, progress: bool = False, task_data=None,
+           task_documents: int | None = None) -> Result:
     r"""The position-bias report of one model (module docstring: the sections and statistics).
 
     Parameters
@@ -660,6 +705,11 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         Seeds the windows, the probes, the random twin, the prompts and the bootstrap.
     progress : bool
         A bar per stage on stderr.
+    task_data : path or None
+        A task file (:func:`posbias_nb.tasks.qa.read_task_file`: Liu et al.'s QA or key-value
+        format, or the plain one): section 3 is then :func:`posbias_nb.experiments.task.task_run`
+        on it (the settings' number of examples, ``task_documents`` documents) in place of the
+        synthetic key-value task, with the same claims.  Checked before anything is measured.
 
     Returns
     -------
@@ -683,8 +733,15 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
     if int(length) < 16:
         raise ValueError(f"length must be at least 16 for a report, got {length!r}")
     length = int(length)
+    extra = {}
+    if task_data is not None:
+        from . import task as _task_mod
+
+        _task_mod.prepare(task_data, task_documents, None, s["examples"], None, seed)  # checks
+        extra = {"task_data": _task_mod._sha256(Path(task_data)),
+                 "task_documents": task_documents}
     key = entry.run_key(info, weights, length, s["windows"], seed, definition=_DEF,
-                        quick=bool(quick), settings=s)
+                        quick=bool(quick), settings=s, **extra)
     hit = cache.load("report", key)
     if hit is not None:
         data = json.loads(str(hit["json"]))
@@ -699,7 +756,8 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
             st = _structural(model, weights, length, s, seed, measured, progress)
             bar.update()
             bar.set_description("report: retrieval task and spans")
-            tk = _task(model, weights, length, s, seed, progress)
+            tk = _task(model, weights, length, s, seed, progress) if task_data is None else \
+                _user_task(model, weights, task_data, task_documents, s, seed)
             bar.update()
         finally:
             bar.close()
@@ -820,7 +878,7 @@ def _figures(data: dict) -> dict:
         a2.set_xlabel("gold position (depth in the prompt)")
         a2.set_ylabel("answer log-probability (t 95%)")
         figs["task"] = _png(fig)
-        h = tk["heatmap"]
+        h = tk.get("heatmap", {"lengths": []})
         if h["lengths"]:
             fig, axes = plots.figure(ncols=2, width=8.5, height=3.3)
             for ax, what, cmap in ((axes[0], "accuracy", "RdYlGn"),
@@ -839,6 +897,7 @@ def _figures(data: dict) -> dict:
                 ax.grid(False)
                 fig.colorbar(im, ax=ax)
             figs["heatmap"] = _png(fig)
+    if tk["available"] and "spans" in tk:
         sp = tk["spans"]
         fig, (a1, a2) = plots.figure(ncols=2, width=8.5, height=3.3)
         mid = len(sp["shares"]) // 2
@@ -964,6 +1023,28 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
     else:
         out.append(f'<p id="structural-unavailable">Not available for this architecture: '
                    f"{e(st['reason'])}</p>")
+    if tk.get("kind") == "file":
+        out.append(f"<h2>3. The task: {e(tk['file'])}</h2>")
+        if tk["available"]:
+            refs = "; ".join(
+                f"{name}: accuracy {_fmt(r['accuracy'])} [{_fmt(r['accuracy_low'])}, "
+                f"{_fmt(r['accuracy_high'])}], log p {_fmt(r['logprob'])} "
+                f"[{_fmt(r['logprob_low'])}, {_fmt(r['logprob_high'])}]"
+                for name, r in tk["references"].items())
+            out.append(f"<p>{tk['examples']} examples of {e(tk['file'])} ({e(tk['format'])}), "
+                       f"{tk['documents']} {tk['unit']}s a prompt, the gold {tk['unit']} at "
+                       f"{', '.join(map(str, tk['gold_documents']))} (1-based), prompts of up "
+                       f"to {tk['prompt_tokens_max']} tokens (posbias task). Accuracy: greedy "
+                       "generation, Liu et al.'s best_subspan_em, Wilson 95%; log-probability "
+                       "of the gold answer: t 95% over examples."
+                       + (f" Reference lines: {e(refs)}." if refs else "") + "</p>")
+            out.append(f'<img alt="task accuracy by gold position" src="{figs["task"]}">')
+        else:
+            out.append(f"<p>Not run: {e(tk['reason'])}</p>")
+        out.append("<h2>4. Span view</h2><p>Not drawn for a task file: it reads the pairs of "
+                   "the synthetic key-value prompts.</p>")
+        out.append('<p class="meta">Every number: report.json.</p></body></html>')
+        return "\n".join(out)
     out.append("<h2>3. The task: key-value retrieval</h2>")
     if tk["available"]:
         fewer = tk.get("requested_positions", tk["positions"]) != tk["positions"]

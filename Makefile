@@ -71,6 +71,8 @@ RECORDED_VERIFY ?= $(shell cat recorded/VERIFY 2>/dev/null)
 USE_RECORDED    := $(if $(COLD),,$(wildcard $(RECORDED_DIR)))
 notebooks: setup
 	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo $(if $(USE_RECORDED),recorded,cold) ); \
+	rm -f _build/cache-events.jsonl; mkdir -p _build; \
+	POSBIAS_CACHE_LOG=$(CURDIR)/_build/cache-events.jsonl \
 	POSBIAS_RECORDED_DIR=$(USE_RECORDED) POSBIAS_RECORDED_VERIFY=$(RECORDED_VERIFY) \
 	POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state $(PY) tests/nbrun.py \
 	  --workers $(NB_WORKERS) --threads $(NB_THREADS) --timeout 1800 \

@@ -93,6 +93,28 @@ def _profile_kernels(folder: Path) -> None:
                       POSBIAS_CACHE_LOG=str(folder / "cache.jsonl"))
 
 
+def cache_summary(log) -> str:
+    """One paragraph from a cache log (``POSBIAS_CACHE_LOG``): how many measurements were
+    computed (and their seconds, by namespace), read from the live cache, read from the recorded
+    ones, and verified against them.  Empty without a log."""
+    if not log or not Path(log).exists():
+        return ""
+    from collections import Counter, defaultdict
+
+    n, secs = Counter(), defaultdict(float)
+    for line in Path(log).read_text().splitlines():
+        e = json.loads(line)
+        n[e["event"]] += 1
+        if e["event"] == "computed":
+            secs[e["ns"]] += e["seconds"]
+    top = ", ".join(f"{ns} {sec:.0f} s" for ns, sec in
+                    sorted(secs.items(), key=lambda x: -x[1])[:8])
+    return (f"measurements: {n['computed']} computed ({sum(secs.values()):.0f} s"
+            + (f": {top}" if top else "") + f"), {n['hit']} read from the cache, "
+            f"{n['recorded']} read from recorded/, {n['verified']} verified against it, "
+            f"{n['mismatch']} disagreeing")
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -193,6 +215,9 @@ def _run_all(a, chapter_lists) -> int:
     wall = time.perf_counter() - t0
     print(f"chapters executed in {wall:.0f} s ({a.workers} workers, {a.threads} thread(s) each): "
           f"{len(times) - len(failed)} ran clean, {len(failed)} raised", flush=True)
+    summary = cache_summary(os.environ.get("POSBIAS_CACHE_LOG"))
+    if summary:
+        print(summary, flush=True)
     if a.times:
         data = {"machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(),
                             "python": platform.python_version(), "gpu": False},

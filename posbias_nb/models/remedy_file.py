@@ -1,0 +1,148 @@
+r"""A remedy file: one inference-time remedy, its parameters and the model it was chosen for,
+applied anywhere with :func:`posbias_nb.models.remedy` (``models.remedy(model,
+"fix/remedy.json")``) or ``--remedy-file`` on the command line.
+
+``posbias fix`` writes one (chapter *Fixing it at inference time*); :func:`write` writes one by
+hand.  The JSON object holds:
+
+* ``format`` (:data:`FORMAT`), ``remedy`` (a name of :data:`FILE_REMEDIES`), ``params`` (its
+  prompt-independent parameters, :data:`FILE_REMEDIES`; a row that depends on the prompt, such
+  as where the prefill ends, is found when it runs, as in :func:`~posbias_nb.models.remedies.remedy`);
+* ``model``: ``name`` and ``fingerprint`` (:func:`posbias_nb.models.describe`, the same one
+  the report prints), and ``digest`` (:func:`weights_digest` of the loaded model);
+* ``library``: the ``posbias_nb`` version that wrote it; ``evidence``: whatever the writer
+  measured (``posbias fix``: the test-part gains with intervals and the cost).
+
+A file is refused (ValueError, one line) when its JSON is malformed, its remedy or a parameter is
+unknown or of the wrong type, or when it is applied to a model whose digest (in Python) or
+fingerprint (on the command line, by name) differs from the recorded one.  Attention calibration
+and our prior calibration read the prompt's documents or a fitted prior array, so they are not
+applied from a file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import numbers
+from pathlib import Path
+
+__all__ = ["FORMAT", "FILE_REMEDIES", "weights_digest", "write", "read", "check_model",
+           "is_remedy_file"]
+
+FORMAT = "posbias-remedy/1"
+#: The remedies a file can carry, each with its parameters and their types.
+FILE_REMEDIES = {
+    "hidden-scaling": {"channel": "int", "scale": "float", "layers": "ints"},
+    "hidden-scaling-all": {"channel": "int", "scale": "float", "layers": "ints"},
+    "ms-poe": {"lo": "float", "hi": "float", "layers": "ints", "assign": "str"},
+}
+_REQUIRED = {"hidden-scaling": {"channel", "scale"}, "hidden-scaling-all": {"channel", "scale"},
+             "ms-poe": set()}
+
+
+def is_remedy_file(name) -> bool:
+    """Whether ``name`` (the second argument of :func:`posbias_nb.models.remedy`) names a file:
+    a :class:`~pathlib.Path`, or a string ending in ``.json``."""
+    return isinstance(name, Path) or (isinstance(name, str) and name.endswith(".json"))
+
+
+def weights_digest(model) -> str:
+    """SHA-256 (16 hex digits) of a loaded model's configuration and every parameter and buffer
+    (name, dtype, shape, bytes): equal for the same weights, different for any change."""
+    import torch
+
+    h = hashlib.sha256(model.config.to_json_string(use_diff=False).encode())
+    with torch.no_grad():
+        for name, t in sorted(model.state_dict().items()):
+            t = t.detach().cpu().contiguous()
+            h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()[:16]
+
+
+def _check_param(path, remedy, k, v):
+    kind = FILE_REMEDIES[remedy].get(k)
+    if kind is None:
+        raise ValueError(f"{path}: {remedy} takes {', '.join(sorted(FILE_REMEDIES[remedy]))}; "
+                         f"got parameter {k!r}")
+    ok = {"int": isinstance(v, int) and not isinstance(v, bool),
+          "float": isinstance(v, numbers.Real) and not isinstance(v, bool),
+          "str": isinstance(v, str),
+          "ints": isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool)
+                                               for x in v)}[kind]
+    if not ok:
+        raise ValueError(f"{path}: parameter {k!r} of {remedy} must be {kind}, got {v!r}")
+
+
+def _validate(obj, path) -> dict:
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}: a remedy file is a JSON object, got {type(obj).__name__}")
+    if obj.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a remedy file of format {FORMAT!r} "
+                         f"(format {obj.get('format')!r})")
+    name = obj.get("remedy")
+    if name not in FILE_REMEDIES:
+        raise ValueError(f"{path}: unknown remedy {name!r}; a file carries one of "
+                         f"{', '.join(FILE_REMEDIES)}")
+    params = obj.get("params")
+    if not isinstance(params, dict):
+        raise ValueError(f"{path}: 'params' must be an object, got {params!r}")
+    for k, v in params.items():
+        _check_param(path, name, k, v)
+    missing = _REQUIRED[name] - set(params)
+    if missing:
+        raise ValueError(f"{path}: {name} needs {', '.join(sorted(missing))}")
+    m = obj.get("model")
+    if not isinstance(m, dict) or not all(isinstance(m.get(k), str)
+                                          for k in ("name", "fingerprint", "digest")):
+        raise ValueError(f"{path}: 'model' must give name, fingerprint and digest")
+    return obj
+
+
+def read(path) -> dict:
+    """The checked content of a remedy file (module docstring); ValueError naming the file and
+    what is wrong."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"cannot read remedy file {str(path)!r} ({type(e).__name__})") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p.name}: malformed JSON (line {e.lineno}: {e.msg})") from None
+    return _validate(obj, p.name)
+
+
+def write(path, remedy: str, params: dict, model, name: str, evidence: dict | None = None) -> Path:
+    """Write a remedy file for the loaded ``model`` (zoo name, directory or hub id ``name``)."""
+    from .. import __version__
+    from .zoo import describe
+
+    obj = {"format": FORMAT, "remedy": remedy, "params": dict(params),
+           "model": {"name": describe(name)["name"], "fingerprint": describe(name)["fingerprint"],
+                     "digest": weights_digest(model)},
+           "library": {"posbias_nb": __version__}, "evidence": evidence or {}}
+    _validate(json.loads(json.dumps(obj)), Path(path).name)
+    p = Path(path)
+    p.write_text(json.dumps(obj, indent=2) + "\n")
+    return p
+
+
+def check_model(spec: dict, path, *, model=None, name=None) -> None:
+    """ValueError unless the remedy file ``spec`` (:func:`read`) was made for this model: by the
+    loaded ``model``'s :func:`weights_digest`, or by ``name``'s fingerprint
+    (:func:`posbias_nb.models.describe`)."""
+    rec = spec["model"]
+    if model is not None:
+        d = weights_digest(model)
+        if d != rec["digest"]:
+            raise ValueError(f"{Path(path).name} was chosen for {rec['name']} (weights digest "
+                             f"{rec['digest']}); this model's digest is {d}")
+    if name is not None:
+        from .zoo import describe
+
+        f = describe(name)["fingerprint"]
+        if f != rec["fingerprint"]:
+            raise ValueError(f"{Path(path).name} was chosen for {rec['name']} (fingerprint "
+                             f"{rec['fingerprint']}); {name} has fingerprint {f}")

@@ -59,6 +59,19 @@ def _cmd_theory(args):
 
 
 def _cmd_profile(args):
+    if args.remedy_file:
+        from .experiments.inference import remedy_run
+
+        if args.remedy or args.remedy_param:
+            raise UsageError("--remedy-file carries its remedy and parameters: drop --remedy "
+                             "and --remedy-param")
+        if args.exact or args.no_rope or args.batch != 1 or args.target != "hidden" \
+                or args.source != "text":
+            raise UsageError("--remedy-file profiles the last hidden state of one text window "
+                             "with 8 probes: drop --exact, --no-rope, --batch, --target, "
+                             "--source")
+        return remedy_run(args.model, None, weights=args.weights, length=args.length,
+                          progress=not args.quiet, file=args.remedy_file)
     if args.remedy:
         from .experiments.inference import parse_params, remedy_run
 
@@ -93,6 +106,19 @@ def _cmd_rollout(args):
 
 
 def _cmd_retrieval(args):
+    if args.remedy_file:
+        from .experiments.inference import retrieval_remedy_run
+
+        if args.remedy or args.remedy_param:
+            raise UsageError("--remedy-file carries its remedy and parameters: drop --remedy "
+                             "and --remedy-param")
+        if args.variant != "hex":
+            raise UsageError("--remedy-file scores the hex variant (teacher-forced): drop "
+                             "--variant")
+        return retrieval_remedy_run(args.model, None, task=args.task, positions=args.positions,
+                                    examples=args.examples, length=args.length, seed=args.seed,
+                                    weights=args.weights, progress=not args.quiet,
+                                    file=args.remedy_file)
     if args.remedy:
         from .experiments.inference import parse_params, retrieval_remedy_run
 
@@ -136,6 +162,10 @@ def _remedy_flags(p) -> None:
                         "attention-calibration the kv task's documents); hidden-scaling, "
                         "ms-poe and attention-calibration are the papers' methods, the other "
                         "two variants of ours")
+    p.add_argument("--remedy-file", default=None, metavar="FILE",
+                   help="a remedy file (remedy.json, written by posbias fix or "
+                        "models.remedy_file.write): its remedy with its parameters, refused on "
+                        "a model it was not made for")
     p.add_argument("--remedy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="the remedy's free parameter: scale (hidden-scaling[-all], default 0), "
                         "lo and hi (ms-poe, 1.2 and 1.8), temperature (attention-calibration, "

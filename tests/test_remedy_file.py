@@ -90,3 +90,31 @@ def test_other_weights_and_extra_parameters_refused(tmp_path, tiny):
     rf.check_model(spec, path, name="smollm2-tiny")
     with pytest.raises(ValueError, match="has fingerprint"):
         rf.check_model(spec, path, name="qwen2-tiny")
+
+
+def test_command_line_remedy_file(tmp_path, tiny, capsys, monkeypatch):
+    from posbias_nb import cli
+
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    path = rf.write(tmp_path / "remedy.json", "ms-poe", {"lo": 1.2, "hi": 1.8}, tiny,
+                    "smollm2-tiny")
+    base = ["--model", "smollm2-tiny", "--weights", "random", "--quiet", "--format", "json"]
+    assert cli.main(["profile", *base, "--length", "32", "--remedy-file", str(path)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["meta"]["remedy"] == "ms-poe" and obj["meta"]["remedy_file"] == str(path)
+    assert len(obj["influence"]) == 32
+    assert cli.main(["retrieval", *base, "--positions", "3", "--examples", "1", "--length",
+                     "240", "--remedy-file", str(path)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["meta"]["remedy"] == "ms-poe" and len(obj["logprob"]) == 3
+    # a file made for another model; a file and --remedy at once: one line, exit 2
+    for argv, words in (
+            (["profile", "--model", "qwen2-tiny", "--weights", "random", "--remedy-file",
+              str(path)], "has fingerprint"),
+            (["profile", *base, "--remedy-file", str(path), "--remedy", "ms-poe"],
+             "drop --remedy"),
+            (["retrieval", *base, "--remedy-file", str(tmp_path / "none.json")],
+             "cannot read remedy file")):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0], err

@@ -606,19 +606,38 @@ def _cli_params(model, name, setting, weights, length, row0):
     return {"temperature": float(setting["temperature"])}
 
 
-def remedy_run(model, name: str, weights: str = "pretrained", length: int = 512,
-               params: dict | None = None, progress: bool = False) -> Result:
+def _from_file(model, file, weights):
+    """``(name, params)`` of a remedy file (:mod:`posbias_nb.models.remedy_file`), refused
+    unless it was made for ``model``: its fingerprint by name, then its loaded weights."""
+    from ..models import remedy_file
+
+    spec = remedy_file.read(file)
+    remedy_file.check_model(spec, file, name=model)
+    m = entry.loaded(model, weights=weights, seed=0)[0]
+    remedy_file.check_model(spec, file, model=m)
+    return spec["remedy"], dict(spec["params"])
+
+
+def remedy_run(model, name: str | None, weights: str = "pretrained", length: int = 512,
+               params: dict | None = None, progress: bool = False, file=None) -> Result:
     """The influence profile of ``model`` under the remedy ``name`` (``posbias profile
     --remedy``) on one offline text window: the remedy's measured inputs (the channel, our
     prior) as in the chapter, its free parameters from ``params`` (default: the first setting
-    of :data:`GRID`).  The attention calibration needs documents and is refused here."""
-    setting = _setting(name, params)
+    of :data:`GRID`).  The attention calibration needs documents and is refused here.  ``file``:
+    a remedy file (``--remedy-file``) instead of ``name`` and ``params``."""
+    kw = None
+    if file is not None:
+        name, kw = _from_file(model, file, weights)
+        setting = dict(kw)
+    else:
+        setting = _setting(name, params)
     if name == "attention-calibration":
         raise ValueError("attention-calibration reweights the attention on documents: a text "
                          "window has none (use posbias retrieval --remedy)")
     m, tok, info = entry.loaded(model, weights=weights, seed=0)
     check_applicable(m, name)  # before anything is measured
-    kw = _cli_params(model, name, setting, weights, length, length - 1)
+    if kw is None:
+        kw = _cli_params(model, name, setting, weights, length, length - 1)
     m, tok, info = entry.loaded(model, weights=weights, seed=0)
     ids = _windows(model, m, tok, length, 1, 0)
     with models.remedy(m, name, **kw):
@@ -627,7 +646,8 @@ def remedy_run(model, name: str, weights: str = "pretrained", length: int = 512,
             "influence": [float(v) for v in prof["influence"]],
             "stderr": [float(v) for v in prof["stderr"]]}
     meta = {"command": "profile", "model": str(model), "weights": weights, "length": length,
-            "remedy": name, "setting": setting, **entry.library_versions()}
+            "remedy": name, "setting": setting,
+            "remedy_file": None if file is None else str(file), **entry.library_versions()}
     return Result(data, meta=meta, columns=("position", "influence", "stderr"))
 
 
@@ -651,27 +671,34 @@ def parse_params(pairs) -> dict:
     return out
 
 
-def retrieval_remedy_run(model, name: str, params: dict | None = None, task: str = "kv",
-                         positions: int = 7, examples: int = 10, length: int = 350,
-                         seed: int = 0, weights: str = "pretrained",
-                         progress: bool = False) -> Result:
+def retrieval_remedy_run(model, name: str | None, params: dict | None = None,
+                         task: str = "kv", positions: int = 7, examples: int = 10,
+                         length: int = 350, seed: int = 0, weights: str = "pretrained",
+                         progress: bool = False, file=None) -> Result:
     """:func:`posbias_nb.experiments.retrieval.retrieval_run` with the remedy ``name`` applied
     (``posbias retrieval --remedy``), every prompt scored as in the chapter (the rows from the
     prompt's last token on for the remedies that change only those).  The result has the
-    baseline run's columns; ``meta`` names the remedy."""
-    setting = _setting(name, params)
+    baseline run's columns; ``meta`` names the remedy.  ``file``: a remedy file
+    (``--remedy-file``) instead of ``name`` and ``params``."""
+    fixed = None
+    if file is not None:
+        name, fixed = _from_file(model, file, weights)
+        setting = dict(fixed)
+    else:
+        setting = _setting(name, params)
     check_applicable(ret._load(model, weights, seed)[0], name)
     if name == "attention-calibration" and task != "kv":
         raise ValueError("attention-calibration needs documents: the kv task (its pairs)")
     params_key = ret._params(model, task, positions, examples, length, seed, weights)
     params_key.update(remedy=name, setting=setting, definition_remedy=_DEF,
-                      design=DESIGN.hash)
+                      design=DESIGN.hash, **({} if file is None else {"from_file": True}))
 
     def compute():
         P, m = ret._prompts_for(model, task, positions, examples, length, seed, weights)
         recs = P["records"]
         row0, L = _geometry(recs)
-        kw = _cli_params(model, name, setting, weights, L, row0)
+        kw = dict(fixed) if fixed is not None else _cli_params(model, name, setting, weights, L,
+                                                               row0)
         lp, ok = np.zeros(len(recs)), np.zeros(len(recs), dtype=bool)
         if name in ("hidden-scaling-all", "ms-poe"):
             def within(rows):
@@ -693,5 +720,6 @@ def retrieval_remedy_run(model, name: str, params: dict | None = None, task: str
 
     res = cache.cached("inference-retrieval", params_key, compute)
     out = ret._run_result(res, model, task, positions, examples, length, seed, weights, "hex")
-    out.meta.update(remedy=name, remedy_setting=setting)
+    out.meta.update(remedy=name, remedy_setting=setting,
+                    remedy_file=None if file is None else str(file))
     return out

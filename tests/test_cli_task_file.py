@@ -143,3 +143,24 @@ def test_bad_file_refused_before_the_model_is_touched(tmp_path, capsys, monkeypa
     monkeypatch.setattr(task_mod.ret, "_load", boom)
     assert cli.main(BASE + ["--data", str(f)]) == 2
     assert "unknown format" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["smollm2-tiny", "gemma3-tiny"])  # gemma3: sliding layers
+def test_one_prefill_scores_and_generates_as_the_two_passes(name):
+    import numpy as np
+    import torch
+
+    from posbias_nb import models
+    from posbias_nb.measure.scoring import generate_greedy, score_and_generate, score_batch
+
+    m, _, _ = models.load(name, weights="random", seed=0)
+    g = torch.Generator().manual_seed(3)
+    prompt = torch.randint(0, 200, (150,), generator=g).tolist()  # beyond gemma3-tiny's window
+    answers = [torch.randint(0, 200, (n,), generator=g).tolist() for n in (1, 4)]
+    lps, gen = score_and_generate(m, prompt, answers, 6)
+    ref, _ = score_batch(m, [prompt, prompt], answers, batch=1)
+    np.testing.assert_allclose(lps, ref, rtol=1e-4, atol=1e-4)
+    assert gen == generate_greedy(m, prompt, 6)
+    # the stop rule ends it early, as generate_greedy's does
+    _, short = score_and_generate(m, prompt, answers, 6, stop=lambda ids: len(ids) >= 2)
+    assert short == gen[:2]

@@ -33,7 +33,7 @@ import numpy as np
 from .. import cache
 from .._validate import positive_int
 from ..measure import entry
-from ..measure.scoring import generate_greedy_batch, score_batch
+from ..measure.scoring import score_and_generate
 from ..results import Result
 from ..tasks import qa
 from ..tasks.retrieval import Codec
@@ -41,7 +41,7 @@ from . import retrieval as ret
 
 __all__ = ["task_run", "prepare", "CSV_COLUMNS", "OUTCOMES", "DEFAULTS"]
 
-_DEF = "task-v1"  # bump when a definition below changes
+_DEF = "task-v2"  # bump when a definition below changes (v2: one prefill per prompt)
 CSV_COLUMNS = ("setting", "gold_document", "n", "accuracy", "accuracy_low", "accuracy_high",
                "logprob", "logprob_low", "logprob_high")
 OUTCOMES = ("answer", "distractor", "wrong", "empty", "off-format")
@@ -212,17 +212,14 @@ def task_run(model, data, documents: int | None = None, positions=None,
             raise ValueError(f"{over} of {len(ids)} prompts are too long for {info['name']} "
                              f"(context {info['max_length']} tokens): the longest takes "
                              f"{longest} with the answer budget; fewer --documents or --keys")
-        ans = [[_answer_ids(codec, a) for a in P["items"][e]["answers"]] for e, _, _ in rows]
-        flat_p = [p for p, a in zip(ids, ans) for _ in a]
-        flat_a = [x for a in ans for x in a]
-        lp_all, _ = score_batch(m, flat_p, flat_a)
-        lp, i0 = np.zeros(len(rows)), 0
-        for r, a in enumerate(ans):
-            lp[r] = float(np.max(lp_all[i0:i0 + len(a)]))
-            i0 += len(a)
         eos = ret._eos_ids(m, codec.tok)
-        gens = generate_greedy_batch(m, ids, max_new_tokens, stops=_first_line_done(codec),
-                                     eos=eos, batch=8)
+        stop = _first_line_done(codec)
+        lp, gens = np.zeros(len(rows)), []
+        for r, ((e, _, _), pid) in enumerate(zip(rows, ids)):
+            answers = [_answer_ids(codec, a) for a in P["items"][e]["answers"]]
+            lps, g = score_and_generate(m, pid, answers, max_new_tokens, stop=stop, eos=eos)
+            lp[r] = max(lps)  # the best of the gold answers
+            gens.append(g)
         text = [codec.decode(g) for g in gens]
         return {"example": np.array([e for e, _, _ in rows]),
                 "slot": np.array([s if isinstance(s, int) else -1 if s == "closed_book" else -2

@@ -18,7 +18,7 @@ import contextlib
 import numpy as np
 
 __all__ = ["score", "score_batch", "score_hidden", "answer_logits", "generate_greedy",
-           "generate_greedy_batch"]
+           "generate_greedy_batch", "score_and_generate"]
 
 
 def answer_logits(model, hidden):
@@ -221,3 +221,58 @@ def generate_greedy_batch(model, prompts, max_new_tokens, stops=None, eos=None,
         for r, i in enumerate(rows):
             out[i] = gen[r]
     return out
+
+
+def score_and_generate(model, prompt_ids, answers, max_new_tokens: int, stop=None, eos=None):
+    r"""One prefill of ``prompt_ids``, then (a) the teacher-forced log-probability of each of
+    ``answers`` (lists of ids) continued from a copy of its key-value cache, and (b) greedy
+    decoding of up to ``max_new_tokens`` tokens from it (stopping at an ``eos`` id or when
+    ``stop(generated_ids)`` is True): what :func:`score_batch` and :func:`generate_greedy` give
+    together, at the cost of one pass over the prompt instead of two.  Equal to them up to float
+    rounding (``tests/test_cli_task_file.py`` checks it).  The cache is copied, never cropped (a
+    sliding-window layer's cache cannot be cropped once full).
+
+    Returns ``(logprobs, generated_ids)``: one float per answer, and the generated ids.
+    """
+    import copy
+
+    import torch
+
+    global _CACHE_KW
+    p = list(map(int, prompt_ids))
+    A = [list(map(int, a)) for a in answers]
+    if not p or not A or any(not a for a in A):
+        raise ValueError("prompt and every answer must be non-empty")
+    if _CACHE_KW is None:
+        _CACHE_KW = _cache_kw()
+    eos = set() if eos is None else ({int(eos)} if np.isscalar(eos) else set(map(int, eos)))
+    device = next(model.parameters()).device
+    base = model.base_model
+
+    def step(ids, past):
+        x = torch.tensor([ids], dtype=torch.long, device=device)
+        o = base(input_ids=x, use_cache=True, **({} if past is None else {_CACHE_KW: past}))
+        return o.last_hidden_state[0], getattr(o, "cache", None) or o.past_key_values
+
+    with torch.no_grad():
+        h, past = step(p, None)
+        last = h[-1:]
+        lps = []
+        for a in A:
+            rows = last
+            if len(a) > 1:
+                hc, _ = step(a[:-1], copy.deepcopy(past))
+                rows = torch.cat((last, hc), 0)
+            out = torch.log_softmax(answer_logits(model, rows).double(), -1)
+            tgt = torch.tensor(a, device=out.device)
+            lps.append(float(out.gather(1, tgt[:, None]).sum()))
+        gen: list[int] = []
+        row = last
+        for _ in range(int(max_new_tokens)):
+            nxt = int(answer_logits(model, row)[0].argmax())
+            gen.append(nxt)
+            if nxt in eos or (stop is not None and stop(gen)):
+                break
+            h, past = step([nxt], past)
+            row = h[-1:]
+    return lps, gen

@@ -61,6 +61,9 @@ NB_WORKERS ?= 2
 NB_THREADS ?= 1
 # NB_PROFILE=DIR: sample every kernel (bench/sampler.py), table it in bench/results/profile-after.json
 NB_PROFILE ?=
+# one cell's limit: a cell that needs a measurement another chapter is computing waits for
+# it (posbias_nb.cache locks each key), which on a cold run can take most of an hour
+NB_TIMEOUT ?= 3600
 NB_PAGES   := $(filter-out book/verdicts,$(CHAPTERS))
 # Recorded measurements (recorded/, made by `make record` from a cold run): a measurement the live
 # cache lacks is read from there; the namespaces of RECORDED_VERIFY are computed anew and must
@@ -75,7 +78,7 @@ notebooks: setup
 	POSBIAS_CACHE_LOG=$(CURDIR)/_build/cache-events.jsonl \
 	POSBIAS_RECORDED_DIR=$(USE_RECORDED) POSBIAS_RECORDED_VERIFY=$(RECORDED_VERIFY) \
 	POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state $(PY) tests/nbrun.py \
-	  --workers $(NB_WORKERS) --threads $(NB_THREADS) --timeout 1800 \
+	  --workers $(NB_WORKERS) --threads $(NB_THREADS) --timeout $(NB_TIMEOUT) \
 	  --times _build/chapter-times.json $(if $(NB_PROFILE),--profile $(NB_PROFILE)) \
 	  --last book/verdicts.md $(NB_PAGES:%=%.md)
 	$(if $(NB_PROFILE),$(PY) bench/profile_chapters.py --from-kernels $(NB_PROFILE) \

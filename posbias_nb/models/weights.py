@@ -249,12 +249,27 @@ def dequantized(name: str, path: Path) -> Path:
 
 
 def _dequantize(path: Path, saved: Path) -> Path:
+    import contextlib
+    import io
+    import sys
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                 local_files_only=True, dtype=torch.float32)
+    # transformers draws a tqdm bar over the GGUF tensors on stderr: shown on a terminal, kept
+    # out of anything else (a chapter's cell output, where the book build fails on stderr);
+    # whatever else it writes there is passed on
+    quiet = not getattr(sys.stderr, "isatty", lambda: False)()
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf) if quiet else contextlib.nullcontext():
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name,
+                                            local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                     local_files_only=True, dtype=torch.float32)
+    rest = [ln for ln in buf.getvalue().replace("\r", "\n").splitlines()
+            if ln.strip() and "de-quantizing GGUF tensors" not in ln]
+    if rest:
+        print("\n".join(rest), file=sys.stderr)
     _weights_dir().mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=_weights_dir(), prefix=".tmp-"))
     try:

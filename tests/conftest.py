@@ -43,3 +43,19 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("POSBIAS_WEIGHTS_DIR", _WEIGHTS)
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path_factory.mktemp("posbias-cache")))
     yield
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A tiny Llama with a 4096-token context and no tokenizer (its prompts read as UTF-8
+    bytes): long task-file prompts fit (tests of posbias task and report --task-data)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2,
+                      max_position_embeddings=4096)
+    d = tmp_path_factory.mktemp("llama-4k")
+    LlamaForCausalLM(cfg).save_pretrained(str(d))
+    return str(d)

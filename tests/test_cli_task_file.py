@@ -43,21 +43,6 @@ def _file(tmp_path, rows, name="t.jsonl.gz"):
     return p
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny Llama with a 4096-token context, no tokenizer (prompts read as UTF-8 bytes)."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2,
-                      max_position_embeddings=4096)
-    d = tmp_path_factory.mktemp("llama-4k")
-    LlamaForCausalLM(cfg).save_pretrained(str(d))
-    return str(d)
-
-
 @pytest.fixture
 def BASE(model_dir):
     return ["task", "--model", model_dir, "--weights", "pretrained", "--max-new-tokens", "3"]

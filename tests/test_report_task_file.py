@@ -16,21 +16,6 @@ def no_cache(monkeypatch):
     monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny Llama with a 4096-token context, no tokenizer (prompts read as UTF-8 bytes)."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2,
-                      max_position_embeddings=4096)
-    d = tmp_path_factory.mktemp("llama-4k")
-    LlamaForCausalLM(cfg).save_pretrained(str(d))
-    return str(d)
-
-
 def _qa_file(tmp_path, n=10):
     p = tmp_path / "mine.jsonl.gz"
     with gzip.open(p, "wt") as f:

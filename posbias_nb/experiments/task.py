@@ -25,7 +25,6 @@ cached (namespace ``task``; the key holds the file's SHA-256).
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +33,7 @@ from .. import cache
 from .._validate import positive_int
 from ..measure import entry
 from ..measure.scoring import score_and_generate
+from ..models.weights import _sha256
 from ..results import Result
 from ..tasks import qa
 from ..tasks.retrieval import Codec
@@ -47,14 +47,6 @@ CSV_COLUMNS = ("setting", "gold_document", "n", "accuracy", "accuracy_low", "acc
 OUTCOMES = ("answer", "distractor", "wrong", "empty", "off-format")
 #: The defaults of ``posbias task`` (and of :func:`task_run`).
 DEFAULTS = {"documents": 10, "examples": 24, "max_new_tokens": 32, "seed": 0}
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _choose(n_total: int, examples: int | None, seed: int) -> np.ndarray:

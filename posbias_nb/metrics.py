@@ -903,9 +903,13 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
     measurement is resampled).  Returns ``{("rho", m): ci, ("w1", m): ci}`` for every prediction
     ``m`` and, for every ``(a, b)`` in ``pairs``, ``("dw1", a, b)``: :math:`W_1(a) - W_1(b)` and
     ``("drho", a, b)``: :math:`\rho(b) - \rho(a)` (both > 0 when ``b`` is the better
-    prediction), and ``("dw1_exact", a, b)``: whether that :math:`W_1` difference is the same
-    for every resample (:func:`w1_difference_exact`; its interval is then the exact value,
-    width 0 by construction).  Each ``ci`` is an ``(estimate, low, high)`` tuple of the percentile
+    prediction); ``("dw1_atom", a, b)`` and ``("drho_atom", a, b)``: the share of resamples
+    that leave that difference at its estimate (:func:`posbias_nb.stats.bootstrap_atom`), and
+    ``("dw1_exact", a, b)``, ``("drho_exact", a, b)``: whether that share is 1, so that the
+    interval is the exact value, width 0 by construction of the statistic (for :math:`W_1` when
+    every resampled mean's CDF lies on one side of both predictions' CDFs,
+    :func:`w1_difference_exact` being a sufficient condition read off the windows; for
+    :math:`\rho` when every resampled mean ranks the positions alike).  Each ``ci`` is an ``(estimate, low, high)`` tuple of the percentile
     :func:`posbias_nb.stats.bootstrap`: agreements of a mean profile, see :func:`_interval`.
 
     Raises
@@ -920,6 +924,8 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
     for m, q in preds.items():
         if q.size != P.shape[1]:
             raise ValueError(f"prediction {m!r} has {q.size} positions, the windows {P.shape[1]}")
+    from .stats import bootstrap_atom
+
     kw = dict(n_boot=n_boot, seed=seed)
     out = {}
     for m, q in preds.items():
@@ -930,13 +936,12 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
         if a not in preds or b not in preds:
             raise ValueError(f"unknown prediction in pair {(a, b)!r}")
         qa, qb = preds[a], preds[b]
-        out["dw1", a, b] = _interval(
-            lambda X: wasserstein(qa, X.mean(0)) - wasserstein(qb, X.mean(0)), P,
-            agreement=True, **kw)
-        out["dw1_exact", a, b] = w1_difference_exact(qa, qb, P)
-        out["drho", a, b] = _interval(
-            lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0)), P, agreement=True,
-            **kw)
+        dw1 = lambda X: wasserstein(qa, X.mean(0)) - wasserstein(qb, X.mean(0))  # noqa: E731
+        drho = lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0))  # noqa: E731
+        for stat, f in (("dw1", dw1), ("drho", drho)):
+            out[stat, a, b] = _interval(f, P, agreement=True, **kw)
+            out[f"{stat}_atom", a, b] = bootstrap_atom(f, P, **kw)
+            out[f"{stat}_exact", a, b] = out[f"{stat}_atom", a, b] == 1.0
     return out
 
 

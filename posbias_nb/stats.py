@@ -51,7 +51,8 @@ from ._validate import choice, positive_int
 __all__ = ["VERDICTS", "proportion_interval", "unit_proportion_interval",
            "paired_proportion_interval", "mean_interval", "two_way_mean_interval",
            "interval_pvalue", "holm_family",
-           "bootstrap", "PairedTest", "paired_test", "holm", "by_unit", "count_decide", "decide",
+           "bootstrap", "bootstrap_atom", "PairedTest", "paired_test", "holm", "by_unit",
+           "count_decide", "decide",
            "decide_all", "margin"]
 
 #: The verdict words, in the order the book's tables explain them.  :func:`decide` returns one of
@@ -623,9 +624,81 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     >>> round(est, 3), lo < est < hi
     (3.033, True)
     """
+    method = choice("method", method, ("bca", "percentile"))
+    level = _level(level)
+    if expand is None:
+        expand = method == "bca"
+    if not isinstance(expand, (bool, np.bool_)):
+        raise ValueError(f"expand must be True, False or None, got {expand!r}")
+    arrs, n, groups, inv, estimate, reps = _replicates(statistic, samples, n_boot, seed,
+                                                       clusters)
+    G = n if groups is None else len(groups)
+    ok = reps[np.isfinite(reps)]
+    if ok.size < reps.size / 2:
+        raise ValueError(f"only {ok.size} of {reps.size} bootstrap replicates are finite")
+    if method == "percentile":
+        q = _sp.ndtr(_nominal_z(level, G, True)) if expand else [(1 - level) / 2, (1 + level) / 2]
+        lo, hi = np.quantile(ok, q)
+        return estimate, float(lo), float(hi)
+    if np.all(ok == ok[0]):  # no variation in any resample: nothing to correct
+        return estimate, float(ok[0]), float(ok[0])
+    if not math.isfinite(estimate):
+        raise ValueError(f"the statistic on the full sample is not finite: {estimate!r}")
+    # jackknife: leave one unit (or one whole cluster) out
+    jack = np.empty(G)
+    label = np.arange(n) if groups is None else inv
+    with np.errstate(all="ignore"):
+        for i in range(G):
+            idx = np.flatnonzero(label != i)
+            jack[i] = float(statistic(*(a[idx] for a in arrs)))
+    lo, hi = _bca_bounds(ok, estimate, jack, level, units=G, expand=expand)
+    return estimate, lo, hi
+
+
+def bootstrap_atom(statistic, *samples, n_boot: int = 2000, seed: int = 0, clusters=None,
+                   rtol: float = 1e-9) -> float:
+    r"""The share of the resamples of :func:`bootstrap` (same ``seed``, ``n_boot`` and
+    ``clusters``, hence the same draws) that leave ``statistic`` at its full-sample value, to
+    ``rtol * max(1, |estimate|)``: 1.0 when no resample moves it.
+
+    Chapter :ref:`ch-prediction`.  A statistic can be locally constant in the data: a difference
+    of two distances to a mean profile is the same for every mean on one side of both
+    predictions (:func:`posbias_nb.metrics.w1_difference_exact` gives a sufficient condition),
+    and a difference of two rank correlations is the same for every mean that ranks the
+    positions alike.  Its bootstrap law then has an atom at the estimate, and a percentile
+    interval has width 0 as soon as the atom covers both of its quantiles.  Such a number is
+    reported with its atom (exact when the share is 1), never as an interval that merely happens
+    to have no width; rounding moves the replicates by about ``1e-16``, hence the tolerance.
+    Non-finite replicates count as moved.
+
+    Raises
+    ------
+    ValueError
+        As :func:`bootstrap` for the samples, ``n_boot``, ``seed`` and ``clusters``; a
+        ``rtol`` that is not a finite number >= 0.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 2.0, 3.0], [1.0, 2.5, 4.0], [1.2, 2.0, 3.5]])
+    >>> bootstrap_atom(lambda X: float(np.argmax(X.mean(0))), x)  # the last, always
+    1.0
+    >>> bootstrap_atom(lambda X: float(X.mean()), x) < 0.5  # only the permutations of x
+    True
+    """
+    rtol = float(rtol)
+    if not math.isfinite(rtol) or rtol < 0:
+        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
+    _, _, _, _, estimate, reps = _replicates(statistic, samples, n_boot, seed, clusters)
+    if not math.isfinite(estimate):
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        return float(np.mean(np.abs(reps - estimate) <= rtol * max(1.0, abs(estimate))))
+
+def _replicates(statistic, samples, n_boot, seed, clusters):
+    """The validated samples, their clusters and the bootstrap replicates of ``statistic``:
+    the one resampling of :func:`bootstrap` and :func:`bootstrap_atom`."""
     if not samples:
         raise ValueError("bootstrap needs at least one sample")
-    method = choice("method", method, ("bca", "percentile"))
     arrs = [np.asarray(s) for s in samples]
     n = arrs[0].shape[0] if arrs[0].ndim else 0
     for a in arrs:
@@ -636,11 +709,6 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
         raise ValueError(f"bootstrap needs at least 2 units along axis 0, got {n}")
     n_boot = positive_int("n_boot", n_boot, minimum=100)
     seed = positive_int("seed", seed, minimum=0)
-    level = _level(level)
-    if expand is None:
-        expand = method == "bca"
-    if not isinstance(expand, (bool, np.bool_)):
-        raise ValueError(f"expand must be True, False or None, got {expand!r}")
     groups = inv = None
     if clusters is not None:
         lab = np.asarray(clusters)
@@ -682,26 +750,7 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
                     idx = np.concatenate([groups[g] for g in pick])
                 reps[start + j] = float(statistic(a0[idx]) if one
                                         else statistic(*(a[idx] for a in arrs)))
-    ok = reps[np.isfinite(reps)]
-    if ok.size < n_boot / 2:
-        raise ValueError(f"only {ok.size} of {n_boot} bootstrap replicates are finite")
-    if method == "percentile":
-        q = _sp.ndtr(_nominal_z(level, G, True)) if expand else [(1 - level) / 2, (1 + level) / 2]
-        lo, hi = np.quantile(ok, q)
-        return estimate, float(lo), float(hi)
-    if np.all(ok == ok[0]):  # no variation in any resample: nothing to correct
-        return estimate, float(ok[0]), float(ok[0])
-    if not math.isfinite(estimate):
-        raise ValueError(f"the statistic on the full sample is not finite: {estimate!r}")
-    # jackknife: leave one unit (or one whole cluster) out
-    jack = np.empty(G)
-    label = np.arange(n) if groups is None else inv
-    with np.errstate(all="ignore"):
-        for i in range(G):
-            idx = np.flatnonzero(label != i)
-            jack[i] = float(statistic(*(a[idx] for a in arrs)))
-    lo, hi = _bca_bounds(ok, estimate, jack, level, units=G, expand=expand)
-    return estimate, lo, hi
+    return arrs, n, groups, inv, estimate, reps
 
 
 # --------------------------------------------------------------------------------------------

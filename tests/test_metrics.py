@@ -527,3 +527,34 @@ def test_w1_difference_exact_detects_a_constant_difference_and_rejects_a_crossin
     sc2 = metrics.prediction_scores(mixed, {"a": qa, "b": qb}, pairs=[("a", "b")], n_boot=200)
     assert not sc2["dw1_exact", "a", "b"]
     assert sc2["dw1", "a", "b"][2] - sc2["dw1", "a", "b"][1] > 1e-6
+
+
+def test_prediction_scores_exact_where_only_the_resampled_means_stay_on_one_side():
+    """Issue 34, item 13, the case the window-wise test misses (Gemma-3-270M, L = 128): single
+    light windows pass between the two CDFs, but one heavy window dominates every resampled mean,
+    so no resample moves the difference; and a rank difference no resample moves."""
+    from posbias_nb import metrics
+
+    L = 12
+    qa = np.r_[np.ones(6), np.zeros(6)] + 1e-3
+    qb = np.r_[np.ones(9), np.zeros(3)] + 1e-3
+    heavy = np.linspace(0.1, 3.0, L) ** 2 * 1e6                # mass late: F below both
+    light = (qa / qa.sum() + qb / qb.sum()) / 2                # between the two CDFs
+    P = np.vstack([heavy * (1 + 0.01 * i) for i in range(6)] + [light, light * 1.1])
+    assert not metrics.w1_difference_exact(qa, qb, P)          # the sufficient condition fails
+    sc = metrics.prediction_scores(P, {"a": qa, "b": qb}, pairs=[("a", "b")], n_boot=200)
+    e, lo, hi = sc["dw1", "a", "b"]
+    assert sc["dw1_exact", "a", "b"] and hi - lo < 1e-12      # yet no resample moves it
+    assert sc["dw1_atom", "a", "b"] == 1.0
+    # every window rises, so every resampled mean ranks the positions alike: rho is constant
+    assert sc["drho_exact", "a", "b"]
+    e, lo, hi = sc["drho", "a", "b"]
+    assert hi - lo < 1e-12
+    # the counterexample: windows that rank the positions differently move the difference
+    rng = np.random.default_rng(5)
+    qc, qd = np.linspace(2.0, 1.0, L), np.linspace(1.0, 2.0, L) ** 2  # falling, rising
+    noisy = rng.uniform(0.5, 1.5, (8, L))                      # flat: CDFs between the two
+    sc3 = metrics.prediction_scores(noisy, {"a": qc, "b": qd}, pairs=[("a", "b")], n_boot=200)
+    assert not sc3["drho_exact", "a", "b"] and not sc3["dw1_exact", "a", "b"]
+    assert sc3["drho_atom", "a", "b"] < 0.5
+    assert sc3["drho", "a", "b"][2] - sc3["drho", "a", "b"][1] > 1e-6

@@ -366,6 +366,31 @@ def test_bootstrap_rejects_mostly_nonfinite():
         stats.bootstrap(lambda x: np.nan if x.min() == 0 else 1.0, np.array([0.0, 1.0]))
 
 
+def test_bootstrap_atom_tells_a_constant_statistic_from_a_measured_one():
+    """Issue 34, item 13: an interval of width 0 by construction is told from a measured one."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(1.0, 1.1, (8, 5)) * np.arange(1, 6)  # every window rises: ranks never move
+    rank_top = lambda A: float(np.argmax(A.mean(0)))  # noqa: E731
+    assert stats.bootstrap_atom(rank_top, X, n_boot=300, seed=1) == 1.0
+    e, lo, hi = stats.bootstrap(rank_top, X, n_boot=300, seed=1, method="percentile")
+    assert e == lo == hi == 4.0
+    # the counterexample: a mean moves with every resample; a rounded constant does not
+    assert stats.bootstrap_atom(lambda A: float(A.mean()), X, n_boot=300, seed=1) < 0.05
+    jitter = lambda A: 0.1 + 1e-17 * float(A.sum())  # noqa: E731  moves by rounding only
+    assert stats.bootstrap_atom(jitter, X, n_boot=300) == 1.0
+    assert stats.bootstrap_atom(jitter, X, n_boot=300, rtol=0.0) < 1.0
+    # an atom short of 1: the statistic moves in the resamples that miss the one odd unit
+    Y = np.r_[np.zeros(19), 1.0]
+    share = stats.bootstrap_atom(lambda a: float(a.max()), Y, n_boot=1000)
+    assert abs(share - (1 - (19 / 20) ** 20)) < 0.05  # P(the odd unit drawn) = 0.642
+    # a non-finite replicate is a moved one
+    assert stats.bootstrap_atom(lambda A: 1.0 if A[:, 0].min() > 1.02 else np.nan, X,
+                                n_boot=300) < 1.0
+    with pytest.raises(ValueError, match="rtol must be a finite number >= 0, got -1.0"):
+        stats.bootstrap_atom(np.mean, X, rtol=-1)
+    with pytest.raises(ValueError, match="at least 2 units"):
+        stats.bootstrap_atom(np.mean, X[:1])
+
 def _boot_coverage(method, n, reps, draw, mu, n_boot=999, seed=0, expand=None):
     X = draw(np.random.default_rng([seed, n, 17]), (reps, n))
     hits = 0

@@ -235,7 +235,8 @@ def interval_pvalue(x, threshold=0.0, direction: str = "greater", *, band=None) 
     which the ``1 - a`` t interval of the mean of ``x`` lies entirely on the claimed side of
     ``threshold`` (or inside ``band``).  So "the ``1 - a`` interval decides *holds*" iff
     ``p < a``: twice the one-sided t p-value (for ``"within"``, twice the larger of the two
-    one-sided ones: the two one-sided tests).  NaN when the units do not vary.
+    one-sided ones: the two one-sided tests).  NaN when the units do not vary.  A 2-D ``x`` is a
+    crossed (seeds, windows) table: the p-value dual to :func:`two_way_mean_interval`.
 
     Examples
     --------
@@ -243,16 +244,27 @@ def interval_pvalue(x, threshold=0.0, direction: str = "greater", *, band=None) 
     0.0305
     """
     direction = choice("direction", direction, ("greater", "less", "within"))
-    a = _vector("x", x)
-    a = a[np.isfinite(a)]
-    if a.size < 2:
-        raise ValueError(f"interval_pvalue needs at least 2 finite values, got {a.size}")
-    sd = float(a.std(ddof=1))
-    if not sd > 0 or np.ptp(a) == 0:  # every unit agrees (a mean's rounding is not spread)
-        return float("nan")
-    se = sd / math.sqrt(a.size)
-    df = a.size - 1
-    m = float(a.mean())
+    if np.ndim(x) == 2:  # a (seeds, windows) table: the standard error of two_way_mean_interval
+        a = np.asarray(x, dtype=float)
+        two_way_mean_interval(a)  # its checks
+        if np.ptp(a) == 0:
+            return float("nan")
+        K, W = a.shape
+        se = math.sqrt(a.mean(1).var(ddof=1) / K + a.mean(0).var(ddof=1) / W)
+        if not se > 0:
+            return float("nan")
+        df, m = min(K, W) - 1, float(a.mean())
+    else:
+        a = _vector("x", x)
+        a = a[np.isfinite(a)]
+        if a.size < 2:
+            raise ValueError(f"interval_pvalue needs at least 2 finite values, got {a.size}")
+        sd = float(a.std(ddof=1))
+        if not sd > 0 or np.ptp(a) == 0:  # every unit agrees (a mean's rounding is not spread)
+            return float("nan")
+        se = sd / math.sqrt(a.size)
+        df = a.size - 1
+        m = float(a.mean())
     if direction == "greater":
         one = float(_sp.stdtr(df, -(m - _real("threshold", threshold)) / se))
     elif direction == "less":
@@ -265,11 +277,19 @@ def interval_pvalue(x, threshold=0.0, direction: str = "greater", *, band=None) 
     return min(1.0, 2 * one)
 
 
+def _units_interval(x, level: float = 0.95):
+    """A claim's interval: :func:`mean_interval` over its units, or
+    :func:`two_way_mean_interval` for a (seeds, windows) table."""
+    if np.ndim(x) == 2:
+        return two_way_mean_interval(x, level=level)
+    return mean_interval(x, level=level)
+
 def holm_family(claims: dict, alpha: float = 0.05) -> dict:
     r"""Decide a pre-declared family of claims about means, with Holm's correction.
 
     ``claims`` maps a name to ``dict(x=..., threshold=..., direction=..., band=...,
-    testable=True)``: ``x`` one value per independent unit (examples, windows), the claim as
+    testable=True)``: ``x`` one value per independent unit (examples, windows), or a crossed
+    (seeds, windows) table whose interval is :func:`two_way_mean_interval`'s, the claim as
     for :func:`decide`.  For each claim: its 95% t interval (``interval``), the p-value dual to
     it (:func:`interval_pvalue`), Holm's adjusted p (``p_holm``), the step-down level of its
     rank, ``1 - alpha / (m - i)`` (frozen at the first claim Holm does not reject), the t
@@ -312,7 +332,7 @@ def holm_family(claims: dict, alpha: float = 0.05) -> dict:
             continue
         p = interval_pvalue(x, **c)
         out[k] = {"x": np.asarray(x, dtype=float), "claim": c,
-                  "interval": mean_interval(x), "p": p,
+                  "interval": _units_interval(x), "p": p,
                   "testable": testable and bool(np.isfinite(p))}
         if out[k]["testable"]:
             ps[k] = p
@@ -335,7 +355,7 @@ def holm_family(claims: dict, alpha: float = 0.05) -> dict:
         kw = {"band": c["band"]} if c["direction"] == "within" else \
             {"threshold": c["threshold"]}
         if o["testable"]:
-            o["adjusted"] = mean_interval(o["x"], level=o["level"])
+            o["adjusted"] = _units_interval(o["x"], level=o["level"])
             o["verdict"] = decide(o["adjusted"], direction=c["direction"], **kw)
         else:
             o["level"], o["p_holm"], o["adjusted"] = float("nan"), float("nan"), o["interval"]

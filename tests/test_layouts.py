@@ -343,3 +343,55 @@ def test_irwin_hall_row_validity_range_is_the_bulk_not_the_support_edge():
     # 1/w^2: a factor 16 per quadrupling of w, within a factor 2
     assert all(8 < a / b < 32 for a, b in zip(bulk, bulk[1:])), bulk
     assert all(1.0 < e < 1.05 for e in edge), edge
+
+
+def _tiny_gemma3():
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    cfg = models.ZOO["gemma3-270m"].build_config()
+    for k, v in dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                     num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                     query_pre_attn_scalar=32, sliding_window=4, vocab_size=97).items():
+        setattr(cfg, k, v)
+    cfg.layer_types = ["sliding_attention", "full_attention"]
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(cfg).eval()
+
+
+@pytest.mark.parametrize("switch", ["qk_norm", "rope_bases", "embed_scale", "sandwich_norms",
+                                    "all"])
+def test_each_gemma3_switch_changes_the_model_and_only_where_it_says(switch):
+    """Issue 34, item 16: each ablation of the layouts study changes the random-init Gemma-3's
+    output (checked by behaviour), on the parts it names."""
+    import torch
+    from posbias_nb.experiments import layouts as study
+
+    m = _tiny_gemma3()
+    ids = torch.arange(1, 13).unsqueeze(0)
+    with torch.no_grad():
+        before = m(ids).logits
+    study.switch_off(m, switch)
+    with torch.no_grad():
+        after = m(ids).logits
+    assert not torch.allclose(before, after)
+    a = m.model.layers[0]
+    off = {"qk_norm": isinstance(a.self_attn.q_norm, torch.nn.Identity),
+           "sandwich_norms": isinstance(a.post_attention_layernorm, torch.nn.Identity),
+           "embed_scale": float(m.model.embed_tokens.embed_scale) == 1.0,
+           "rope_bases": torch.equal(m.model.rotary_emb.sliding_attention_inv_freq,
+                                     m.model.rotary_emb.full_attention_inv_freq)}
+    for k, v in off.items():
+        assert v == (switch in (k, "all")), (k, switch)
+
+
+def test_a_switch_is_refused_on_a_model_without_its_parts():
+    import torch
+    from posbias_nb.experiments import layouts as study
+
+    with pytest.raises(ValueError, match="unknown switch 'rope'"):
+        study.switch_off(_tiny_gemma3(), "rope")
+    with pytest.raises(ValueError, match="switch 'qk_norm' needs a Gemma-3 text model"):
+        study.switch_off(torch.nn.Linear(2, 2), "qk_norm")
+    with pytest.raises(ValueError, match="is not in the design"):
+        study.ablation("qk_norms")

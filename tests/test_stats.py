@@ -837,6 +837,26 @@ def test_holm_family_correction_bites_on_a_constructed_case():
     assert all(r["verdict"] == "inconclusive" for r in f.values())
 
 
+def test_holm_family_decides_a_seeds_by_windows_table_by_its_two_way_interval():
+    """Issue 34, item 14: a (K, W) table is decided on the two-way interval, and its p-value is
+    that interval's dual; one value per unit is decided as before."""
+    rng = np.random.default_rng(2)
+    D = 0.3 + rng.normal(0, 0.05, (3, 1)) + rng.normal(0, 0.1, (1, 8)) + rng.normal(0, 0.02, (3, 8))
+    f = stats.holm_family({"t": dict(x=D), "u": dict(x=D[0])})
+    assert f["t"]["interval"] == stats.two_way_mean_interval(D)
+    assert f["u"]["interval"] == stats.mean_interval(D[0])
+    p = stats.interval_pvalue(D)
+    for a in (p * 0.999, p * 1.001):  # the 1 - a interval touches 0 exactly at a = p
+        lo = stats.two_way_mean_interval(D, level=1 - a)[1]
+        assert (lo > 0) == (a > p), (a, p, lo)
+    # the counterexample: a seed effect the windows alone would miss keeps the table undecided
+    E = np.array([[1.0] * 8, [-0.6] * 8, [0.2] * 8]) + rng.normal(0, 0.01, (3, 8))
+    g = stats.holm_family({"t": dict(x=E), "u": dict(x=E[0])})
+    assert g["t"]["verdict"] == "inconclusive" and g["u"]["verdict"] == "holds"
+    assert np.isnan(stats.interval_pvalue(np.ones((3, 4))))
+    with pytest.raises(ValueError, match="finite"):
+        stats.interval_pvalue(np.ones((1, 4)))
+
 def test_two_way_interval_covers_twins_and_windows_where_windows_alone_do_not():
     """3 initialisations x 8 windows with a random effect for each: the two-way interval covers
     the population mean; a t interval over the windows of one twin does not."""

@@ -107,13 +107,16 @@ class Design:
 
 _COMMON = ("posbias_nb.stats.decide", "posbias_nb.stats.decide_all",
            "posbias_nb.stats.holm_family", "posbias_nb.stats.interval_pvalue",
-           "posbias_nb.stats.mean_interval")
+           "posbias_nb.stats.mean_interval", "posbias_nb.stats._units_interval",
+           "posbias_nb.stats.two_way_mean_interval")
 #: Per study, what decides its verdicts: dotted names of functions, classes or constants.
 VERDICT_CODE = {
     "inference": _COMMON + ("posbias_nb.experiments.inference.decisions",
                             "posbias_nb.experiments.inference._control_moved"),
     "layouts": _COMMON + ("posbias_nb.experiments.layouts.decisions",
                           "posbias_nb.experiments.layouts.agreements",
+                          "posbias_nb.experiments.layouts._agree",
+                          "posbias_nb.experiments.layouts.init_seeds",
                           "posbias_nb.experiments.layouts.rows",
                           "posbias_nb.experiments.layouts.middle_shares",
                           "posbias_nb.experiments.layouts._DEF",

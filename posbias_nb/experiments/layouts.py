@@ -36,8 +36,9 @@ from .. import cache, metrics, models, stats, theory
 from ..measure import cached, entry
 from .design import Design, check
 
-__all__ = ["DESIGN", "study_spec", "layout", "measure", "rows", "agreements", "decisions",
-           "beyond_reach", "middle_shares"]
+__all__ = ["DESIGN", "study_spec", "layout", "init_seeds", "measure", "rows", "agreements",
+           "decisions", "beyond_reach", "middle_shares", "SWITCHES", "switch_off", "ablation",
+           "ablations"]
 
 _DEF = "layouts-v2"  # bump when a definition below changes (the design has its own hash)
 
@@ -68,6 +69,14 @@ DESIGN = Design("layouts", dict(
                                         "of four, global NoPE layers"),
     },
     windows=8, probes=4, seed=0, agreement="log_pearson",
+    # the random initialisations of every configuration, read on the same windows and probes
+    # (seed 0's); the claims' units are the (initialisation, window) table, its interval
+    # stats.two_way_mean_interval
+    init_seeds=[0, 1, 2],
+    # decides nothing: what in the real Gemma-3 block makes the layout row lose for Gemma-3 as
+    # shipped; each switched off alone (and all together) in that random-init config, seed 0
+    ablations=dict(model="gemma3-shipped", init_seed=0,
+                   switches=["qk_norm", "rope_bases", "embed_scale", "sandwich_norms", "all"]),
     fit=["gemma3-shipped", "gemma3-hybrid", "gemma3-sliding", "mistral", "gpt-oss", "llama4"],
     middle=["gemma3-hybrid", "gemma3-full"],
     threshold=0.0, family_alpha=0.05,
@@ -117,20 +126,27 @@ def layout(name: str) -> theory.Layout:
     return theory.parse_layout(str(cache.cached("layouts-layout", params, compute)["layout"]))
 
 
-def measure(name: str) -> np.ndarray:
-    """The study model's measured profiles at random init, ``(windows, L)``."""
+def init_seeds() -> list[int]:
+    """The design's initialisation seeds (the first is the windows' and probes' seed)."""
+    return [int(x) for x in _checked()["init_seeds"]]
+
+
+def measure(name: str, init_seed: int | None = None) -> np.ndarray:
+    """The study model's measured profiles at random init, ``(windows, L)``: the initialisation
+    ``init_seed`` (default: the design's ``seed``) read on the design's windows and probes."""
     spec = study_spec(name)
     d = DESIGN
     res = cached.profile(spec, "random", length=int(d["models"][name]["length"]),
                          probes=int(d["probes"]), batch=int(d["windows"]), seed=int(d["seed"]),
-                         progress=False)
+                         progress=False, init_seed=init_seed)
     return np.asarray(res["per_sequence"], dtype=np.float64)
 
 
-def rows(name: str) -> dict:
+def rows(name: str, init_seed: int | None = None, P=None) -> dict:
     r"""The mean profile and the two theory rows (each with its own fitted :math:`\alpha`),
-    over the positions the layout reaches (``mask``)."""
-    P = measure(name)
+    over the positions the layout reaches (``mask``), for one initialisation (or for the
+    profiles ``P`` given)."""
+    P = measure(name, init_seed) if P is None else np.asarray(P, dtype=np.float64)
     lay = layout(name)
     L = P.shape[1]
     mask = theory.log_layout_influence(lay, L, 0.5) > -np.inf
@@ -143,35 +159,48 @@ def rows(name: str) -> dict:
                 t_full=theory.influence(L, lay.depth, a_full))
 
 
-def agreements(name: str) -> dict:
-    """Per window: log-Pearson and Spearman of the profile against each row (reachable
-    positions), their t intervals, and the paired gaps layout minus :math:`N^H`."""
-    r = rows(name)
+def _agree(r: dict) -> dict:
+    """Per window of one initialisation: each statistic against each row, and the gaps."""
     m = r["mask"]
-    out = dict(r)
+    out = {}
     for stat, fn in (("log_pearson", metrics.log_pearson), ("spearman", metrics.spearman)):
         for row in ("layout", "full"):
-            x = np.array([fn(w[m], r[f"t_{row}"][m]) for w in r["P"]])
-            out[f"{stat}_{row}"] = x
-            out[f"{stat}_{row}_ci"] = stats.mean_interval(x)
-        gap = out[f"{stat}_layout"] - out[f"{stat}_full"]
-        out[f"{stat}_gap"] = gap
-        out[f"{stat}_gap_ci"] = stats.mean_interval(gap)
+            out[f"{stat}_{row}"] = np.array([fn(w[m], r[f"t_{row}"][m]) for w in r["P"]])
+        out[f"{stat}_gap"] = out[f"{stat}_layout"] - out[f"{stat}_full"]
+    return out
+
+
+def agreements(name: str) -> dict:
+    """Per (initialisation, window): log-Pearson and Spearman of the profile against each row
+    (reachable positions, each initialisation with its own fitted rows), ``(K, W)`` tables,
+    their two-way intervals (:func:`posbias_nb.stats.two_way_mean_interval`), and the paired
+    gaps layout minus :math:`N^H`.  The rows, profiles and fitted :math:`\alpha` of the first
+    initialisation come with them (the figure's); ``alpha_layout_seeds`` and
+    ``alpha_full_seeds`` give every initialisation's."""
+    per = [rows(name, s) for s in init_seeds()]
+    out = dict(per[0])
+    out["alpha_layout_seeds"] = np.array([r["alpha_layout"] for r in per])
+    out["alpha_full_seeds"] = np.array([r["alpha_full"] for r in per])
+    tabs = [_agree(r) for r in per]
+    for k in tabs[0]:
+        out[k] = np.stack([t[k] for t in tabs])
+        out[f"{k}_ci"] = stats.two_way_mean_interval(out[k])
     return out
 
 
 def beyond_reach(name: str) -> dict:
     """The measured influence at the positions beyond the layout's reach (where its row is
-    exactly 0): their count and the largest absolute value found there."""
-    P = measure(name)
+    exactly 0), over every initialisation: their count and the largest absolute value there."""
+    P = np.concatenate([measure(name, s) for s in init_seeds()])
     lay = layout(name)
     zero = theory.log_layout_influence(lay, P.shape[1], 0.5) == -np.inf
     return dict(n=int(zero.sum()), max=float(np.abs(P[:, zero]).max()) if zero.any() else 0.0)
 
 
 def middle_shares(name: str) -> np.ndarray:
-    """The middle's share of each window's profile (central half, :func:`metrics.middle_share`)."""
-    return np.array([metrics.middle_share(w) for w in measure(name)])
+    """The middle's share of each window's profile (central half, :func:`metrics.middle_share`),
+    a ``(K, W)`` table: one row per initialisation."""
+    return np.array([[metrics.middle_share(w) for w in measure(name, s)] for s in init_seeds()])
 
 
 def decisions() -> dict:
@@ -184,3 +213,119 @@ def decisions() -> dict:
     claims["middle"] = dict(x=middle_shares(hyb) - middle_shares(full),
                             threshold=float(d["threshold"]), direction="greater")
     return stats.holm_family(claims, alpha=float(d["family_alpha"]))
+
+
+# --------------------------------------------------------------------------------------------
+# Gemma-3 as shipped: which departure of its block from uniform attention at init (issue 34)
+
+#: What each switch of the design's ``ablations`` turns off in the random-init Gemma-3 block.
+SWITCHES = {
+    "qk_norm": "the RMS norms of the queries and keys (q_norm, k_norm): identity",
+    "rope_bases": "the local layers' RoPE base 10^4: the global layers' 10^6 in every layer",
+    "embed_scale": "the embedding scale sqrt(d) = sqrt(640): 1",
+    "sandwich_norms": "the norms after attention and after the MLP (post_attention_layernorm, "
+                      "post_feedforward_layernorm): identity",
+    "all": "all four at once",
+}
+
+
+def switch_off(model, switch: str) -> None:
+    """Turn one departure of the Gemma-3 block off, in place (:data:`SWITCHES`).
+
+    Raises
+    ------
+    ValueError
+        An unknown switch, or a model without the Gemma-3 parts the switch names (the patch
+        would otherwise change nothing, silently).
+    """
+    import torch
+
+    if switch not in SWITCHES:
+        raise ValueError(f"unknown switch {switch!r}: use one of {', '.join(SWITCHES)}")
+    inner = getattr(model, "model", None)
+    layers = getattr(inner, "layers", None)
+    try:
+        every = switch == "all"
+        if every or switch == "qk_norm":
+            for layer in layers:
+                layer.self_attn.q_norm, layer.self_attn.k_norm  # noqa: B018  (both must exist)
+                layer.self_attn.q_norm = torch.nn.Identity()
+                layer.self_attn.k_norm = torch.nn.Identity()
+        if every or switch == "rope_bases":
+            r = inner.rotary_emb
+            with torch.no_grad():
+                for kind in ("inv_freq", "original_inv_freq"):
+                    getattr(r, f"sliding_attention_{kind}").copy_(
+                        getattr(r, f"full_attention_{kind}"))
+        if every or switch == "embed_scale":
+            with torch.no_grad():
+                inner.embed_tokens.embed_scale.fill_(1.0)
+        if every or switch == "sandwich_norms":
+            for layer in layers:
+                layer.post_attention_layernorm, layer.post_feedforward_layernorm  # noqa: B018
+                layer.post_attention_layernorm = torch.nn.Identity()
+                layer.post_feedforward_layernorm = torch.nn.Identity()
+    except (AttributeError, TypeError) as e:
+        raise ValueError(f"switch {switch!r} needs a Gemma-3 text model: {e}") from None
+
+
+def ablation(switch: str) -> np.ndarray:
+    """The measured profiles ``(windows, L)`` of the design's ablation model (Gemma-3 as shipped,
+    random init, the design's ablation seed) with ``switch`` off: the same windows and probes as
+    :func:`measure`, cached (namespace ``layouts-ablation``)."""
+    from ..measure.jacobian import influence_profile
+    from ..tasks.text import text_batch
+
+    d = _checked()
+    ab = d["ablations"]
+    if switch not in ab["switches"]:
+        raise ValueError(f"switch {switch!r} is not in the design: {', '.join(ab['switches'])}")
+    name = ab["model"]
+    spec = study_spec(name)
+    L, seed, init = int(d["models"][name]["length"]), int(d["seed"]), int(ab["init_seed"])
+    info = models.describe(spec)
+    params = {"model": spec.name, "fingerprint": info["fingerprint"], "length": L,
+              "windows": int(d["windows"]), "probes": int(d["probes"]), "seed": seed,
+              "init_seed": init, "switch": switch, "def": _DEF, **entry.library_versions()}
+
+    def compute():
+        import torch
+
+        m, tok, _ = models.load(spec, weights="random", seed=init, attn="sdpa")
+        ids = text_batch(tok, L, int(d["windows"]), seed=seed,
+                         vocab_size=m.get_input_embeddings().num_embeddings)
+        with torch.no_grad():
+            before = m(ids[:1]).logits
+        switch_off(m, switch)
+        with torch.no_grad():
+            after = m(ids[:1]).logits
+        if torch.equal(before, after):  # checked by behaviour: the switch must change the model
+            raise RuntimeError(f"switching {switch!r} off left the model's output unchanged")
+        res = influence_profile(m, ids, probes=int(d["probes"]), seed=seed, progress=False)
+        return {"per_window": res["per_sequence"]}
+
+    return np.asarray(cache.cached("layouts-ablation", params, compute)["per_window"],
+                      dtype=np.float64)
+
+
+def ablations() -> dict:
+    """Per switch of the design (and ``"none"``, the model as measured by :func:`measure`): the
+    per-window log-Pearson gap layout minus :math:`N^H` (rows refitted on that profile), its t
+    interval over the windows, and the measured, layout-row and :math:`N^H` shares of the
+    first 128 positions.  Decides nothing (a diagnostic of the design)."""
+    d = _checked()["ablations"]
+    name = d["model"]
+    out = {}
+    for sw in ("none", *d["switches"]):
+        P = measure(name, int(d["init_seed"])) if sw == "none" else ablation(sw)
+        r = rows(name, P=P)
+        gap = _agree(r)["log_pearson_gap"]
+        m = r["mask"]
+        first = slice(0, min(128, r["L"]))
+        share = lambda q: float(q[first][m[first]].sum() / q[m].sum())  # noqa: E731
+        out[sw] = dict(gap=gap, gap_ci=stats.mean_interval(gap),
+                       log_pearson_layout=_agree(r)["log_pearson_layout"],
+                       early_measured=share(r["p"]), early_layout=share(r["t_layout"]),
+                       early_full=share(r["t_full"]),
+                       alpha_layout=r["alpha_layout"], alpha_full=r["alpha_full"])
+    return out

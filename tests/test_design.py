@@ -12,12 +12,14 @@ STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import inference, layouts, remedies, report, retrieval
+    from posbias_nb.experiments import inference, layouts, realqa, remedies, report, retrieval
     return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
-            "remedies": remedies.DESIGN, "report": report.DESIGN, "layouts": layouts.DESIGN}
+            "remedies": remedies.DESIGN, "report": report.DESIGN, "layouts": layouts.DESIGN,
+            "realqa": realqa.DESIGN}
 
 
-@pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts"])
+@pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
+                                   "realqa"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study
@@ -100,7 +102,8 @@ def test_code_hash_moves_with_the_code_not_its_docstrings():
         "_f_moved", "")
 
 
-@pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts"])
+@pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
+                                   "realqa"])
 def test_every_study_registers_its_verdict_code(study):
     last = check(_studies()[study])
     assert last["code"] == design.code_hash(study)

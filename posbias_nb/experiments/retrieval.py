@@ -855,9 +855,11 @@ def _two_way(a):
     return a - a.mean(1, keepdims=True) - a.mean(0, keepdims=True) + a.mean()
 
 
-def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> dict:
-    """Statistics linking a prior to an outcome, with 95% BCa bootstrap intervals over examples
-    (:func:`posbias_nb.stats.bootstrap`; an example's prompts are resampled together).
+def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000,
+               level: float = 0.95) -> dict:
+    """Statistics linking a prior to an outcome, with BCa bootstrap intervals over examples at
+    ``level`` (95% by default; :func:`posbias_nb.stats.bootstrap`; an example's prompts are
+    resampled together).
 
     ``prior`` and ``outcome`` are ``(E, P)`` arrays (example x gold position).  ``kind``:
 
@@ -906,7 +908,7 @@ def link_stats(prior, outcome, kind: str, seed: int = 0, n_boot: int = 2000) -> 
     if not np.isfinite(est) or x.shape[0] < 2:
         return {"estimate": est if np.isfinite(est) else None, "low": None, "high": None}
     try:
-        e, lo, hi = stats.bootstrap(stat, x, y, n_boot=n_boot, seed=seed)
+        e, lo, hi = stats.bootstrap(stat, x, y, n_boot=n_boot, seed=seed, level=level)
     except ValueError:
         return {"estimate": est, "low": None, "high": None}
     return {"estimate": e, "low": lo, "high": hi}

@@ -58,11 +58,13 @@ def _choose(n_total: int, examples: int | None, seed: int) -> np.ndarray:
 
 
 def prepare(data, documents: int | None = None, positions=None, examples: int | None = None,
-            keys: int | None = None, seed: int = 0, fmt: str | None = None) -> dict:
+            keys: int | None = None, seed: int = 0, fmt: str | None = None,
+            select=None) -> dict:
     """The prompt texts of a run (pure: no model): ``format``, ``chosen`` (line numbers),
     ``positions`` (0-based gold slots), ``items`` (one dict per example: ``prompts`` per
     position, ``answers``, ``wrong_answers``, and the references ``closed_book`` and
-    ``oracle`` for QA).
+    ``oracle`` for QA).  ``select``: the 0-based indices of the file's examples to use, in
+    that order (instead of ``examples`` drawn by ``seed``; a study's locked questions).
 
     Raises
     ------
@@ -75,7 +77,14 @@ def prepare(data, documents: int | None = None, positions=None, examples: int | 
     seed = positive_int("seed", seed, minimum=0)
     if examples is not None:
         examples = positive_int("examples", examples)
-    idx = _choose(len(exs), examples, seed)
+    if select is not None:
+        idx = np.asarray([int(i) for i in select], dtype=np.int64)
+        if idx.size == 0 or len(set(idx.tolist())) != idx.size or idx.min() < 0 \
+                or idx.max() >= len(exs):
+            raise ValueError(f"select must be distinct indices in 0..{len(exs) - 1}, got "
+                             f"{list(select)!r}")
+    else:
+        idx = _choose(len(exs), examples, seed)
     chosen = [exs[int(i)] for i in idx]
     if fmt == "liu-kv":
         if documents is not None:
@@ -145,7 +154,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
              examples: int | None = DEFAULTS["examples"], keys: int | None = None,
              seed: int = DEFAULTS["seed"], weights: str = "pretrained",
              max_new_tokens: int = DEFAULTS["max_new_tokens"],
-             fmt: str | None = None) -> Result:
+             fmt: str | None = None, select=None) -> Result:
     """Accuracy and answer log-probability per gold position on a task file (module docstring);
     what ``posbias task`` writes.
 
@@ -166,6 +175,8 @@ def task_run(model, data, documents: int | None = None, positions=None,
         Records per prompt for a key-value file (default: all of them).
     max_new_tokens : int
         The generation budget (Liu et al. allow 100; the first line is what is scored).
+    select : list of int or None
+        The 0-based indices of the examples to use (instead of ``examples`` and ``seed``).
 
     Returns
     -------
@@ -182,7 +193,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
         beyond the model's context (how many, and the longest).
     """
     path = Path(data)
-    P = prepare(path, documents, positions, examples, keys, seed, fmt)  # no model yet
+    P = prepare(path, documents, positions, examples, keys, seed, fmt, select)  # no model yet
     max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
     info = entry.checked(model, weights, 2, 1, seed)
     params = entry.run_key(info, weights, P["documents"], None, seed, text=False,

@@ -1,0 +1,283 @@
+r"""Lost in the middle on real questions: Liu et al.'s multi-document QA and key-value files.
+
+Chapter :ref:`ch-realqa`.  The design is one frozen object, :data:`DESIGN` (the data files and
+their SHA-256, the models, the documents per prompt and the gold positions, the pilot and the
+test questions, the scoring, the prior, the families of comparisons), recorded in the registry
+(:mod:`posbias_nb.experiments.design`) before any test question is scored.  Every measurement is
+:func:`posbias_nb.experiments.task.task_run` (``posbias task``) on the design's questions:
+
+* :func:`pilot`: the pilot questions (disjoint from the test ones), which chose how many test
+  questions the budget must allow (:func:`power_n`);
+* :func:`qa_run` and :func:`kv_run`: the test questions of the NQ-open oracle file and the
+  key-value examples, the gold passage (record) moved across the design's positions;
+* :func:`prior`: the content-free rollout prior of the gold document in every prompt (the
+  structural theory's positional row, :func:`posbias_nb.theory.layout_influence` with each
+  layer's measured :math:`\lambda_t`, summed over the document's tokens);
+* :func:`decisions`: the pre-declared families, Holm within each.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .. import measure, models, stats, theory
+from ..models.weights import _sha256
+from ..tasks import qa
+from ..tasks.retrieval import Codec, _span
+from . import retrieval as ret
+from . import task as task_mod
+from .design import Design, check
+
+__all__ = ["DESIGN", "data_path", "pilot", "qa_run", "kv_run", "matrices", "prior",
+           "gold_spans", "first_middle_last", "power_n", "decisions", "link"]
+
+_DATA = Path(__file__).resolve().parents[2] / "data" / "liu2023"
+_QA, _KV = "nq-open-oracle.jsonl.gz", "kv-retrieval-75_keys.jsonl.gz"
+_ORDER_SEED = 20260
+_N_PILOT = 4
+#: How many test questions: chosen from the pilot (``DESIGN["power"]``), capped by the budget.
+_N_TEST = 0
+
+
+def _order(n_file: int, seed: int) -> list[int]:
+    return [int(i) for i in np.random.default_rng([seed, 0x51A]).permutation(n_file)]
+
+
+_QA_ORDER = _order(2655, _ORDER_SEED)
+_KV_ORDER = _order(500, _ORDER_SEED)
+
+#: The chapter's design, fixed before any test question is scored (registry ``realqa``).
+DESIGN = Design("realqa", {
+    "data": {"qa": {"file": f"data/liu2023/{_QA}", "examples_in_file": 2655,
+                    "sha256": "6a7f72b846f663a133ef952244e5a4e43f06bcf190afe34e8fbe687ce0d1653e"},
+             "kv": {"file": f"data/liu2023/{_KV}", "examples_in_file": 500,
+                    "sha256": "eb6d61fc3473349f2b86df76757c6ab659cc929d907d24caf1c69928e03f6203"}},
+    "models": ["smollm2-135m", "gemma3-270m"],
+    "documents": 10,
+    "positions": [0, 2, 4, 7, 9],          # 0-based gold slots of 10: first, middle (4), last
+    "middle": 4,
+    "order_seed": _ORDER_SEED,             # one permutation of each file; pilot, then test
+    "pilot": _QA_ORDER[:_N_PILOT],
+    "test": _QA_ORDER[_N_PILOT:_N_PILOT + _N_TEST],
+    "kv": {"keys": 10, "positions": [0, 2, 4, 7, 9], "test": _KV_ORDER[:_N_TEST]},
+    "budget": "the chapter's measurements at most about 15 minutes cold on 2 cores (the issue "
+              "asks 8; one k = 10 prompt of about 1,400 tokens takes about 4 s on this CPU)",
+    "max_new_tokens": 32,
+    "distractors": "the other questions' gold passages ranked by BM25 (bm25s) against the "
+                   "question, those holding a normalised gold answer as whole words dropped",
+    "scoring": {"accuracy": "greedy to the first newline, best_subspan_em on the first line",
+                "logprob": "teacher-forced log p of the best gold answer after 'Answer:'"},
+    "prior": {"kind": "content-free rollout: theory.layout_influence of the model's layout "
+                      "with the per-layer lambda_t of measure.capture (pretrained, L = 128, "
+                      "8 text windows, seed 0), at each prompt's length, summed over the gold "
+                      "document's tokens",
+              "capture": {"length": 128, "batch": 8, "seed": 0}},
+    "rules": {
+        "position": {"statistic": "paired difference of the gold answer's log p, per test "
+                                  "question: the first (last) slot minus the middle slot",
+                     "threshold": 0.0, "direction": "greater", "interval": "t over questions"},
+        "link": {"statistic": "Spearman between the per-position means of the prior and of "
+                              "log p (retrieval.link_stats 'curve', BCa over questions)",
+                 "threshold": 0.0, "direction": "greater"},
+    },
+    "families": {"position": [f"{m}/{e}" for m in ("smollm2-135m", "gemma3-270m")
+                              for e in ("first", "last")],
+                 "link": [f"{m}/curve" for m in ("smollm2-135m", "gemma3-270m")]},
+    "alpha": 0.05,
+    "power": {"target": 0.8, "from": "the pilot's first-vs-middle paired log p differences: "
+                                     "the smallest n whose one-sided t test at alpha / 4 "
+                                     "(Bonferroni over the family of four, a bound on Holm) "
+                                     "has the target power at the pilot's effect size"},
+})
+#: The design as a plain read-only mapping.
+CHAPTER = DESIGN.spec
+
+
+def _checked():
+    check(DESIGN)
+    return CHAPTER
+
+
+def data_path(which: str) -> Path:
+    """The vendored file of the design (``"qa"`` or ``"kv"``), its SHA-256 checked against
+    ``data/liu2023/SHA256SUMS``."""
+    if which not in ("qa", "kv"):
+        raise ValueError(f"which must be 'qa' or 'kv', got {which!r}")
+    p = _DATA / (_QA if which == "qa" else _KV)
+    sums = dict(reversed(line.split()) for line in
+                (_DATA / "SHA256SUMS").read_text().splitlines() if line.strip())
+    got = _sha256(p)
+    want = CHAPTER["data"][which]["sha256"]
+    if sums.get(p.name) != got or got != want:
+        raise ValueError(f"{p} has SHA-256 {got}; SHA256SUMS says {sums.get(p.name)}, the "
+                         f"design {want}")
+    return p
+
+
+def _run(model, which, select, positions):
+    d = _checked()
+    if which == "qa":
+        return task_mod.task_run(model, data_path("qa"), documents=d["documents"],
+                                 positions=list(positions), select=list(select),
+                                 max_new_tokens=d["max_new_tokens"], examples=None)
+    return task_mod.task_run(model, data_path("kv"), keys=d["kv"]["keys"],
+                             positions=list(positions), select=list(select),
+                             max_new_tokens=d["max_new_tokens"], examples=None)
+
+
+def pilot(model):
+    """The pilot questions (QA file), every position and both reference lines."""
+    d = _checked()
+    return _run(model, "qa", d["pilot"], d["positions"])
+
+
+def qa_run(model):
+    """The test questions of the QA file: accuracy and log p per gold position."""
+    d = _checked()
+    return _run(model, "qa", d["test"], d["positions"])
+
+
+def kv_run(model):
+    """Liu et al.'s 75-key examples, cut to the design's keys, the gold record moved."""
+    d = _checked()
+    return _run(model, "kv", d["kv"]["test"], d["kv"]["positions"])
+
+
+def matrices(res) -> dict:
+    """``(questions, positions)`` tables of log p and of correctness from a task result (the
+    document rows only), in the design's question and position order."""
+    ex = res["examples"]
+    pos = [int(g) - 1 for g in res.meta["gold_documents"]]
+    lines = list(res.meta["example_lines"])
+    E, P = len(lines), len(pos)
+    lp, ok = np.full((E, P), np.nan), np.full((E, P), np.nan)
+    for r in ex:
+        if r["setting"] != "documents":
+            continue
+        i, j = lines.index(r["example_line"]), pos.index(int(r["gold_document"]) - 1)
+        lp[i, j] = r["logprob"]
+        ok[i, j] = float(r["outcome"] == "answer")
+    if np.isnan(lp).any():
+        raise ValueError("a prompt of the run is missing from its examples")
+    return {"logprob": lp, "correct": ok, "positions": pos}
+
+
+def first_middle_last(res) -> dict:
+    """The paired log p differences per question: first minus middle, last minus middle."""
+    M = matrices(res)
+    pos = M["positions"]
+    mid = pos.index(int(CHAPTER["middle"]))
+    lp = M["logprob"]
+    return {"first": lp[:, 0] - lp[:, mid], "last": lp[:, -1] - lp[:, mid]}
+
+
+def power_n(diffs, target: float = 0.8, alpha: float = 0.05 / 4, n_max: int = 400) -> int:
+    """The smallest n at which a one-sided t test at ``alpha`` has power ``target`` for the
+    effect size of ``diffs`` (mean over standard deviation; noncentral t, ``scipy.stats``).
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 differences, or no spread.
+    """
+    from scipy import stats as st
+
+    x = np.asarray(diffs, dtype=float)
+    if x.size < 2 or not x.std(ddof=1) > 0:
+        raise ValueError(f"power_n needs at least 2 differences with spread, got {x.tolist()}")
+    d = abs(float(x.mean())) / float(x.std(ddof=1))
+    for n in range(2, n_max + 1):
+        crit = st.t.ppf(1 - alpha, n - 1)
+        if st.nct.sf(crit, n - 1, d * math.sqrt(n)) >= target:
+            return n
+    return n_max
+
+
+def gold_spans(model, res) -> np.ndarray:
+    """``(questions, positions, 3)``: for every document prompt, the gold document's token span
+    ``[a, b)`` and the prompt's length in tokens, as the model's tokenizer encodes it."""
+    d = _checked()
+    P = task_mod.prepare(data_path("qa"), d["documents"], d["positions"], None, None, 0,
+                         None, d["test"]) if res.meta["format"] == "liu-qa" else None
+    if P is None:
+        raise ValueError("gold_spans is for the QA run")
+    tok = models.packaged_tokenizer(model)
+    codec = Codec(tok, len(tok))
+    out = np.zeros((len(P["items"]), len(P["positions"]), 3), dtype=np.int64)
+    for i, it in enumerate(P["items"]):
+        for j, (p, text) in enumerate(zip(P["positions"], it["prompts"])):
+            full, off = codec.render(text)
+            ids, offs = codec.encode(full, prompt=True)
+            c0 = text.index(f"Document [{p + 1}](Title:")
+            nxt = text.find(f"\nDocument [{p + 2}](Title:", c0)
+            c1 = nxt if nxt >= 0 else text.index("\n\nQuestion:", c0)
+            a, b = _span(offs, off + c0, off + c1)
+            out[i, j] = (a, b, len(ids))
+    return out
+
+
+def prior(model, res) -> np.ndarray:
+    """``(questions, positions)``: the content-free rollout prior of the gold document in each
+    prompt, per token (the document's share of the row over its token count, times the prompt's
+    length: 1 is the prompt's average token)."""
+    c = _checked()["prior"]["capture"]
+    cap = measure.capture(model, "pretrained", length=c["length"], batch=c["batch"],
+                          seed=c["seed"])
+    lam = np.asarray(cap["lam"], dtype=np.float64)
+    lay = models.config_layout(models.build_config(model))
+    if lay.depth != lam.size:
+        raise ValueError(f"{model}: a layout of {lay.depth} layers for {lam.size} values of "
+                         "lambda")
+    S = gold_spans(model, res)
+    rows = {}
+    out = np.zeros(S.shape[:2])
+    for i in range(S.shape[0]):
+        for j in range(S.shape[1]):
+            a, b, T = (int(v) for v in S[i, j])
+            if T not in rows:
+                rows[T] = theory.layout_influence(lay, T, lam)
+            r = rows[T]
+            out[i, j] = r[a:b].sum() / r.sum() / (b - a) * T
+    return out
+
+
+def link(model, res, level: float = 0.95) -> dict:
+    """The prior against the task curve: :func:`posbias_nb.experiments.retrieval.link_stats`
+    ``"curve"`` (Spearman of the per-position means, BCa over questions), at ``level``."""
+    return ret.link_stats(prior(model, res), matrices(res)["logprob"], "curve", seed=0,
+                          level=level)
+
+
+def decisions(runs: dict) -> dict:
+    """The pre-declared families, ``runs``: model -> its :func:`qa_run`.  ``position``: Holm over
+    the four paired t claims (:func:`posbias_nb.stats.holm_family`); ``link``: Holm over the two
+    bootstrap claims, step-down by hand (the first at ``alpha / 2``, the second at ``alpha``
+    if the first holds), each decided by :func:`posbias_nb.stats.decide` on its BCa interval."""
+    d = _checked()
+    R = d["rules"]
+    claims = {}
+    for name in d["families"]["position"]:
+        m, e = name.split("/")
+        claims[name] = dict(x=first_middle_last(runs[m])[e], threshold=R["position"]["threshold"],
+                            direction=R["position"]["direction"])
+    out = {"position": stats.holm_family(claims, alpha=d["alpha"])}
+    a = float(d["alpha"])
+    names = list(d["families"]["link"])
+    first = {n: link(n.split("/")[0], runs[n.split("/")[0]], level=1 - a / len(names))
+             for n in names}
+    tri = {n: (v["estimate"], v["low"], v["high"]) if v["low"] is not None else (np.nan,) * 3
+           for n, v in first.items()}
+    word = {n: stats.decide(tri[n], R["link"]["threshold"]) for n in names}
+    held = [n for n in names if word[n] == "holds"]
+    res_link = {}
+    for n in names:
+        iv, lvl = tri[n], 1 - a / len(names)
+        if held and n not in held and len(names) == 2:  # Holm's second step
+            v = link(n.split("/")[0], runs[n.split("/")[0]], level=1 - a)
+            iv, lvl = (v["estimate"], v["low"], v["high"]) if v["low"] is not None else iv, 1 - a
+        res_link[n] = {"interval": iv, "level": lvl,
+                       "verdict": stats.decide(iv, R["link"]["threshold"])}
+    out["link"] = res_link
+    return out

@@ -294,11 +294,12 @@ def ablation(switch: str) -> np.ndarray:
         m, tok, _ = models.load(spec, weights="random", seed=init, attn="sdpa")
         ids = text_batch(tok, L, int(d["windows"]), seed=seed,
                          vocab_size=m.get_input_embeddings().num_embeddings)
+        one = torch.as_tensor(np.asarray(ids[:1]), dtype=torch.long)
         with torch.no_grad():
-            before = m(ids[:1]).logits
+            before = m(one).logits
         switch_off(m, switch)
         with torch.no_grad():
-            after = m(ids[:1]).logits
+            after = m(one).logits
         if torch.equal(before, after):  # checked by behaviour: the switch must change the model
             raise RuntimeError(f"switching {switch!r} off left the model's output unchanged")
         res = influence_profile(m, ids, probes=int(d["probes"]), seed=seed, progress=False)

@@ -26,6 +26,19 @@ def test_vendored_files_match_their_checksums_and_provenance():
     assert "CC BY-SA 3.0" in source
 
 
+def test_the_published_numbers_match_their_checksum_and_hold_together():
+    pub = ROOT / "data" / "liu2023_published"
+    sums = dict(reversed(line.split()) for line in (pub / "SHA256SUMS").read_text().splitlines())
+    assert set(sums) == {"multidoc_qa.json"}
+    raw = (pub / "multidoc_qa.json").read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == sums["multidoc_qa.json"]
+    d = json.loads(raw)
+    assert "Liu" in d["citation"] and d["tables"]["documents_10"]
+    for m, v in d["models"].items():  # every model: oracle above closed-book, percentages
+        assert 0 < v["closed_book"] < v["oracle"] < 100, m
+        assert set(v["documents_10"]) == {"1", "5", "10"}, m
+        assert all(0 < x < 100 for x in v["documents_10"].values()), m
+
 def test_vendored_files_read_as_their_formats():
     fmt, ex = qa.read_task_file(DATA / "nq-open-oracle.jsonl.gz")
     assert fmt == "liu-qa" and len(ex) == 2655

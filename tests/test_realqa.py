@@ -1,0 +1,64 @@
+"""The real-questions study (experiments/realqa.py): its locked design, the power rule that
+chose its size, the tables it decides on.  No model runs here."""
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from posbias_nb.experiments import realqa
+from posbias_nb.results import Result
+
+
+def test_the_pilot_and_the_test_questions_are_disjoint_and_in_the_file():
+    D = realqa.CHAPTER
+    pilot, test = set(D["pilot"]), set(D["test"])
+    assert not pilot & test
+    assert len(pilot) == len(D["pilot"]) and len(test) == len(D["test"])
+    assert all(0 <= i < D["data"]["qa"]["examples_in_file"] for i in pilot | test)
+    assert D["middle"] in D["positions"] and D["positions"][0] == 0
+    assert D["positions"][-1] == D["documents"] - 1 and len(D["positions"]) >= 5
+
+
+def test_the_data_files_are_the_designs():
+    assert realqa.data_path("qa").name == "nq-open-oracle.jsonl.gz"
+    with pytest.raises(ValueError, match="which must be 'qa' or 'kv', got 'x'"):
+        realqa.data_path("x")
+
+
+def test_power_n_is_the_smallest_n_with_the_target_power():
+    x = np.array([0.2, 1.9, 0.8, 1.1, 0.4, 1.6])  # effect size about 1.1
+    n = realqa.power_n(x)
+    d = x.mean() / x.std(ddof=1)
+
+    def power(k):
+        return st.nct.sf(st.t.ppf(1 - 0.05 / 4, k - 1), k - 1, d * np.sqrt(k))
+    assert power(n) >= 0.8 > power(n - 1)
+    assert realqa.power_n(x - x.mean() / 2) > n  # half the mean, same spread: more questions
+    with pytest.raises(ValueError, match="at least 2 differences with spread"):
+        realqa.power_n([1.0, 1.0])
+
+
+def _fake(lp):
+    lines = [10, 20, 30]
+    pos = [0, 2, 4, 7, 9]
+    ex = [{"example_line": lines[i], "setting": "documents", "gold_document": p + 1,
+           "output": "", "outcome": "answer" if lp[i][j] > -1 else "wrong",
+           "logprob": lp[i][j]} for i in range(3) for j, p in enumerate(pos)]
+    ex.append({"example_line": 10, "setting": "oracle", "gold_document": None, "output": "",
+               "outcome": "answer", "logprob": 0.0})
+    return Result({"setting": [], "examples": ex},
+                  meta={"gold_documents": [p + 1 for p in pos], "example_lines": lines,
+                        "format": "liu-qa"}, columns=("setting",))
+
+
+def test_the_tables_and_the_paired_differences_come_from_the_right_cells():
+    lp = [[-1.0, -2.0, -3.0, -2.5, -0.5], [-0.2, -4.0, -5.0, -1.0, -0.1],
+          [-2.0, -2.0, -2.0, -2.0, -2.0]]
+    M = realqa.matrices(_fake(lp))
+    assert np.array_equal(M["logprob"], np.array(lp))
+    assert M["correct"][1].tolist() == [1.0, 0.0, 0.0, 0.0, 1.0]
+    d = realqa.first_middle_last(_fake(lp))  # the middle is slot 4, the third position
+    assert d["first"].tolist() == [2.0, 4.8, 0.0] and d["last"].tolist() == [2.5, 4.9, 0.0]
+    bad = _fake(lp)
+    bad["examples"].pop(0)
+    with pytest.raises(ValueError, match="missing"):
+        realqa.matrices(bad)

@@ -20,7 +20,9 @@ corpus and description memos, the chapters' verdict rows, the locks.
 * With ``--merge`` the run read ``recorded/`` (``make test`` or ``make notebooks``): the entries
   it computed are added (a new chapter, a changed design, a new definition version), and the
   recorded entries it neither read nor verified are removed, since no chapter asks for them any
-  more.  Only a run of every chapter may remove anything (``--merge`` refuses a run whose
+  more: but only after a run that started without a live cache (``cache: "recorded"``), for where
+  the live cache answers, the inputs of a recomputed measurement are never read.  Only a run of
+  every chapter may remove anything (``--merge`` refuses a run whose
   ``chapter-times.json`` lists a failed chapter).
 
 ``make test`` then reads an entry from ``recorded/cache`` where the live cache has none
@@ -117,10 +119,17 @@ def main(argv=None) -> int:
         # what this run read from the live cache or computed, and recorded/ lacks (a verified
         # entry agrees with its recorded one, which stays as it was measured)
         new = {pre[k]: live[pre[k]] for k in used - verified if k in pre and k not in rpre}
-        for p, full in rpre.items():  # no chapter read it: stale
-            if p not in used:
-                recorded[full].unlink()
-                entries.pop(full, None)
+        # no chapter read it: stale, but only a run that started without a live cache can tell
+        # (where the live cache answers, what only a recomputation reads, such as the inputs of
+        # the verified namespaces, is never read)
+        if times.get("cache") == "recorded":
+            for p, full in rpre.items():
+                if p not in used:
+                    recorded[full].unlink()
+                    entries.pop(full, None)
+        else:
+            print(f"--merge: the run started with a live cache ({times.get('cache')!r}): "
+                  "entries are added, none removed")
     for k, f in new.items():
         ns, key = k.split("/")
         (dst / ns).mkdir(parents=True, exist_ok=True)

@@ -63,3 +63,14 @@ def test_cold_record_then_merge(tmp_path, monkeypatch):
     assert {k: v for k, v in man["entries"].items() if k.startswith("ns-v/")} == before_v
     assert len(list((out / "cache" / "ns-a").glob("*.npz"))) == 2
     assert [r["kind"] for r in man["runs"]] == ["cold", "merge"]
+    # a run that started with a live cache adds what it measured and removes nothing: entries it
+    # did not read may be the inputs of what its live cache answered
+    log.unlink()
+    cache.cached("ns-a", {"x": 4}, lambda: {"a": np.full(3, 4.0)})
+    n_before = len(man["entries"])
+    assert rec.main(["--merge", "--cache", str(tmp_path / "live2"), "--log", str(log),
+                     "--out", str(out), "--commit", "c3",
+                     "--times", str(_times(tmp_path / "t3.json", "warm"))]) == 0
+    man = json.loads((out / "MANIFEST.json").read_text())
+    assert len(man["entries"]) == n_before + 1 and k1 in {
+        k.split("/")[0] + "/" + k.split("/")[1][:16] for k in man["entries"]}

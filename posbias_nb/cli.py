@@ -185,6 +185,20 @@ def _cmd_report(args):
     return None
 
 
+def _cmd_fix(args):
+    from .experiments.fix import fix, write_fix
+
+    res = fix(args.model, args.data, documents=args.documents, examples=args.examples,
+              seed=args.seed, weights=args.weights, quick=args.quick, edge_loss=args.edge_loss,
+              progress=not args.quiet)
+    paths = write_fix(res, args.out)
+    got = res["winner"]
+    print(f"posbias: wrote {', '.join(paths.values())}" + (
+        f" ({got} holds on the test part)" if got else
+        " (no remedy holds on the test part: no remedy.json)"), file=sys.stderr)
+    return None
+
+
 def _cmd_train(args):
     from .experiments.remedies import train_run
 
@@ -351,6 +365,37 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, metavar="DIR",
                    help="directory for index.html and report.json (checked before any work)")
     r.set_defaults(func=_cmd_report, format=None, out_dir=True)
+
+    from .experiments.fix import DEFAULTS as FIX, QUICK
+
+    f = sub.add_parser("fix", help="choose an inference-time remedy on one part of your task "
+                                   "file and judge it on another: index.html, fix.json and, if "
+                                   "one holds, remedy.json in --out DIR")
+    f.add_argument("--model", required=True, help="zoo name, local Hugging Face directory, or "
+                   "hub id org/name (read from the local hub cache)")
+    f.add_argument("--data", required=True, metavar="FILE",
+                   help="a task file in a format of `posbias task`")
+    f.add_argument("--documents", type=int, default=None,
+                   help=f"documents per prompt, QA files (default {FIX['documents']}, "
+                        f"{QUICK['documents']} with --quick)")
+    f.add_argument("--examples", type=int, default=None,
+                   help=f"examples drawn by --seed, split into a tuning and a test part "
+                        f"(default {FIX['examples']}, {QUICK['examples']} with --quick)")
+    f.add_argument("--edge-loss", type=float, default=FIX["edge_loss"],
+                   help="the largest mean log-p loss (nats) at the first and last gold slots a "
+                        "chosen setting may cost on the tuning part")
+    f.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
+                   help="installed pretrained weights or random initialization")
+    f.add_argument("--seed", type=int, default=FIX["seed"],
+                   help="seed of the examples drawn and of the split")
+    f.add_argument("--quick", action="store_true",
+                   help="fewer and shorter prompts, a smaller channel search and cost "
+                        "measurement (the same grids and rules)")
+    f.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    f.add_argument("--out", required=True, metavar="DIR",
+                   help="directory for index.html, fix.json and remedy.json (checked before "
+                        "any work)")
+    f.set_defaults(func=_cmd_fix, format=None, out_dir=True)
 
     t = sub.add_parser("train", help="train a small causal transformer on a synthetic task and "
                                      "measure accuracy, influence and lambda per position")

@@ -45,7 +45,7 @@ from .design import Design, check
 __all__ = ["DESIGN", "CHAPTER", "ARMS", "GRID", "FAMILIES", "channel", "text_prior", "tune",
            "task_arms", "prior_arms", "cost_arms", "summary", "decisions", "diagnostics",
            "remedy_run",
-           "retrieval_remedy_run", "parse_params", "slots", "arm_params"]
+           "retrieval_remedy_run", "parse_params", "slots", "arm_params", "score_remedy"]
 
 _DEF = "inference-v3"  # bump when a definition below changes (the design has its own hash)
 
@@ -671,6 +671,54 @@ def parse_params(pairs) -> dict:
     return out
 
 
+def score_remedy(m, prompts, answers, name: str, settings, base: bool = True):
+    r"""Teacher-forced scores (eq. ``eq-ret-logprob``) of ``answers`` after ``prompts`` under
+    the remedy ``name`` with each of ``settings`` (prompt-independent keyword arguments of
+    :func:`posbias_nb.models.remedy`; ``start``, the prompt's last row, is added per prompt),
+    and of the model as it is first when ``base``: ``(logprob, correct)``, each of shape
+    ``(len(settings) + base, len(prompts))``.
+
+    A remedy that changes only the rows from the prompt's last token on (hidden scaling, our
+    prior calibration) is scored on one recorded pass per prompt
+    (:func:`~posbias_nb.measure.prefix.score_after_prefix`) where prompt and answer fit every
+    sliding window; otherwise, and for the remedies that change every row (Ms-PoE, hidden
+    scaling in every row), by batched full passes
+    (:func:`~posbias_nb.measure.scoring.score_batch`).  Both equal full passes up to float
+    rounding (``tests/test_remedy_oracles.py``).  The attention calibration reads each prompt's
+    documents and is scored by its callers.
+    """
+    from ..measure.prefix import _smallest_window
+
+    if name not in REMEDIES or name == "attention-calibration":
+        ok_names = ", ".join(r for r in REMEDIES if r != "attention-calibration")
+        raise ValueError(f"score_remedy scores {ok_names}; got {name!r}")
+    P = [list(map(int, p)) for p in prompts]
+    A = [list(map(int, a)) for a in answers]
+    S = [dict(s) for s in settings]
+    n = len(P)
+    lp = np.zeros((len(S) + bool(base), n))
+    ok = np.zeros((len(S) + bool(base), n), dtype=bool)
+    w = _smallest_window(m)
+    prefix = name in ("hidden-scaling", "prior-calibration") and n > 0 and \
+        (w is None or max(len(p) + len(a) for p, a in zip(P, A)) <= w)
+    if prefix:
+        for i, (p, a) in enumerate(zip(P, A)):
+            pre = Prefix(m, p, hidden=name == "hidden-scaling")
+            fns = ([None] if base else []) + [_last_rows_fn(m, name, kw, (), None) for kw in S]
+            for j, (v, c) in enumerate(score_after_prefix(pre, a, fns)):
+                lp[j, i], ok[j, i] = v, c
+        return lp, ok
+    if base:
+        lp[0], ok[0] = score_batch(m, P, A)
+    for j, kw in enumerate(S):
+        def within(rows, kw=kw):
+            if name == "hidden-scaling-all":  # every row: no start
+                return models.remedy(m, name, **kw)
+            return models.remedy(m, name, **dict(kw, start=[len(P[q]) - 1 for q in rows]))
+        lp[j + bool(base)], ok[j + bool(base)] = score_batch(m, P, A, within=within)
+    return lp, ok
+
+
 def retrieval_remedy_run(model, name: str | None, params: dict | None = None,
                          task: str = "kv", positions: int = 7, examples: int = 10,
                          length: int = 350, seed: int = 0, weights: str = "pretrained",
@@ -699,23 +747,18 @@ def retrieval_remedy_run(model, name: str | None, params: dict | None = None,
         row0, L = _geometry(recs)
         kw = dict(fixed) if fixed is not None else _cli_params(model, name, setting, weights, L,
                                                                row0)
-        lp, ok = np.zeros(len(recs)), np.zeros(len(recs), dtype=bool)
-        if name in ("hidden-scaling-all", "ms-poe"):
-            def within(rows):
-                st = [len(recs[q]["prompt_ids"]) - 1 for q in rows]
-                return models.remedy(m, name, **(dict(kw, start=st) if name == "ms-poe"
-                                                 else kw))
-            lp, ok = score_batch(m, [r["prompt_ids"] for r in recs],
-                                 [r["answer_ids"] for r in recs], within=within)
-        else:
+        if name == "attention-calibration":
+            lp, ok = np.zeros(len(recs)), np.zeros(len(recs), dtype=bool)
             for i, r in enumerate(recs):
-                pre = Prefix(m, r["prompt_ids"], hidden=name == "hidden-scaling")
+                pre = Prefix(m, r["prompt_ids"])
                 spans = [tuple(s) for s in r.get("pair_spans", ())]
-                rel = None
-                if name == "attention-calibration":
-                    rel = calibrated_attention(m, pre, spans, dummy_prompts(P, r))["relevance"]
+                rel = calibrated_attention(m, pre, spans, dummy_prompts(P, r))["relevance"]
                 (lp[i], ok[i]), = score_after_prefix(
                     pre, r["answer_ids"], [_last_rows_fn(m, name, kw, spans, rel)])
+        else:
+            lp, ok = score_remedy(m, [r["prompt_ids"] for r in recs],
+                                  [r["answer_ids"] for r in recs], name, [kw], base=False)
+            lp, ok = lp[0], ok[0]
         return dict(ret.record_arrays(P), logprob=lp, correct=ok)
 
     res = cache.cached("inference-retrieval", params_key, compute)

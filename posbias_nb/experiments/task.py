@@ -59,12 +59,14 @@ def _choose(n_total: int, examples: int | None, seed: int) -> np.ndarray:
 
 def prepare(data, documents: int | None = None, positions=None, examples: int | None = None,
             keys: int | None = None, seed: int = 0, fmt: str | None = None,
-            select=None) -> dict:
+            select=None, pool_exclude=None) -> dict:
     """The prompt texts of a run (pure: no model): ``format``, ``chosen`` (line numbers),
     ``positions`` (0-based gold slots), ``items`` (one dict per example: ``prompts`` per
     position, ``answers``, ``wrong_answers``, and the references ``closed_book`` and
     ``oracle`` for QA).  ``select``: the 0-based indices of the file's examples to use, in
     that order (instead of ``examples`` drawn by ``seed``; a study's locked questions).
+    ``pool_exclude``: indices whose gold passages may not serve as distractors (``posbias
+    fix``: the tuning prompts never hold a test example's passage).
 
     Raises
     ------
@@ -114,7 +116,9 @@ def prepare(data, documents: int | None = None, positions=None, examples: int | 
                           "wrong_answers": [v for kk, v in recs[0] if kk != e.key]})
     else:
         need = [max(0, k - len(e.documents)) for e in chosen]
-        extra = qa.bm25_distractors(chosen, max(need), pool=[e.gold_document for e in exs]) \
+        skip = set() if pool_exclude is None else {int(i) for i in pool_exclude}
+        pool = [e.gold_document for i, e in enumerate(exs) if i not in skip]
+        extra = qa.bm25_distractors(chosen, max(need), pool=pool) \
             if max(need) > 0 else [[] for _ in chosen]
         for e, x in zip(chosen, extra):
             own = [d for i, d in enumerate(e.documents) if i != e.gold]

@@ -1,0 +1,683 @@
+r"""``posbias fix``: choose an inference-time remedy on one part of the user's own examples, and
+judge it on another part that the choice never saw.
+
+Chapter :ref:`ch-inference` (its last section runs this on the zoo's pretrained models).  The
+steps, in order (:func:`fix`):
+
+1. **The split.**  The examples of the task file (:func:`posbias_nb.experiments.task.prepare`:
+   Liu et al.'s QA or key-value format, or the plain one; ``examples`` of them drawn by
+   ``seed``) are split by example, never by prompt, into a tuning part and a test part
+   (:func:`split`: a seeded permutation, recorded in the output).  Each part's prompts are built
+   only from its own examples, and a QA part's distractors are never the other part's gold
+   passages (``pool_exclude``).  The test part's prompts are not built before the choice is
+   made (``tests/test_fix.py`` plants a test example that raises when it is read).
+2. **The choice** (:func:`choose`), on the tuning part only.  Every setting of each remedy's
+   grid (:data:`GRID`) is scored against the model as it is: the teacher-forced log-probability
+   of the gold answer at every gold position.  Yu et al.'s positional channel is searched as in
+   the chapter (their three stages; stage 3 on the tuning prompts at the middle slots).  The
+   chosen setting has the largest mean gain at the **middle** slots (the central half of the
+   gold slots, :func:`posbias_nb.metrics.regions`) among those whose mean change at the **edge**
+   slots (the first and the last) is no worse than ``-edge_loss`` nats (declared with the run,
+   default :data:`DEFAULTS`).  A remedy no setting of which passes the edge rule is not judged.
+3. **The judgement** (:func:`evaluate`), on the test part: each chosen setting against the
+   model as it is, paired by example.  Per gold slot, the change of log p (Student t over
+   examples) and the accuracy with and without (Wilson over examples).  The claim of each remedy
+   is "the mean middle-slot gain in log p per example is greater than 0"; the remedies form one
+   family, decided with Holm's correction (:func:`posbias_nb.stats.holm_family`, verdict words
+   from :func:`posbias_nb.stats.decide`).
+4. **The cost**, measured in the same run: the paired change of the next-token loss on offline
+   text windows (the rows of the second half of each window; t over windows), and the latency
+   and peak memory of one scoring pass per test prompt at the middle slots, with and without the
+   remedy, interleaved (the per-prompt ratio, t interval of its logarithm).
+5. **The remedy file** (:mod:`posbias_nb.models.remedy_file`): written only for a remedy that
+   holds on the test part (the largest middle gain among those that hold), with the evidence.
+   If none holds, no file is written: that is a result, not a failure.
+
+The accuracy is the teacher-forced greedy match of the gold answer's tokens (the retrieval
+chapter's exact match), and the answer scored is the file's first gold answer: one scoring pass
+per prompt and setting.  This is not Liu et al.'s ``best_subspan_em`` of a free generation
+(``posbias task`` scores that); it is said on the page.  Attention calibration (Hsieh et al.) is
+not searched: its relevance is measured per prompt from the prompt's documents, which a remedy
+file cannot carry.  Every measurement is cached (namespace ``fix``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import cache, metrics, stats
+from .._validate import positive_int
+from ..measure import entry
+from ..models.weights import _sha256
+from ..results import Result
+from . import inference
+from . import retrieval as ret
+from . import task as _task
+
+__all__ = ["GRID", "REMEDIES", "DEFAULTS", "QUICK", "split", "fix_positions", "choose",
+           "evaluate", "fix", "write_fix"]
+
+_DEF = "fix-v1"  # bump when a definition below changes the numbers
+#: The remedies searched, each by its paper's own method (chapter *Fixing it at inference time*).
+REMEDIES = ("hidden-scaling", "ms-poe")
+#: The grids searched on the tuning part.  Hidden scaling: the scales of Yu et al.'s
+#: configurations (the chapter's :data:`~posbias_nb.experiments.inference.GRID`), the channel
+#: found by their search.  Ms-PoE: the published ratio range (Zhang et al.'s code ships one,
+#: 1.2 to 1.8) and two of ours beside it, one narrower and lower, one wider and higher.
+GRID = {
+    "hidden-scaling": tuple(dict(s) for s in inference.GRID["hidden-scaling"]),
+    "ms-poe": ({"lo": 1.2, "hi": 1.8}, {"lo": 1.0, "hi": 1.5}, {"lo": 1.5, "hi": 2.5}),
+}
+#: The defaults of ``posbias fix`` (and of :func:`fix`).
+DEFAULTS = {"examples": 48, "documents": 10, "test_share": 2 / 3, "seed": 0,
+            "edge_loss": 0.25, "cost_windows": 8, "cost_length": 512, "timing_prompts": 8,
+            "channel_samples": 8, "channel_length": 1000}
+#: ``--quick``: the same grids and rules on 24 examples of 5 documents (prompts half as long),
+#: a smaller channel search and cost (Yu et al.'s search skips the first 300 positions, so its
+#: sequences stay longer than that).
+QUICK = dict(DEFAULTS, examples=24, documents=5, cost_windows=4, cost_length=256,
+             timing_prompts=4, channel_samples=4, channel_length=512)
+
+
+def split(n: int, test_share: float = DEFAULTS["test_share"], seed: int = 0):
+    """The tuning and the test part of ``n`` examples (0-based indices into the chosen
+    examples, each part sorted): a permutation seeded by ``seed``, its first
+    ``round(test_share * n)`` entries the test part.  Both parts need at least 2 examples.
+
+    >>> split(6, 0.5, seed=0)
+    ([2, 3, 4], [0, 1, 5])
+    """
+    n = positive_int("examples", n, minimum=4)
+    if not 0 < float(test_share) < 1:
+        raise ValueError(f"test_share must be in (0, 1), got {test_share!r}")
+    k = int(round(float(test_share) * n))
+    if k < 2 or n - k < 2:
+        raise ValueError(f"a split of {n} examples at test share {test_share} leaves "
+                         f"{n - k} to tune and {k} to test; each part needs 2 or more")
+    perm = np.random.default_rng([int(seed), 0xF1C5]).permutation(n)
+    return sorted(int(i) for i in perm[k:]), sorted(int(i) for i in perm[:k])
+
+
+def fix_positions(k: int) -> list[int]:
+    """The gold slots (0-based) of ``k`` documents or records: five evenly spaced, first and
+    last included (all of them for ``k <= 5``).
+
+    >>> fix_positions(10), fix_positions(20), fix_positions(4)
+    ([0, 2, 4, 7, 9], [0, 5, 10, 14, 19], [0, 1, 2, 3])
+    """
+    k = positive_int("documents", k, minimum=2)
+    if k <= 5:
+        return list(range(k))
+    return sorted({int(v) for v in np.round(np.linspace(0, k - 1, 5))})
+
+
+def _slots(n_pos: int) -> dict:
+    r = metrics.regions(n_pos)
+    mid = list(range(n_pos))[r.middle]
+    return {"middle": mid, "edges": [0, n_pos - 1]}
+
+
+def _records(model, weights, seed, part):
+    """Prompt and answer ids of a prepared part, one per (example, slot), example-major."""
+    m, tok, _ = ret._load(model, weights, seed)
+    from ..tasks.retrieval import Codec
+
+    codec = Codec(tok, m.get_input_embeddings().num_embeddings)
+    P, A, ex, sl = [], [], [], []
+    for e, it in enumerate(part["items"]):
+        a = _task._answer_ids(codec, it["answers"][0])
+        for j, t in enumerate(it["prompts"]):
+            P.append(_task._encode(codec, t)), A.append(a), ex.append(e), sl.append(j)
+    return m, tok, codec, {"prompts": P, "answers": A, "example": np.array(ex),
+                           "slot": np.array(sl)}
+
+
+def _matrix(values, rec, n_ex, n_pos):
+    M = np.full((n_ex, n_pos), np.nan)
+    M[rec["example"], rec["slot"]] = values
+    return M
+
+
+def _check_context(info, rec, name):
+    longest = max(len(p) + len(a) for p, a in zip(rec["prompts"], rec["answers"]))
+    if info["max_length"] is not None and longest > info["max_length"]:
+        raise ValueError(f"the {name} prompts are too long for {info['name']} (context "
+                         f"{info['max_length']} tokens, the longest takes {longest}): fewer "
+                         f"--documents")
+
+
+def _settings_params(name, settings, channel=None):
+    if name == "hidden-scaling":
+        return [{"channel": int(channel), "scale": float(s["scale"])} for s in settings]
+    return [{"lo": float(s["lo"]), "hi": float(s["hi"])} for s in settings]
+
+
+def _candidates(m, codec, sizes, seed):
+    """Stages 1 and 2 of Yu et al.'s channel search (chapter *Fixing it at inference time*):
+    the mean hidden states of every layer on random printable ASCII, the monotone channels,
+    the ``top`` smoothest (best first).  Empty when no channel is monotone."""
+    from ..measure.positional import layer_means
+    from ..metrics import positional_candidates
+    from ..tasks.text import random_ascii_batch
+
+    ids = random_ascii_batch(codec.tok, sizes["channel_length"], sizes["channel_samples"],
+                             seed=seed, vocab_size=m.get_input_embeddings().num_embeddings)
+    c = positional_candidates(layer_means(m, ids), top=_TOP)
+    return [int(x) for x in c["candidates"]]
+
+
+#: Stage 2 keeps the ``_TOP`` smoothest channels (Yu et al.'s and the chapter's 10); where a
+#: prompt cannot be scored on one recorded pass (beyond a sliding window), stage 3 scores only
+#: the ``_TOP_FULL`` smoothest, each setting a full pass (said in the output).
+_TOP, _TOP_FULL = 10, 3
+
+
+def _key(info, weights, seed, **extra):
+    return entry.run_key(info, weights, 0, None, seed, text=False, definition=_DEF, **extra)
+
+
+def _fits_prefix(m, rec) -> bool:
+    from ..measure.prefix import _smallest_window
+
+    w = _smallest_window(m)
+    return w is None or max(len(p) + len(a) for p, a in zip(rec["prompts"], rec["answers"])) <= w
+
+
+def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", info=None,
+           key=None) -> dict:
+    """Step 2 of the module docstring on the prepared tuning part: ``{remedy: {"grid",
+    "middle_gain", "edge_change" (mean per setting), "eligible", "chosen" (index or None),
+    "setting", "params" (the chosen setting's remedy parameters), "reason"}, "channel": {...}}``.
+
+    Hidden scaling: Yu et al.'s stage 3 picks the channel among the candidates of stages 1
+    and 2 (the lowest mean per-token cross-entropy of the answers at their scale 0, on the
+    tuning prompts at the middle slots); then every scale of the grid is scored with that
+    channel and the edge rule and the middle gain pick the scale.  Cached."""
+    n_pos = len(tune_part["positions"])
+    sl = _slots(n_pos)
+    scales = [float(g["scale"]) for g in GRID["hidden-scaling"]]
+
+    def compute():
+        m, tok, codec, rec = _records(model, weights, seed, tune_part)
+        _check_context(info, rec, "tuning")
+        out = {"example": rec["example"], "slot": rec["slot"]}
+        cand = _candidates(m, codec, sizes, seed)
+        reuse = _fits_prefix(m, rec)
+        if not reuse:
+            cand = cand[:_TOP_FULL]
+        out["candidates"], out["prefix_reuse"] = np.array(cand, dtype=np.int64), np.array(reuse)
+        P, A = rec["prompts"], rec["answers"]
+        mid = [i for i, q in enumerate(rec["slot"]) if int(q) in set(sl["middle"])]
+        n = np.array([len(A[i]) for i in mid], dtype=float)
+        losses = []
+        if cand:  # Yu et al.'s stage 3: each candidate at their scale 0, the middle prompts
+            lp, _ = inference.score_remedy(m, [P[i] for i in mid], [A[i] for i in mid],
+                                           "hidden-scaling",
+                                           [{"channel": c, "scale": 0.0} for c in cand])
+            losses = [float(np.mean(-v / n)) for v in lp]  # the model as it is first
+        out["stage3_losses"] = np.array(losses, dtype=float)
+        if cand:
+            best = cand[int(np.argmin(losses[1:]))]
+            hs = [{"channel": best, "scale": sc} for sc in scales]
+            lp, _ = inference.score_remedy(m, P, A, "hidden-scaling", hs)
+            out["base#logprob"], out["hidden-scaling#logprob"] = lp[0], lp[1:]
+        else:
+            out["base#logprob"] = inference.score_remedy(m, P, A, "ms-poe", [])[0][0]
+        lp, _ = inference.score_remedy(m, P, A, "ms-poe",
+                                       _settings_params("ms-poe", GRID["ms-poe"]), base=False)
+        out["ms-poe#logprob"] = lp
+        return out
+
+    res = cache.cached("fix-tune", dict(key, part="tune"), compute)
+    n_ex = len(tune_part["items"])
+    rec = {"example": np.asarray(res["example"]), "slot": np.asarray(res["slot"])}
+    base_lp = np.asarray(res["base#logprob"])
+    cand = [int(c) for c in np.asarray(res["candidates"]).reshape(-1)]
+    ch = {"candidates": cand, "prefix_reuse": bool(res["prefix_reuse"]), "channel": None,
+          "losses": [], "baseline_loss": None, "reason": None}
+    scores = {}
+    if cand:
+        losses = [float(v) for v in np.asarray(res["stage3_losses"])]
+        ch.update(channel=cand[int(np.argmin(losses[1:]))], losses=losses[1:],
+                  baseline_loss=losses[0])
+        scores["hidden-scaling"] = np.asarray(res["hidden-scaling#logprob"])
+    else:
+        ch["reason"] = "Yu et al.'s first stage found no channel monotone in more than a " \
+                       "quarter of the layers"
+    scores["ms-poe"] = np.asarray(res["ms-poe#logprob"])
+    out = {"channel": ch}
+    base = _matrix(base_lp, rec, n_ex, n_pos)
+    for name in REMEDIES:
+        if name not in scores:
+            out[name] = {"grid": [dict(s) for s in GRID[name]], "middle_gain": [],
+                         "edge_change": [], "eligible": [], "chosen": None, "setting": None,
+                         "params": None, "reason": ch["reason"]}
+            continue
+        mids, edges = [], []
+        for j in range(len(GRID[name])):
+            d = _matrix(scores[name][j], rec, n_ex, n_pos) - base
+            mids.append(float(d[:, sl["middle"]].mean(1).mean()))
+            edges.append(float(d[:, sl["edges"]].mean(1).mean()))
+        elig = [e >= -float(edge_loss) for e in edges]
+        cands = [j for j in range(len(GRID[name])) if elig[j]]
+        j = max(cands, key=lambda i: (mids[i], -i)) if cands else None
+        out[name] = {"grid": [dict(s) for s in GRID[name]], "middle_gain": mids,
+                     "edge_change": edges, "eligible": elig, "chosen": j,
+                     "reason": None if j is not None else
+                     f"no setting's mean edge change is at least -{float(edge_loss)} nats",
+                     "setting": None if j is None else dict(GRID[name][j]),
+                     "params": None if j is None else
+                     _settings_params(name, [GRID[name][j]], ch["channel"])[0]}
+    return out
+
+
+def _peak_kb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak() -> bool:
+    """Return freed heap pages and restart the high-water mark (Linux); False elsewhere."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+def _timed(m, p, a, name, kw):
+    """Seconds and extra peak memory (MiB, or NaN where it cannot be read) of one full scoring
+    pass of prompt ``p`` with answer ``a`` (:func:`~posbias_nb.measure.scoring.score_batch`),
+    inside the remedy (from the prompt's last row) when ``name`` is given."""
+    import contextlib
+
+    from ..measure.scoring import score_batch
+    from ..models import remedy
+
+    if name is None:
+        ctx = contextlib.nullcontext()
+    else:
+        ctx = remedy(m, name, **kw, **({} if name == "hidden-scaling-all" else
+                                       {"start": len(p) - 1}))
+    before = _peak_kb() if _reset_peak() else None
+    t0 = time.perf_counter()
+    with ctx:
+        score_batch(m, [p], [a])
+    dt = time.perf_counter() - t0
+    after = _peak_kb()
+    mem = float("nan") if before is None or after is None else (after - before) / 1024.0
+    return dt, mem
+
+
+def _cost(m, tok, name, kw, sizes, seed):
+    from ..measure.positional import row_nll
+    from ..models import remedy
+    from ..tasks.text import text_batch
+
+    L = int(sizes["cost_length"])
+    ids = text_batch(tok, L, sizes["cost_windows"], seed=seed + 1,
+                     vocab_size=m.get_input_embeddings().num_embeddings)
+    row0 = L // 2
+    base = row_nll(m, ids, row0)
+    extra = {} if name == "hidden-scaling-all" else {"start": row0}
+    with remedy(m, name, **kw, **extra):
+        nll = row_nll(m, ids, row0)
+    return base, nll
+
+
+def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info=None,
+             key=None) -> dict:
+    """Steps 3 and 4 of the module docstring on the prepared test part, for the remedies of
+    ``chosen`` (:func:`choose`) that have a setting.  Cached, the timings included (they are
+    measured once, with the scores they belong to)."""
+    n_pos = len(test_part["positions"])
+    sl = _slots(n_pos)
+    names = [r for r in REMEDIES if chosen[r]["chosen"] is not None]
+    plain = {r: chosen[r]["params"] for r in names}
+
+    def compute():
+        m, tok, codec, rec = _records(model, weights, seed, test_part)
+        _check_context(info, rec, "test")
+        out = {"example": rec["example"], "slot": rec["slot"]}
+        # the model as it is, with the hidden-scaling setting on the same recorded passes
+        first = "hidden-scaling" if "hidden-scaling" in names else "ms-poe"
+        kws = [plain[first]] if first in names else []
+        lp, ok = inference.score_remedy(m, rec["prompts"], rec["answers"], first, kws)
+        out["base#logprob"], out["base#correct"] = lp[0], ok[0]
+        if kws:
+            out[f"{first}#logprob"], out[f"{first}#correct"] = lp[1], ok[1]
+        mid_rows = [i for i, s in enumerate(rec["slot"]) if int(s) in set(sl["middle"])]
+        timing = mid_rows[:int(sizes["timing_prompts"])]
+        for name in names:
+            if f"{name}#logprob" not in out:
+                lp, ok = inference.score_remedy(m, rec["prompts"], rec["answers"], name,
+                                                [plain[name]], base=False)
+                out[f"{name}#logprob"], out[f"{name}#correct"] = lp[0], ok[0]
+            b_nll, r_nll = _cost(m, tok, name, plain[name], sizes, seed)
+            out[f"{name}#nll_base"], out[f"{name}#nll"] = b_nll, r_nll
+            T = np.zeros((len(timing), 2)), np.zeros((len(timing), 2))
+            for q, i in enumerate(timing):  # interleaved, the order alternating
+                order = (None, name) if q % 2 == 0 else (name, None)
+                for who in order:
+                    dt, mem = _timed(m, rec["prompts"][i], rec["answers"][i], who,
+                                     plain[name])
+                    c = 0 if who is None else 1
+                    T[0][q, c], T[1][q, c] = dt, mem
+            out[f"{name}#seconds"], out[f"{name}#peak_mib"] = T
+        return out
+
+    res = cache.cached("fix-test", dict(key, part="test", chosen=plain), compute)
+    n_ex = len(test_part["items"])
+    rec = {"example": np.asarray(res["example"]), "slot": np.asarray(res["slot"])}
+    base = _matrix(np.asarray(res["base#logprob"]), rec, n_ex, n_pos)
+    base_ok = _matrix(np.asarray(res["base#correct"], dtype=float), rec, n_ex, n_pos)
+    out = {"base": {"logprob": [_iv(stats.mean_interval(base[:, j])) for j in range(n_pos)],
+                    "accuracy": [_iv(stats.proportion_interval(int(base_ok[:, j].sum()), n_ex))
+                                 for j in range(n_pos)]},
+           "claims": {}, "n_examples": n_ex}
+    for name in names:
+        lp = _matrix(np.asarray(res[f"{name}#logprob"]), rec, n_ex, n_pos)
+        ok = _matrix(np.asarray(res[f"{name}#correct"], dtype=float), rec, n_ex, n_pos)
+        d = lp - base
+        mid = d[:, sl["middle"]].mean(1)
+        sec, mem = np.asarray(res[f"{name}#seconds"]), np.asarray(res[f"{name}#peak_mib"])
+        nll = np.asarray(res[f"{name}#nll"]) - np.asarray(res[f"{name}#nll_base"])
+        ratio = np.log(sec[:, 1] / sec[:, 0])
+        out[name] = {
+            "logprob": [_iv(stats.mean_interval(lp[:, j])) for j in range(n_pos)],
+            "logprob_change": [_iv(stats.mean_interval(d[:, j])) for j in range(n_pos)],
+            "accuracy": [_iv(stats.proportion_interval(int(ok[:, j].sum()), n_ex))
+                         for j in range(n_pos)],
+            "middle_gain_per_example": [float(v) for v in mid],
+            "middle_gain": _iv(stats.mean_interval(mid)),
+            "edge_change": _iv(stats.mean_interval(d[:, sl["edges"]].mean(1))),
+            "accuracy_change": [_iv(stats.paired_proportion_interval(ok[:, j], base_ok[:, j]))
+                                for j in range(n_pos)],
+            "cost": {"nll_change": _iv(stats.mean_interval(nll)),
+                     "nll_base": _iv(stats.mean_interval(np.asarray(res[f"{name}#nll_base"]))),
+                     "latency_ratio": _iv(tuple(np.exp(v) for v in
+                                                stats.mean_interval(ratio))),
+                     "seconds_base": float(np.median(sec[:, 0])),
+                     "seconds": float(np.median(sec[:, 1])),
+                     "peak_mib_change": _iv(stats.mean_interval(mem[:, 1] - mem[:, 0]))
+                     if np.all(np.isfinite(mem)) else None,
+                     "windows": int(len(nll)), "prompts": int(len(sec))}}
+        out["claims"][name] = dict(x=mid, threshold=0.0, direction="greater")
+    fam = stats.holm_family(out.pop("claims"), alpha=0.05) if names else {}
+    for name in names:
+        v = fam[name]
+        out[name]["verdict"] = v["verdict"]
+        out[name]["adjusted"] = _iv(v["adjusted"]) if "adjusted" in v else None
+        out[name]["p_holm"] = float(v["p_holm"]) if "p_holm" in v else None
+        out[name]["level"] = float(v["level"]) if "level" in v else None
+    return out
+
+
+def _iv(t) -> dict:
+    e, lo, hi = (float(v) for v in t)
+    return {"estimate": e, "low": lo, "high": hi}
+
+
+def fix(model, data, documents: int | None = None, examples: int | None = None,
+        seed: int = DEFAULTS["seed"], weights: str = "pretrained", quick: bool = False,
+        edge_loss: float = DEFAULTS["edge_loss"], test_share: float = DEFAULTS["test_share"],
+        progress: bool = False) -> Result:
+    """Choose and judge a remedy for ``model`` on the task file ``data`` (module docstring).
+
+    Parameters
+    ----------
+    model : str or path
+        A zoo name, a local model directory or a hub id (from the local hub cache).
+    data : path
+        A task file (:data:`posbias_nb.tasks.qa.FORMATS`).
+    documents : int or None
+        Documents per prompt of a QA file (default: :data:`DEFAULTS`, or :data:`QUICK` with
+        ``quick``); a key-value file uses all its records.
+    examples : int or None
+        How many examples (drawn by ``seed``; default as ``documents``), split into the two
+        parts.
+    edge_loss : float
+        The largest mean loss of log p (nats) at the edge slots a chosen setting may cost on
+        the tuning part.
+    quick : bool
+        :data:`QUICK` sizes (fewer, shorter prompts; a smaller channel search and cost).
+
+    Returns
+    -------
+    Result
+        ``split``, ``tuning`` (:func:`choose`), ``test`` (:func:`evaluate`), ``winner`` (the
+        remedy file's remedy, or None) and ``meta``; the CSV columns are one row per remedy and
+        gold slot.
+
+    Raises
+    ------
+    ValueError
+        Every refusal of :func:`posbias_nb.experiments.task.prepare`, a split that leaves fewer
+        than 2 examples in a part, prompts beyond the model's context, a negative edge loss.
+    """
+    from .. import __version__
+
+    sizes = dict(QUICK if quick else DEFAULTS)
+    path = Path(data)
+    E = sizes["examples"] if examples is None else positive_int("examples", examples,
+                                                                minimum=4)
+    if not np.isfinite(float(edge_loss)) or float(edge_loss) < 0:
+        raise ValueError(f"edge_loss must be a non-negative number of nats, got {edge_loss!r}")
+    fmt, exs = _task.qa.read_task_file(path)
+    if fmt == "liu-kv" and documents is not None:
+        raise ValueError("--documents is for question-answering files; a key-value file uses "
+                         "all its records")
+    k = None if fmt == "liu-kv" else (sizes["documents"] if documents is None else
+                                      positive_int("documents", documents, minimum=2))
+    chosen = _task._choose(len(exs), E, int(seed))
+    if len(chosen) < 4:
+        raise ValueError(f"{path.name} holds {len(exs)} examples; fix needs 4 or more")
+    tune_i, test_i = split(len(chosen), test_share, seed)
+    tune_idx, test_idx = [int(chosen[i]) for i in tune_i], [int(chosen[i]) for i in test_i]
+    n_slots = k if k is not None else min(len(exs[i].records) for i in chosen)
+    pos = fix_positions(n_slots)
+    info = entry.checked(model, weights, 2, 1, seed)
+    key = _key(info, weights, seed, data=_sha256(path), format=fmt, documents=k,
+               positions=pos, tune=tune_idx, test=test_idx, sizes=sizes,
+               grid={r: [dict(s) for s in GRID[r]] for r in REMEDIES},
+               edge_loss=float(edge_loss))
+    import sys
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=2, disable=not progress, file=sys.stderr, leave=False, unit="stage")
+    try:
+        # the tuning part alone is read here; the test part's prompts are built after the choice
+        bar.set_description("fix: tuning part")
+        tune_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
+                                  pool_exclude=test_idx)
+        choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key)
+        bar.update()
+        bar.set_description("fix: test part")
+        test_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
+                                  pool_exclude=tune_idx)
+        judged = evaluate(model, test_part, choice, sizes, seed, weights, info, key)
+        bar.update()
+    finally:
+        bar.close()
+    holds = [r for r in REMEDIES if r in judged and judged[r]["verdict"] == "holds"]
+    winner = max(holds, key=lambda r: judged[r]["middle_gain"]["estimate"]) if holds else None
+    table = {c: [] for c in ("remedy", "gold_slot", "setting", "logprob", "logprob_low",
+                             "logprob_high", "change", "change_low", "change_high")}
+    for r in REMEDIES:
+        if r not in judged:
+            continue
+        for j, p in enumerate(pos):
+            iv, dv = judged[r]["logprob"][j], judged[r]["logprob_change"][j]
+            for c, v in zip(table, (r, p + 1, json.dumps(choice[r]["setting"]), iv["estimate"],
+                                    iv["low"], iv["high"], dv["estimate"], dv["low"],
+                                    dv["high"])):
+                table[c].append(v)
+    meta = {"command": "fix", "model": info["name"], "model_argument": str(model),
+            "fingerprint": info["fingerprint"], "weights": weights, "data": path.name,
+            "data_sha256": _sha256(path), "format": fmt, "documents": k,
+            "gold_slots": [p + 1 for p in pos], "middle_slots":
+            [pos[j] + 1 for j in _slots(len(pos))["middle"]],
+            "seed": int(seed), "quick": bool(quick), "sizes": sizes,
+            "edge_loss": float(edge_loss), "test_share": float(test_share),
+            "definition": _DEF, "level": 0.95, "version": __version__,
+            "scoring": "teacher-forced log p of the file's first gold answer; accuracy: its "
+                       "greedy match token by token (not best_subspan_em of a free generation)",
+            "rule": "tuning: the largest mean middle-slot gain among the settings whose mean "
+                    "edge-slot change is at least -edge_loss; test: the mean middle-slot gain "
+                    "per example greater than 0, Student t over examples, Holm across the "
+                    "remedies",
+            **entry.library_versions()}
+    data_out = dict(table, split={"seed": int(seed), "examples": len(chosen),
+                                  "tune_lines": [exs[i].line for i in tune_idx],
+                                  "test_lines": [exs[i].line for i in test_idx],
+                                  "tune": tune_idx, "test": test_idx},
+                    tuning=choice, test=judged, winner=winner)
+    return Result(data_out, meta=meta, columns=tuple(table))
+
+
+def _figure(obj):
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from .. import plots
+
+    meta, test = obj["meta"], obj["test"]
+    x = meta["gold_slots"]
+    names = [r for r in REMEDIES if r in test]
+    fig, axes = plots.figure(ncols=max(len(names), 1), width=7.5, height=3.4, squeeze=False,
+                             sharey=True, layout="constrained")
+    for ax, r in zip(axes[0], names or [None]):
+        b = test["base"]["logprob"]
+        ax.errorbar(x, [v["estimate"] for v in b],
+                    yerr=_yerr(b), marker="o", capsize=3, color=plots.COLORS[0],
+                    label="as it is")
+        if r is not None:
+            v = test[r]["logprob"]
+            ax.errorbar([xx + 0.15 for xx in x], [t["estimate"] for t in v], yerr=_yerr(v),
+                        marker="s", capsize=3, color=plots.COLORS[1], label=r)
+        ax.set_xlabel("gold document (slot)")
+        ax.set_ylabel("log p of the gold answer")
+        ax.set_xticks(x)
+        ax.legend(fontsize=8)
+    return fig
+
+
+def _yerr(ivs):
+    e = np.array([v["estimate"] for v in ivs])
+    return np.array([e - [v["low"] for v in ivs], [v["high"] for v in ivs] - e])
+
+
+def _page(obj, png) -> str:
+    import html
+
+    meta, t, c = obj["meta"], obj["test"], obj["tuning"]
+
+    def f(v, d=3):
+        return "—" if v is None or not np.isfinite(v) else f"{v:+.{d}f}"
+
+    def ivs(iv, d=3):
+        return "—" if iv is None else f"{f(iv['estimate'], d)} [{f(iv['low'], d)}, " \
+                                      f"{f(iv['high'], d)}]"
+
+    rows, sents = [], []
+    for r in REMEDIES:
+        ch = c[r]
+        grid = "; ".join(f"{json.dumps(s)}: middle {f(m)}, edges {f(e)}"
+                         for s, m, e in zip(ch["grid"], ch["middle_gain"], ch["edge_change"]))
+        if r not in t:
+            sents.append(f"<li><b>{r}</b>: not judged on the test part: "
+                         f"{html.escape(str(ch['reason']))} (tuning grid: "
+                         f"{html.escape(grid) or 'not scored'}).</li>")
+            continue
+        v = t[r]
+        cost = v["cost"]
+        rows.append(f"<tr><td>{r}</td><td>{html.escape(json.dumps(ch['setting']))}</td>"
+                    f"<td>{ivs(v['middle_gain'])}</td><td>{ivs(v['edge_change'])}</td>"
+                    f"<td>{ivs(cost['nll_change'], 4)}</td>"
+                    f"<td>{ivs(cost['latency_ratio'], 2).replace('+', '')}</td>"
+                    f"<td>{ivs(cost['peak_mib_change'], 1)}</td><td>{v['verdict']}</td></tr>")
+        sents.append(f"<li><b>{r}</b> at {html.escape(json.dumps(ch['setting']))}: the mean "
+                     f"middle-slot gain of log p on the {t['n_examples']} test examples is "
+                     f"{ivs(v['middle_gain'])} (95% t; Holm level {v['level']}): "
+                     f"<b>{v['verdict']}</b>. Tuning grid: {html.escape(grid)}.</li>")
+    win = obj["winner"]
+    verdict = (f"<p><b>{win}</b> holds on the test part: <code>remedy.json</code> applies it "
+               f"(<code>models.remedy(model, \"remedy.json\")</code>, or "
+               f"<code>--remedy-file remedy.json</code>).</p>") if win else \
+        "<p><b>No remedy helps on the test part.</b> No remedy file is written.</p>"
+    sp = obj["split"]
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<title>posbias fix: {html.escape(meta['model'])}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.3rem .5rem}}</style>
+</head><body>
+<h1>posbias fix: {html.escape(meta['model'])}</h1>
+{verdict}
+<ul>{''.join(sents)}</ul>
+<img alt="log p of the gold answer by gold slot, as it is and with each chosen remedy, on the
+test part, with 95% t intervals over examples" src="{png}" style="max-width:100%">
+<p>What to see: where the remedy's curve sits above the unpatched one at the middle slots
+({', '.join(map(str, meta['middle_slots']))}) without falling at the edges.</p>
+<h2>Cost</h2>
+<table><tr><th>remedy</th><th>setting</th><th>middle gain (nats)</th><th>edge change</th>
+<th>next-token loss change (nats)</th><th>latency ratio</th><th>peak memory change (MiB)</th>
+<th>verdict</th></tr>{''.join(rows)}</table>
+<h2>What was tuned on what</h2>
+<p>{sp['examples']} examples of <code>{html.escape(meta['data'])}</code> (format
+{meta['format']}), split by example with seed {sp['seed']}: {len(sp['tune'])} to tune (file
+lines {', '.join(map(str, sp['tune_lines']))}), {len(sp['test'])} to test (file lines
+{', '.join(map(str, sp['test_lines']))}). The test part was not read before the choice.
+Rule: {html.escape(meta['rule'])}; edge loss {meta['edge_loss']} nats. Scoring:
+{html.escape(meta['scoring'])}. Yu et al.'s channel: {c['channel']['channel']}.</p>
+<p>posbias_nb {html.escape(meta['version'])}, definition {meta['definition']}, model
+fingerprint {html.escape(meta['fingerprint'])}.</p>
+</body></html>
+"""
+
+
+def write_fix(result: Result, directory, model_obj=None) -> dict:
+    """Write ``index.html``, ``fix.json`` and, when a remedy holds, ``remedy.json`` into
+    ``directory``.  Returns the paths written."""
+    from ..models import remedy_file
+    from .report import _png, check_out_dir
+
+    d = check_out_dir(directory)
+    obj = result.to_json()
+    obj = {**{k: v for k, v in obj.items()}, "meta": obj["meta"]}
+    png = _png(_figure(obj))
+    paths = {}
+    jp = d / "fix.json"
+    jp.write_text(json.dumps(obj, indent=1, allow_nan=True) + "\n")
+    paths["json"] = str(jp)
+    hp = d / "index.html"
+    hp.write_text(_page(obj, png), encoding="utf-8")
+    paths["html"] = str(hp)
+    rp = d / "remedy.json"
+    if obj["winner"]:
+        r = obj["winner"]
+        if model_obj is None:
+            model_obj = entry.loaded(obj["meta"]["model_argument"], weights=obj["meta"]["weights"],
+                                     seed=obj["meta"]["seed"])[0]
+        ev = {"test": obj["test"][r], "split": obj["split"], "data_sha256":
+              obj["meta"]["data_sha256"], "rule": obj["meta"]["rule"]}
+        remedy_file.write(rp, r, obj["tuning"][r]["params"], model_obj,
+                          obj["meta"]["model_argument"], evidence=ev)
+        paths["remedy"] = str(rp)
+    elif rp.exists():
+        os.remove(rp)  # a stale file from an earlier run would claim what this run refutes
+    return paths

@@ -1,0 +1,247 @@
+"""``posbias fix``: the split (no test example read before the choice), the choice rule, the
+remedy file's round trip and refusals, the bit-for-bit restore, and the command's refusals (tiny
+random Llama, byte-level text)."""
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from posbias_nb import cli  # noqa: E402
+from posbias_nb.experiments import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.models import remedy_file  # noqa: E402
+
+
+def _qa_rows(n):
+    return [{"question": f"what is item {i}", "answers": [f"thing{i}"],
+             "ctxs": [{"title": f"Item {i}", "text": f"Item {i} is thing{i}.", "isgold": True}]}
+            for i in range(n)]
+
+
+def _file(tmp_path, rows, name="t.jsonl.gz"):
+    p = tmp_path / name
+    with gzip.open(p, "wt") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return p
+
+
+KW = dict(documents=4, examples=8, quick=True)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A tiny Llama of four layers (Ms-PoE patches layers 2 to T-1: two of them here), a
+    4096-token context and no tokenizer (prompts read as UTF-8 bytes)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                      num_attention_heads=2, num_key_value_heads=2,
+                      max_position_embeddings=4096)
+    d = tmp_path_factory.mktemp("llama-4x")
+    LlamaForCausalLM(cfg).save_pretrained(str(d))
+    return str(d)
+
+
+def test_split_is_seeded_disjoint_and_complete():
+    for n in (6, 7, 24):
+        for seed in (0, 1):
+            a, b = fix_mod.split(n, seed=seed)
+            assert sorted(a + b) == list(range(n)) and not set(a) & set(b)
+            assert len(b) == round(2 / 3 * n) and len(a) >= 2 and len(b) >= 2
+            assert fix_mod.split(n, seed=seed) == (a, b)
+    assert fix_mod.split(24, seed=0) != fix_mod.split(24, seed=1)
+    with pytest.raises(ValueError, match="each part needs 2"):
+        fix_mod.split(5, test_share=0.9)
+    with pytest.raises(ValueError, match="test_share"):
+        fix_mod.split(8, test_share=1.0)
+
+
+def test_middle_and_edge_slots():
+    assert fix_mod._slots(5) == {"middle": [1, 2, 3], "edges": [0, 4]}
+    assert fix_mod._slots(4) == {"middle": [1, 2], "edges": [0, 3]}
+
+
+class _Read(Exception):
+    pass
+
+
+def test_no_test_example_is_read_before_the_choice(tmp_path, monkeypatch, model_dir):
+    """A test example whose prompt raises when it is built: the tuning stage (the channel
+    search, every grid setting, the choice) finishes first; the raise comes with the test part,
+    and no tuning prompt holds a test example's passage."""
+    f = _file(tmp_path, _qa_rows(30))
+    chosen = task_mod._choose(30, KW["examples"], 0)
+    tune_i, test_i = fix_mod.split(len(chosen), seed=0)
+    planted = f"what is item {int(chosen[test_i[0]])}"
+    test_passages = {f"thing{int(chosen[i])}." for i in test_i}
+    stage = {"chosen": False, "tune_prompts": []}
+    real_prompt, real_choose = task_mod.qa.qa_prompt, fix_mod.choose
+
+    def prompt(question, documents):
+        if question == planted:
+            raise _Read(f"read at chosen={stage['chosen']}")
+        text = real_prompt(question, documents)
+        if not stage["chosen"]:
+            stage["tune_prompts"].append(text)
+        return text
+
+    def choose(*a, **k):
+        out = real_choose(*a, **k)
+        stage["chosen"] = True
+        return out
+
+    monkeypatch.setattr(task_mod.qa, "qa_prompt", prompt)
+    monkeypatch.setattr(fix_mod, "choose", choose)
+    with pytest.raises(_Read, match="chosen=True"):
+        fix_mod.fix(model_dir, f, **KW)
+    assert stage["tune_prompts"]
+    for t in stage["tune_prompts"]:
+        docs = [ln for ln in t.splitlines() if ln.startswith("Document [")]
+        assert not any(ln.endswith(p) for ln in docs for p in test_passages), t
+
+
+def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
+    """The counterexample: a fix that builds every prompt up front (here, the test part
+    prepared before the choice) is caught by the planted example."""
+    f = _file(tmp_path, _qa_rows(30))
+    chosen = task_mod._choose(30, KW["examples"], 0)
+    _, test_i = fix_mod.split(len(chosen), seed=0)
+    planted = f"what is item {int(chosen[test_i[0]])}"
+    stage = {"chosen": False}
+    real_prompt, real_prepare = task_mod.qa.qa_prompt, task_mod.prepare
+
+    def prompt(question, documents):
+        if question == planted:
+            raise _Read(f"read at chosen={stage['chosen']}")
+        return real_prompt(question, documents)
+
+    def eager(data, *a, select=None, pool_exclude=None, **k):  # reads the whole sample
+        real_prepare(data, *a, select=sorted(set(select) | set(pool_exclude)), **k)
+        return real_prepare(data, *a, select=select, pool_exclude=pool_exclude, **k)
+
+    monkeypatch.setattr(task_mod.qa, "qa_prompt", prompt)
+    monkeypatch.setattr(fix_mod._task, "prepare", eager)
+    with pytest.raises(_Read, match="chosen=False"):
+        fix_mod.fix(model_dir, f, **KW)
+
+
+@pytest.fixture
+def run(tmp_path, model_dir):
+    f = _file(tmp_path, _qa_rows(30))
+    return f, fix_mod.fix(model_dir, f, **KW)
+
+
+def test_fix_result_contract(run, model_dir):
+    f, res = run
+    obj = res.to_json()
+    sp = obj["split"]
+    assert len(sp["tune"]) + len(sp["test"]) == KW["examples"]
+    assert not set(sp["tune"]) & set(sp["test"])
+    t = obj["tuning"]
+    for r in fix_mod.REMEDIES:
+        assert r in t
+        if t[r]["chosen"] is not None:
+            j = t[r]["chosen"]
+            ok = [i for i, e in enumerate(t[r]["eligible"]) if e]
+            assert j in ok and t[r]["middle_gain"][j] == max(t[r]["middle_gain"][i] for i in ok)
+            assert obj["test"][r]["verdict"] in ("holds", "fails", "inconclusive",
+                                                 "not testable")
+            assert len(obj["test"][r]["logprob_change"]) == len(obj["meta"]["gold_slots"])
+    # same arguments, same numbers (cached or not)
+    again = fix_mod.fix(model_dir, f, **KW).to_json()
+    assert json.dumps(again["test"], sort_keys=True) == json.dumps(obj["test"], sort_keys=True)
+
+
+def test_choice_rule_respects_the_edge_loss(run, model_dir):
+    """With no loss allowed at the edges, only settings that do not lower the edges are
+    eligible; with an unbounded one, every setting is."""
+    f, res = run
+    t = res["tuning"]["ms-poe"]
+    wide = fix_mod.fix(model_dir, f, edge_loss=1e9, **KW)["tuning"]["ms-poe"]
+    assert all(wide["eligible"])
+    assert wide["chosen"] == int(np.argmax(wide["middle_gain"]))
+    strict = fix_mod.fix(model_dir, f, edge_loss=0.0, **KW)["tuning"]["ms-poe"]
+    assert strict["eligible"] == [e >= 0 for e in t["edge_change"]]
+
+
+def test_no_winner_no_remedy_file_and_a_stale_one_removed(run, tmp_path):
+    _, res = run
+    out = tmp_path / "fix"
+    out.mkdir()
+    (out / "remedy.json").write_text("{}")
+    res["winner"] = None
+    paths = fix_mod.write_fix(res, out)
+    assert set(paths) == {"json", "html"} and not (out / "remedy.json").exists()
+    page = (out / "index.html").read_text()
+    assert "No remedy helps on the test part" in page and "<img" in page
+
+
+def test_winner_round_trip_apply_and_restore(run, tmp_path, model_dir):
+    """A winning remedy's file carries the chosen parameters; applied from the file it scores
+    exactly as the remedy itself, and the model comes back bit for bit."""
+    import torch
+
+    from posbias_nb import models
+    from posbias_nb.measure import entry
+    from posbias_nb.measure.scoring import score_batch
+
+    _, res = run
+    res["winner"] = "ms-poe"  # whatever the test part says: the file's contract
+    out = tmp_path / "fix"
+    paths = fix_mod.write_fix(res, out)
+    spec = remedy_file.read(paths["remedy"])
+    assert spec["remedy"] == "ms-poe"
+    assert spec["params"] == res["tuning"]["ms-poe"]["params"]
+    assert spec["evidence"]["test"]["verdict"] == res["test"]["ms-poe"]["verdict"]
+    m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    p, a = list(range(5, 60)), [7, 8]
+    with models.remedy(m, paths["remedy"], start=len(p) - 1):
+        via_file = score_batch(m, [p], [a])
+    with models.remedy(m, "ms-poe", **spec["params"], start=len(p) - 1):
+        direct = score_batch(m, [p], [a])
+    plain = score_batch(m, [p], [a])
+    assert via_file[0][0] == direct[0][0] and via_file[0][0] != plain[0][0]
+    after = m.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    # refused on other weights: one line naming both digests
+    torch.manual_seed(1)
+    other = type(m)(m.config)
+    with pytest.raises(ValueError, match="weights digest"):
+        with models.remedy(other, paths["remedy"]):
+            pass
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--examples", "3"], "examples must be"),
+    (["--edge-loss", "-1"], "edge_loss must be"),
+    (["--documents", "1"], "documents must be"),
+])
+def test_command_refusals_one_line_exit_2_nothing_written(tmp_path, capsys, model_dir, extra,
+                                                          words):
+    f = _file(tmp_path, _qa_rows(30))
+    out = tmp_path / "new" / "fix"
+    argv = ["fix", "--model", model_dir, "--data", str(f), "--out", str(out), "--quick"] + extra
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("posbias: error:") and words in err[0], err
+    assert not (tmp_path / "new").exists()
+
+
+def test_command_writes_the_page(tmp_path, capsys, model_dir):
+    f = _file(tmp_path, _qa_rows(30))
+    out = tmp_path / "fix"
+    argv = ["fix", "--model", model_dir, "--data", str(f), "--out", str(out), "--quick",
+            "--documents", "4", "--examples", "8", "--quiet"]
+    assert cli.main(argv) == 0
+    assert (out / "index.html").exists() and (out / "fix.json").exists()
+    obj = json.loads((out / "fix.json").read_text())
+    assert (out / "remedy.json").exists() == (obj["winner"] is not None)
+    assert "posbias: wrote" in capsys.readouterr().err

@@ -179,7 +179,7 @@ def _cmd_report(args):
         raise UsageError("--task-documents needs --task-data")
     res = report(args.model, weights=args.weights, length=args.length, quick=args.quick,
                  seed=args.seed, progress=not args.quiet, task_data=args.task_data,
-                 task_documents=args.task_documents)
+                 task_documents=args.task_documents, remedy_file=args.remedy_file)
     paths = write_report(res, args.out)
     print(f"posbias: wrote {paths['html']} and {paths['json']}", file=sys.stderr)
     return None
@@ -361,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "gold passage in place of the synthetic key-value task")
     r.add_argument("--task-documents", type=int, default=None, metavar="K",
                    help="documents per prompt of a QA task file (default 10)")
+    r.add_argument("--remedy-file", default=None, metavar="FILE",
+                   help="report the model patched by a remedy file (remedy.json of posbias "
+                        "fix), refused on a model it was not made for")
     r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     r.add_argument("--out", required=True, metavar="DIR",
                    help="directory for index.html and report.json (checked before any work)")

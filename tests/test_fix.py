@@ -245,3 +245,43 @@ def test_command_writes_the_page(tmp_path, capsys, model_dir):
     obj = json.loads((out / "fix.json").read_text())
     assert (out / "remedy.json").exists() == (obj["winner"] is not None)
     assert "posbias: wrote" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_report_runs_on_the_patched_model_and_refuses_another(tmp_path, capsys, model_dir):
+    """posbias report --remedy-file: the trained profile measured under the remedy on the
+    unpatched profile's windows (which it changes), the task scored under it, the structural
+    section left out with its reason; a file made for other weights is refused in one line."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from posbias_nb.measure import entry
+
+    m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
+    rf = remedy_file.write(tmp_path / "remedy.json", "ms-poe", {"lo": 1.2, "hi": 1.8}, m,
+                           model_dir)
+    out = tmp_path / "r"
+    argv = ["report", "--model", model_dir, "--length", "128", "--quick", "--quiet",
+            "--remedy-file", str(rf), "--out", str(out)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    obj = json.loads((out / "report.json").read_text())
+    assert obj["meta"]["remedy"]["remedy"] == "ms-poe"
+    bt = obj["born_trained"]
+    assert bt["unpatched"]["curve"]["mean"] != bt["trained"]["curve"]["mean"]
+    assert obj["structural"]["available"] is False and "unpatched" in \
+        obj["structural"]["reason"]
+    assert "under the remedy ms-poe" in obj["summary"]
+    assert 'id="remedy"' in (out / "index.html").read_text()
+    # the same file on other weights of the same configuration: refused after loading
+    torch.manual_seed(5)
+    other = tmp_path / "other"
+    AutoModelForCausalLM.from_config(m.config).save_pretrained(str(other))
+    entry.forget()
+    capsys.readouterr()  # the save's own progress bar
+    bad = ["report", "--model", str(other), "--length", "128", "--quick", "--quiet",
+           "--remedy-file", str(rf), "--out", str(tmp_path / "r2")]
+    assert cli.main(bad) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ("digest" in err[0] or "fingerprint" in err[0]), err
+    assert not (tmp_path / "r2").exists()

@@ -60,6 +60,7 @@ attributes that name its place in ``report.json``.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import json
@@ -86,6 +87,9 @@ __all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "ST
 
 _DEF = "report-v7"  # bump when a definition below changes the numbers (v7: reasons of ratios not formed)
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)
+#: Why a report under a remedy has no structural section.
+REMEDY_STRUCTURAL = ("the residual-aware rollout models the unpatched attention, so under a "
+                     "remedy it is not computed")
 
 #: Sizes of a report: ``quick`` (about 3 minutes for SmolLM2-135M at L = 512 on 2 cores) and
 #: ``full`` (the default, about 15).
@@ -317,7 +321,36 @@ def _layout_row(p: np.ndarray, lay: dict) -> dict:
             "reachable": int(mask.sum()), "row": row.tolist()}
 
 
-def _born_trained(model, weights, length, s, seed, n_layers, progress) -> tuple[dict, dict]:
+def _remedied(model, ids, length, s, seed, spec) -> dict:
+    """The pretrained ``model``'s per-window influence profiles under the remedy of the remedy
+    file ``spec`` (:mod:`posbias_nb.models.remedy_file`), on the windows ``ids`` of the
+    unpatched profile, probes seeded by ``seed`` (cached)."""
+    from ..measure.jacobian import influence_profile
+    from ..models import remedy_file
+
+    info = entry.checked(model, "pretrained", length, s["windows"], seed)
+    key = entry.run_key(info, "pretrained", length, s["windows"], seed, definition=_DEF,
+                        probes=s["probes"], remedy=_remedy_key(spec),
+                        windows_digest=hashlib.sha256(np.ascontiguousarray(
+                            ids, dtype=np.int64).tobytes()).hexdigest()[:16])
+
+    def compute():
+        m = entry.loaded(model, weights="pretrained", seed=seed)[0]
+        remedy_file.check_model(spec, spec["_path"], model=m)  # these very weights
+        with models.remedy(m, spec["remedy"], **spec["params"]):
+            prof = influence_profile(m, np.asarray(ids), probes=s["probes"], seed=seed)
+        return {"per_sequence": prof["per_sequence"], "input_ids": np.asarray(ids)}
+
+    return cache.cached("report-remedy", key, compute)
+
+
+def _remedy_key(spec) -> dict | None:
+    return None if spec is None else {"remedy": spec["remedy"], "params": spec["params"],
+                                      "digest": spec["model"]["digest"]}
+
+
+def _born_trained(model, weights, length, s, seed, n_layers, progress,
+                  spec=None) -> tuple[dict, dict]:
     depths = range(1, max(2 * n_layers, 8) + 1)
     out: dict = {"windows": s["windows"], "probes": s["probes"], "ends": _ENDS}
     out["layout"] = _layout(model, seed)
@@ -326,6 +359,11 @@ def _born_trained(model, weights, length, s, seed, n_layers, progress) -> tuple[
     twins = []
     for w in (["pretrained", "random"] if weights == "pretrained" else ["random"]):
         res = _profiles(model, w, length, s, seed, progress)
+        if w == "pretrained" and spec is not None:
+            plain_w = _per_window(res)
+            out["unpatched"] = {"curve": _curve(plain_w),
+                                "headline": _headline(_window_stats(plain_w))}
+            res = _remedied(model, np.asarray(res["input_ids"]), length, s, seed, spec)
         W[w] = _per_window(res)
         ids[w] = np.asarray(res["input_ids"])
         if w == "random":  # more initialisations, the same windows and probes
@@ -427,14 +465,27 @@ def _too_short(model, weights, length: int, L: int, E: int, seed: int, reason: s
     return f"{head}; the task needs --length {hi} or more"
 
 
-def _task(model, weights, length, s, seed, progress) -> dict:
+def _retrieval(model, P, E, L, seed, progress, weights, remedy_path=None) -> dict:
+    """:func:`~posbias_nb.experiments.retrieval.retrieval_run`, or with a remedy file
+    :func:`~posbias_nb.experiments.inference.retrieval_remedy_run` (the same columns, every
+    prompt scored under the remedy from its last row)."""
+    if remedy_path is None:
+        return _ret.retrieval_run(model, task="kv", positions=P, examples=E, length=L,
+                                  seed=seed, progress=progress, weights=weights)
+    from .inference import retrieval_remedy_run
+
+    return retrieval_remedy_run(model, None, task="kv", positions=P, examples=E, length=L,
+                                seed=seed, weights=weights, progress=progress,
+                                file=remedy_path)
+
+
+def _task(model, weights, length, s, seed, progress, remedy_path=None) -> dict:
     L = _retrieval_length(length)
     E = s["examples"]
     run = None
     for P in dict.fromkeys((s["positions"], 3)):  # a short context holds 3 slots, not 5 or 7
         try:
-            run = _ret.retrieval_run(model, task="kv", positions=P, examples=E, length=L,
-                                     seed=seed, progress=progress, weights=weights)
+            run = _retrieval(model, P, E, L, seed, progress, weights, remedy_path)
             break
         except ValueError as e:  # a context too short for P pairs, prompts beyond the context
             reason = str(e).strip().splitlines()[0]
@@ -466,8 +517,7 @@ def _task(model, weights, length, s, seed, progress) -> dict:
             heat["logprob"].append(np.nanmean(mats["logprob"][:hE], 0).tolist())
             continue
         try:
-            r = _ret.retrieval_run(model, task="kv", positions=P, examples=hE, length=n,
-                                   seed=seed, progress=progress, weights=weights)
+            r = _retrieval(model, P, hE, n, seed, progress, weights, remedy_path)
         except ValueError as e:
             heat["skipped"].append({"length": n, "reason": str(e).strip().splitlines()[0]})
             continue
@@ -476,7 +526,8 @@ def _task(model, weights, length, s, seed, progress) -> dict:
         heat["logprob"].append(r["logprob"])
     heat["examples"] = hE
     out["heatmap"] = heat
-    out["spans"] = _span_view(model, weights, L, s, seed, progress)
+    if remedy_path is None:  # the span view is the unpatched model's Jacobian on the prompts
+        out["spans"] = _span_view(model, weights, L, s, seed, progress)
     return out
 
 
@@ -645,7 +696,19 @@ def _summary(data: dict, claims: list) -> str:
     st = data["structural"]
     if not st["available"]:
         parts.append(f"The structural prediction is not available for this architecture: "
-                     f"{st['reason']}.")
+                     f"{st['reason']}." if st["reason"] != REMEDY_STRUCTURAL else
+                     f"The structural prediction is left out: {st['reason']}.")
+    rem = m.get("remedy")
+    if rem:
+        parts.append(f"Everything trained above is measured under the remedy {rem['remedy']} "
+                     f"of {rem['file']} ({', '.join(f'{k}={v}' for k, v in rem['params'].items())})"
+                     ".")
+    lost = [c["key"] for c in claims if c["verdict"] == "holds" and c["key"] in (
+        "trained_primacy", "trained_recency", "task_first", "task_last")]
+    if lost and not rem:
+        parts.append(f"The middle is lost here: posbias fix --model {m['model_argument']} --data YOUR_FILE "
+                     "--out DIR chooses an inference-time remedy on part of your own examples "
+                     "and judges it on the rest.")
     if not data["task"]["available"]:
         what = (f"The task on {data['task']['file']}" if data["task"].get("kind") == "file"
                 else "The retrieval task")
@@ -684,7 +747,7 @@ def headline_items(data: dict) -> list[tuple[str, str, float]]:
 
 def report(model, weights: str = "pretrained", length: int = 512, quick: bool = False,
            seed: int = 0, progress: bool = False, task_data=None,
-           task_documents: int | None = None) -> Result:
+           task_documents: int | None = None, remedy_file=None) -> Result:
     r"""The position-bias report of one model (module docstring: the sections and statistics).
 
     Parameters
@@ -710,6 +773,14 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         format, or the plain one): section 3 is then :func:`posbias_nb.experiments.task.task_run`
         on it (the settings' number of examples, ``task_documents`` documents) in place of the
         synthetic key-value task, with the same claims.  Checked before anything is measured.
+    remedy_file : path or None
+        A remedy file (``posbias fix``, :mod:`posbias_nb.models.remedy_file`): the report of the
+        pretrained model patched by it.  Section 1's trained profile is measured under the
+        remedy on the same windows (the unpatched profile shown beside it), section 3's
+        prompts are scored under it (:func:`posbias_nb.experiments.inference.
+        retrieval_remedy_run`); the structural prediction and the span view describe the
+        unpatched model and are left out.  Refused before any measurement on a model whose
+        fingerprint differs, after loading on other weights.
 
     Returns
     -------
@@ -734,6 +805,20 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         raise ValueError(f"length must be at least 16 for a report, got {length!r}")
     length = int(length)
     extra = {}
+    spec = None
+    if remedy_file is not None:
+        from ..models import remedy_file as _rf
+
+        if weights != "pretrained":
+            raise ValueError("--remedy-file reports the pretrained model the remedy was chosen "
+                             f"for, not weights={weights!r}")
+        if task_data is not None:
+            raise ValueError("--remedy-file with --task-data is not supported: posbias fix "
+                             "already scores the remedy on your file (its index.html)")
+        spec = _rf.read(remedy_file)
+        _rf.check_model(spec, remedy_file, name=model)  # by fingerprint, before any load
+        spec["_path"] = str(remedy_file)
+        extra["remedy"] = _remedy_key(spec)
     if task_data is not None:
         from . import task as _task_mod
 
@@ -749,14 +834,17 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         bar = tqdm(total=4, disable=not progress, file=sys.stderr, leave=False, unit="stage")
         try:
             bar.set_description("report: born vs trained")
-            bt, W = _born_trained(model, weights, length, s, seed, info["n_layers"], progress)
+            bt, W = _born_trained(model, weights, length, s, seed, info["n_layers"], progress,
+                                  spec)
             bar.update()
             bar.set_description("report: structural prediction")
             measured = W["pretrained"] if weights == "pretrained" else W["random"]
-            st = _structural(model, weights, length, s, seed, measured, progress)
+            st = _structural(model, weights, length, s, seed, measured, progress) \
+                if spec is None else {"available": False, "reason": REMEDY_STRUCTURAL}
             bar.update()
             bar.set_description("report: retrieval task and spans")
-            tk = _task(model, weights, length, s, seed, progress) if task_data is None else \
+            tk = _task(model, weights, length, s, seed, progress,
+                       None if spec is None else spec["_path"]) if task_data is None else \
                 _user_task(model, weights, task_data, task_documents, s, seed)
             bar.update()
         finally:
@@ -773,6 +861,8 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
             "length": length, "seed": int(seed), "quick": bool(quick), "sizes": s,
             "definition": _DEF, "design": DESIGN.hash, "level": 0.95,
             "layout": bt["layout"].get("layout"),
+            "remedy": None if spec is None else {"file": Path(spec["_path"]).name,
+                                                 **_remedy_key(spec)},
             "warnings": [w for k, w in models.weights.LOAD_WARNINGS.items()
                          if k in (str(model), info.get("pretrained_source"))],
             "intervals": "per position and headline: Student t over windows (ratios on the "
@@ -787,6 +877,7 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         data["summary"] = _summary(data, data["claims"])
         data = plain(data)
         cache.store("report", key, {"json": np.array(json.dumps(data))})
+    data["summary"] = _summary(data, data["claims"])
     meta = data.pop("meta")
     who = "trained" if "trained" in data["born_trained"] else "born"
     c = data["born_trained"][who]["curve"]
@@ -940,6 +1031,9 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
            f'{meta["hidden_size"]}; {e(meta["weights"])} weights; L = {meta["length"]}; seed '
            f'{meta["seed"]}; {"quick" if meta["quick"] else "full"} sizes; fingerprint '
            f'{e(str(meta["fingerprint"]))}; posbias_nb {e(meta["versions"]["posbias_nb"])}</p>',
+           *([f'<p class="meta" id="remedy">Patched by <code>{e(meta["remedy"]["file"])}</code>: '
+              f'{e(meta["remedy"]["remedy"])} {e(json.dumps(meta["remedy"]["params"]))}</p>']
+             if meta.get("remedy") else []),
            "<h2>Summary</h2>", f'<p id="summary">{e(data["summary"])}</p>',
            "<table><tr><th>claim</th><th>estimate</th><th>interval</th><th>level</th>"
            "<th>verdict</th></tr>"]

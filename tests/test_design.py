@@ -12,14 +12,15 @@ STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import inference, layouts, realqa, remedies, report, retrieval
+    from posbias_nb.experiments import fix, inference, layouts, realqa, remedies, report, \
+        retrieval
     return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
             "remedies": remedies.DESIGN, "report": report.DESIGN, "layouts": layouts.DESIGN,
-            "realqa": realqa.DESIGN}
+            "realqa": realqa.DESIGN, "fix": fix.DESIGN}
 
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
-                                   "realqa"])
+                                   "realqa", "fix"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study
@@ -103,7 +104,7 @@ def test_code_hash_moves_with_the_code_not_its_docstrings():
 
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
-                                   "realqa"])
+                                   "realqa", "fix"])
 def test_every_study_registers_its_verdict_code(study):
     last = check(_studies()[study])
     assert last["code"] == design.code_hash(study)

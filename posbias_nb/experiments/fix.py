@@ -55,10 +55,11 @@ from ..measure import entry
 from ..models.weights import _sha256
 from ..results import Result
 from . import inference
+from .design import Design
 from . import retrieval as ret
 from . import task as _task
 
-__all__ = ["GRID", "REMEDIES", "DEFAULTS", "QUICK", "split", "fix_positions", "choose",
+__all__ = ["DESIGN", "GRID", "REMEDIES", "DEFAULTS", "QUICK", "split", "fix_positions", "choose",
            "evaluate", "fix", "write_fix"]
 
 _DEF = "fix-v1"  # bump when a definition below changes the numbers
@@ -81,6 +82,29 @@ DEFAULTS = {"examples": 48, "documents": 10, "test_share": 2 / 3, "seed": 0,
 #: sequences stay longer than that).
 QUICK = dict(DEFAULTS, examples=24, documents=5, cost_windows=4, cost_length=256,
              timing_prompts=4, channel_samples=4, channel_length=512)
+
+
+#: The book's run of ``posbias fix`` (chapter *Fixing it at inference time*, its last section),
+#: fixed before its measurements (registry: ``designs.json``).
+DESIGN = Design("fix", {
+    "models": ["smollm2-135m", "gemma3-270m"],
+    "data": "liu2023/nq-open-oracle.jsonl.gz",
+    "call": {"quick": True, "seed": 0, "weights": "pretrained",
+             "edge_loss": DEFAULTS["edge_loss"], "test_share": DEFAULTS["test_share"]},
+    "sizes": dict(QUICK),
+    "remedies": list(REMEDIES),
+    "grid": {r: [dict(s) for s in g] for r, g in GRID.items()},
+    "channel_search": {"top": 10, "top_full_passes": 3, "stage3_scale": 0.0},
+    "rule": {"tuning": "the largest mean middle-slot log-p gain among the settings whose mean "
+                       "edge-slot change is at least -edge_loss",
+             "test": "mean middle-slot log-p gain per example > 0, Student t over examples, "
+                     "Holm across the remedies at alpha",
+             "remedy_file": "the remedy that holds with the largest middle gain; none if none "
+                            "holds"},
+    "alpha": 0.05,
+    "compare": "the inference chapter's task verdicts of hidden scaling and Ms-PoE on the same "
+               "model (key-value prompts): the same word or not, and why",
+})
 
 
 def split(n: int, test_share: float = DEFAULTS["test_share"], seed: int = 0):

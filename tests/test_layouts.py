@@ -396,3 +396,39 @@ def test_a_switch_is_refused_on_a_model_without_its_parts():
         study.switch_off(torch.nn.Linear(2, 2), "qk_norm")
     with pytest.raises(ValueError, match="is not in the design"):
         study.ablation("qk_norms")
+
+
+def test_a_recorded_layout_agrees_across_float_rounding_of_its_sinks(tmp_path, monkeypatch):
+    """The layouts study's cached layout keeps its sinks as floats beside the kinds' text: a
+    sink logit read from float32 attention rows moves in its 7th digit with the machine and the
+    thread count (CI's recorded check once failed on exactly that, the sinks written into the
+    text), while a changed kind or a sink moved by far more still fails the check."""
+    from pathlib import Path
+
+    from posbias_nb import cache
+    from posbias_nb.experiments import layouts as study
+
+    found = {"now": T.parse_layout("sliding:16@0.014936589462354138,full@-0.0017153004222846")}
+    monkeypatch.setattr(study.entry, "profile_model", lambda *a, **k: (None, None, None))
+    monkeypatch.setattr(study.models, "model_layout", lambda m, length: found["now"])
+    monkeypatch.setattr(study.models, "describe", lambda spec: {"fingerprint": "f"})
+    got = study.layout("gpt-oss")
+    assert got == found["now"] and got.layers[0].sink == 0.014936589462354138
+    # record this entry, then compute it again under three changes
+    rec = tmp_path / "recorded"
+    (rec / "layouts-layout").mkdir(parents=True)
+    live = Path(cache.cache_dir()) / "layouts-layout"
+    for f in live.iterdir():
+        f.rename(rec / "layouts-layout" / f.name)
+    monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(rec))
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY", "layouts-layout")
+    found["now"] = T.parse_layout("sliding:16@0.014936580120110284,full@-0.0017153421162378")
+    assert study.layout("gpt-oss") == found["now"]  # rounding: agrees
+    for f in live.iterdir():
+        f.unlink()
+    for bad in ("sliding:8@0.014936580120110284,full@-0.0017153421162378",
+                "sliding:16@0.0249,full@-0.0017153421162378",
+                "sliding:16,full@-0.0017153421162378"):
+        found["now"] = T.parse_layout(bad)
+        with pytest.raises(cache.RecordedMismatch):
+            study.layout("gpt-oss")

@@ -41,6 +41,8 @@ __all__ = ["DESIGN", "study_spec", "layout", "init_seeds", "measure", "rows", "a
            "ablations"]
 
 _DEF = "layouts-v2"  # bump when a definition below changes (the design has its own hash)
+# the layout entries' own version: v2 stores the sinks as floats beside the kinds' text
+_LAYOUT_DEF = "layouts-layout-v2"
 
 _ALL_FULL = ["full_attention"] * 18
 _ALL_SLIDING = ["sliding_attention"] * 18
@@ -115,15 +117,28 @@ def layout(name: str) -> theory.Layout:
     L = int(DESIGN["models"][name]["length"])
     info = models.describe(spec)
     params = {"model": spec.name, "fingerprint": info["fingerprint"], "length": L,
-              "def": _DEF, **entry.library_versions()}
+              "def": _LAYOUT_DEF, **entry.library_versions()}
 
     def compute():
         # the model that measure() profiles (memoised: one initialisation, loaded once);
         # model_layout switches it to eager attention for its check and back
         m, _, _ = entry.profile_model(spec, "random", int(DESIGN["seed"]))
-        return {"layout": np.asarray(str(models.model_layout(m, length=L)))}
+        found = models.model_layout(m, length=L)
+        # the kinds as text, the sinks as floats: a sink logit is read from float32 attention
+        # rows, so it moves in its 7th digit with the machine and the thread count, and the
+        # recorded-entry check (cache.agree) compares floats to a tolerance, text exactly
+        kinds = theory.Layout(tuple(dataclasses.replace(x, sink=None) for x in found.layers))
+        sinks = np.array([np.nan if x.sink is None else x.sink for x in found.layers])
+        return {"layout": np.asarray(str(kinds)), "sinks": sinks}
 
-    return theory.parse_layout(str(cache.cached("layouts-layout", params, compute)["layout"]))
+    got = cache.cached("layouts-layout", params, compute)
+    kinds = theory.parse_layout(str(got["layout"]))
+    sinks = np.asarray(got["sinks"], dtype=float)
+    if len(sinks) != kinds.depth:
+        raise RuntimeError(f"layouts-layout entry of {name!r}: {len(sinks)} sinks for "
+                           f"{kinds.depth} layers")
+    return theory.Layout(tuple(x if np.isnan(s) else dataclasses.replace(x, sink=float(s))
+                               for x, s in zip(kinds.layers, sinks)))
 
 
 def init_seeds() -> list[int]:

@@ -151,7 +151,8 @@ def _cmd_task(args):
         raise UsageError(f"--examples must be >= 0, got {args.examples}")
     return task_run(args.model, args.data, documents=args.documents, positions=pos,
                     examples=args.examples or None, keys=args.keys, seed=args.seed,
-                    weights=args.weights, max_new_tokens=args.max_new_tokens)
+                    weights=args.weights, max_new_tokens=args.max_new_tokens,
+                    remedy_file=args.remedy_file, progress=not args.quiet)
 
 
 def _remedy_flags(p) -> None:
@@ -341,6 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="installed pretrained weights or random initialization")
     k.add_argument("--seed", type=int, default=TASK["seed"],
                    help="seed of the examples drawn (and of a random init)")
+    k.add_argument("--remedy-file", default=None, metavar="FILE",
+                   help="a remedy file (remedy.json, written by posbias fix): every prompt "
+                        "scored and generated under its remedy; refused on a model it was not "
+                        "made for")
+    k.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     _common(k)
     k.set_defaults(func=_cmd_task)
 

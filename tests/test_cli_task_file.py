@@ -149,3 +149,19 @@ def test_one_prefill_scores_and_generates_as_the_two_passes(name):
     # the stop rule ends it early, as generate_greedy's does
     _, short = score_and_generate(m, prompt, answers, 6, stop=lambda ids: len(ids) >= 2)
     assert short == gen[:2]
+
+
+def test_a_progress_bar_while_measuring_and_none_with_quiet(tmp_path, capsys, BASE,
+                                                           monkeypatch):
+    """posbias task draws a bar over the prompts on stderr while it measures; --quiet draws
+    nothing; a second run, read from the cache, draws nothing either."""
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    f = _file(tmp_path, _qa_rows(8))
+    argv = BASE + ["--data", str(f), "--examples", "2", "--documents", "3"]
+    assert cli.main(argv + ["--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert cli.main(argv + ["--seed", "1"]) == 0  # other examples: measured anew
+    err = capsys.readouterr().err
+    assert "task" in err and "prompt" in err, err
+    assert cli.main(argv + ["--seed", "1"]) == 0  # cached
+    assert capsys.readouterr().err == ""

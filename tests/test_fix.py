@@ -285,3 +285,81 @@ def test_report_runs_on_the_patched_model_and_refuses_another(tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and ("digest" in err[0] or "fingerprint" in err[0]), err
     assert not (tmp_path / "r2").exists()
+
+
+@pytest.mark.parametrize("name, params", [("ms-poe", {"lo": 1.2, "hi": 1.8}),
+                                          ("hidden-scaling", {"channel": 3, "scale": 0.0})])
+def test_task_under_a_remedy_file_equals_full_passes_under_the_remedy(tmp_path, model_dir,
+                                                                       name, params):
+    """posbias task --remedy-file: every prompt's answer log p and greedy generation under the
+    file's remedy equal an oracle of full passes under the same remedy from the prompt's last
+    row on (no key-value cache), and differ from the unpatched run."""
+    import torch
+
+    from posbias_nb import models
+    from posbias_nb.experiments.inference import score_remedy
+    from posbias_nb.measure import entry
+    from posbias_nb.tasks.retrieval import Codec
+
+    data = _file(tmp_path, _qa_rows(6))
+    kw = dict(documents=3, examples=3, max_new_tokens=5)
+    m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
+    rf = remedy_file.write(tmp_path / "remedy.json", name, params, m, model_dir)
+    base = task_mod.task_run(model_dir, data, **kw)
+    got = task_mod.task_run(model_dir, data, remedy_file=rf, **kw)
+    assert got.meta["remedy"]["name"] == name and "remedy" not in base.meta
+    P = task_mod.prepare(data, 3, None, 3, None, 0)
+    codec = Codec(None, m.get_input_embeddings().num_embeddings)
+    recs = got["examples"]
+    i = 0
+    for it in P["items"]:
+        texts = list(it["prompts"]) + [it[r] for r in ("closed_book", "oracle") if r in it]
+        for t in texts:
+            pid = task_mod._encode(codec, t)
+            ans = task_mod._answer_ids(codec, it["answers"][0])
+            lp, _ = score_remedy(m, [pid], [ans], name, [params], base=False)
+            assert recs[i]["logprob"] == pytest.approx(float(lp[0, 0]), abs=1e-4)
+            ids = list(pid)
+            with torch.no_grad(), models.remedy(m, name, start=len(pid) - 1, **params):
+                for _ in range(5):
+                    nxt = int(m(torch.tensor([ids])).logits[0, -1].argmax())
+                    ids.append(nxt)
+                    if "\n" in codec.decode(ids[len(pid):]).lstrip():
+                        break
+            assert recs[i]["output"] == codec.decode(ids[len(pid):]), (i, t)
+            i += 1
+    assert i == len(recs)
+    assert [r["logprob"] for r in recs] != [r["logprob"] for r in base["examples"]]
+
+
+def test_task_remedy_file_refusals_one_line_exit_2(tmp_path, capsys, model_dir):
+    """A remedy file made for other weights, or a malformed one, is refused by posbias task in
+    one line, exit 2, before anything is written."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from posbias_nb.measure import entry
+
+    data = _file(tmp_path, _qa_rows(6))
+    m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
+    torch.manual_seed(7)
+    other = tmp_path / "other"
+    AutoModelForCausalLM.from_config(m.config).save_pretrained(str(other))
+    rf = remedy_file.write(tmp_path / "remedy.json", "ms-poe", {"lo": 1.2, "hi": 1.8}, m,
+                           model_dir)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    capsys.readouterr()
+    for model, f, words in ((str(other), rf, "was chosen for"), (model_dir, bad, "bad.json")):
+        out = tmp_path / "out.csv"
+        argv = ["task", "--model", model, "--data", str(data), "--documents", "3",
+                "--examples", "3", "--quiet", "--remedy-file", str(f), "--out", str(out)]
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("posbias") and words in err[0], err
+        assert not out.exists()
+    out = tmp_path / "ok.json"
+    argv = ["task", "--model", model_dir, "--data", str(data), "--documents", "3", "--examples",
+            "3", "--quiet", "--remedy-file", str(rf), "--format", "json", "--out", str(out)]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert json.loads(out.read_text())["meta"]["remedy"]["name"] == "ms-poe"

@@ -25,6 +25,7 @@ cached (namespace ``task``; the key holds the file's SHA-256).
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -158,7 +159,8 @@ def task_run(model, data, documents: int | None = None, positions=None,
              examples: int | None = DEFAULTS["examples"], keys: int | None = None,
              seed: int = DEFAULTS["seed"], weights: str = "pretrained",
              max_new_tokens: int = DEFAULTS["max_new_tokens"],
-             fmt: str | None = None, select=None) -> Result:
+             fmt: str | None = None, select=None, remedy_file=None,
+             progress: bool = False) -> Result:
     """Accuracy and answer log-probability per gold position on a task file (module docstring);
     what ``posbias task`` writes.
 
@@ -181,6 +183,18 @@ def task_run(model, data, documents: int | None = None, positions=None,
         The generation budget (Liu et al. allow 100; the first line is what is scored).
     select : list of int or None
         The 0-based indices of the examples to use (instead of ``examples`` and ``seed``).
+    progress : bool
+        A tqdm bar over the prompts on stderr while they are measured (``posbias task``
+        without ``--quiet``); nothing is drawn when the run is read from the cache.
+    remedy_file : path or None
+        A remedy file (``posbias fix``'s ``remedy.json``, ``posbias task --remedy-file``):
+        every prompt is scored and generated under its remedy, from the prompt's last row on
+        (hidden scaling, Ms-PoE, our prior calibration) or in every row (hidden-scaling-all):
+        the answers' log p as ``posbias fix`` scores them
+        (:func:`posbias_nb.experiments.inference.score_remedy`), the greedy answer decoded
+        under the remedy with a key-value cache (equal to full passes:
+        ``tests/test_fix.py``).  Refused on a model it was not made for, and for the attention
+        calibration (its documents' spans are measured per prompt).
 
     Returns
     -------
@@ -194,18 +208,24 @@ def task_run(model, data, documents: int | None = None, positions=None,
     ------
     ValueError
         Every refusal of :func:`prepare`; an unknown model or weights not installed; prompts
-        beyond the model's context (how many, and the longest).
+        beyond the model's context (how many, and the longest); a remedy file refused
+        (:func:`posbias_nb.models.remedy_file.read`, made for another model, or the attention
+        calibration).
     """
     path = Path(data)
     P = prepare(path, documents, positions, examples, keys, seed, fmt, select)  # no model yet
     max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
     info = entry.checked(model, weights, 2, 1, seed)
+    rem = None if remedy_file is None else _remedy(model, remedy_file, weights)
     params = entry.run_key(info, weights, P["documents"], None, seed, text=False,
                            definition=_DEF, data=_sha256(path), format=P["format"],
                            chosen=P["chosen"], positions=P["positions"],
-                           max_new_tokens=max_new_tokens)
+                           max_new_tokens=max_new_tokens,
+                           **({} if rem is None else {"remedy": rem[0], "setting": rem[1]}))
 
     def compute():
+        from tqdm import tqdm
+
         m, tok, _ = ret._load(model, weights, seed)
         codec = Codec(tok, m.get_input_embeddings().num_embeddings)
         rows = []  # (example, slot or "closed-book"/"oracle", text)
@@ -222,9 +242,14 @@ def task_run(model, data, documents: int | None = None, positions=None,
         eos = ret._eos_ids(m, codec.tok)
         stop = _first_line_done(codec)
         lp, gens = np.zeros(len(rows)), []
-        for r, ((e, _, _), pid) in enumerate(zip(rows, ids)):
+        bar = tqdm(list(zip(rows, ids)), disable=not progress, file=sys.stderr, leave=False,
+                   desc="task", unit="prompt")
+        for r, ((e, _, _), pid) in enumerate(bar):
             answers = [_answer_ids(codec, a) for a in P["items"][e]["answers"]]
-            lps, g = score_and_generate(m, pid, answers, max_new_tokens, stop=stop, eos=eos)
+            if rem is None:
+                lps, g = score_and_generate(m, pid, answers, max_new_tokens, stop=stop, eos=eos)
+            else:
+                lps, g = _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos)
             lp[r] = max(lps)  # the best of the gold answers
             gens.append(g)
         text = [codec.decode(g) for g in gens]
@@ -235,7 +260,54 @@ def task_run(model, data, documents: int | None = None, positions=None,
                 "prompt_len": np.array([len(i) for i in ids])}
 
     res = cache.cached("task", params, compute)
-    return _result(res, P, info, weights, seed, max_new_tokens, model)
+    out = _result(res, P, info, weights, seed, max_new_tokens, model)
+    if rem is not None:
+        out.meta.update(remedy={"name": rem[0], "params": rem[1], "file": str(remedy_file)})
+    return out
+
+
+def _remedy(model, file, weights):
+    """``(name, params)`` of a remedy file that ``task_run`` can apply to ``model``."""
+    from ..models.remedies import check_applicable
+    from .inference import _from_file
+
+    name, kw = _from_file(model, file, weights)
+    if name == "attention-calibration":
+        raise ValueError(f"remedy file {file}: the attention calibration reweights each "
+                         f"prompt's documents by their measured spans; posbias task does not "
+                         f"apply it (posbias retrieval --remedy-file does, on the kv task)")
+    check_applicable(ret._load(model, weights, 0)[0], name)
+    return name, kw
+
+
+def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):
+    """:func:`~posbias_nb.measure.scoring.score_and_generate` under the remedy ``rem``: the
+    answers scored by :func:`posbias_nb.experiments.inference.score_remedy` (what ``posbias
+    fix`` scores), the greedy answer generated under the remedy from its own prefill (the
+    remedy's state follows one chain of cached steps, so the prefill is not shared)."""
+    from ..measure.scoring import generate_greedy
+    from .inference import score_remedy
+
+    name, kw = rem
+    lp, _ = score_remedy(m, [pid] * len(answers), answers, name, [kw], base=False)
+    with _within(m, rem, len(pid)):
+        g = generate_greedy(m, pid, max_new_tokens, stop=stop, eos=eos)
+    return [float(v) for v in lp[0]], g
+
+
+def _within(m, rem, n_prompt):
+    """The remedy ``rem`` on ``m`` for a prompt of ``n_prompt`` tokens (from its last row on,
+    hidden-scaling-all in every row), or nothing."""
+    import contextlib
+
+    from .. import models
+
+    if rem is None:
+        return contextlib.nullcontext()
+    name, kw = rem
+    if name == "hidden-scaling-all":
+        return models.remedy(m, name, **kw)
+    return models.remedy(m, name, **dict(kw, start=n_prompt - 1))
 
 
 def _result(res, P, info, weights, seed, max_new_tokens, model) -> Result:

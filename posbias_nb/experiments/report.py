@@ -777,9 +777,9 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         A remedy file (``posbias fix``, :mod:`posbias_nb.models.remedy_file`): the report of the
         pretrained model patched by it.  Section 1's trained profile is measured under the
         remedy on the same windows (the unpatched profile shown beside it), section 3's
-        prompts are scored under it (:func:`posbias_nb.experiments.inference.
-        retrieval_remedy_run`); the structural prediction and the span view describe the
-        unpatched model and are left out.  Refused before any measurement on a model whose
+        prompts are scored under it
+        (:func:`~posbias_nb.experiments.inference.retrieval_remedy_run`); the structural
+        prediction and the span view describe the unpatched model and are left out.  Refused before any measurement on a model whose
         fingerprint differs, after loading on other weights.
 
     Returns

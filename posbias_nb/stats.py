@@ -50,7 +50,7 @@ from ._validate import choice, positive_int
 
 __all__ = ["VERDICTS", "proportion_interval", "unit_proportion_interval",
            "paired_proportion_interval", "mean_interval", "two_way_mean_interval",
-           "interval_pvalue", "holm_family",
+           "interval_pvalue", "holm_family", "holm_intervals",
            "bootstrap", "bootstrap_atom", "PairedTest", "paired_test", "holm", "by_unit",
            "count_decide", "decide",
            "decide_all", "margin"]
@@ -362,6 +362,50 @@ def holm_family(claims: dict, alpha: float = 0.05) -> dict:
             o["verdict"] = decide(o["interval"], direction=c["direction"], testable=False, **kw)
         o["m"] = len(live)
     return out
+
+
+def holm_intervals(interval_at, names, alpha: float = 0.05, threshold=0.0,
+                   direction: str = "greater", *, band=None) -> dict:
+    r"""Holm's step-down for a family of claims decided by intervals alone (a bootstrap gives
+    an interval at any level, but no p-value).  With :math:`r` claims left, each is decided
+    (:func:`decide`) on its interval at level :math:`1 - \alpha / r`; those that hold leave the
+    family and the rest are decided again at the next step's level; the procedure stops when
+    none holds.  Where the intervals nest as the level grows, a claim holds here exactly when
+    Holm's procedure on the p-values dual to the intervals rejects it.
+
+    ``interval_at(name, level)`` returns ``(estimate, low, high)`` (NaN where it cannot be
+    computed: never "holds").  Returns, per name in the order given, ``interval``, ``level``
+    (the step that decided it) and ``verdict``.
+
+    Examples
+    --------
+    >>> iv = {"a": lambda lvl: (1.0, 0.2, 1.8), "b": lambda lvl: (0.5, 0.02 - (lvl - 0.95), 1)}
+    >>> out = holm_intervals(lambda n, lvl: iv[n](lvl), ["a", "b"])
+    >>> out["a"]["verdict"], out["b"]["verdict"], out["b"]["level"]
+    ('holds', 'holds', 0.95)
+    >>> holm_intervals(lambda n, lvl: (0.1, -0.1, 0.3), ["a", "b"])["a"]["level"]
+    0.975
+    """
+    names = list(names)
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"holm_intervals needs distinct claim names, got {names!r}")
+    alpha = float(alpha)
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    left, out = list(names), {}
+    while left:
+        level = 1 - alpha / len(left)
+        for n in left:
+            iv = tuple(float(v) for v in interval_at(n, level))
+            if len(iv) != 3:
+                raise ValueError(f"claim {n!r}: an interval is (estimate, low, high), got {iv!r}")
+            out[n] = {"interval": iv, "level": level,
+                      "verdict": decide(iv, threshold, direction, band=band)}
+        held = [n for n in left if out[n]["verdict"] == "holds"]
+        if not held:
+            break
+        left = [n for n in left if n not in held]
+    return {n: out[n] for n in names}
 
 
 def _binary(name: str, x) -> np.ndarray:

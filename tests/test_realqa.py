@@ -26,15 +26,25 @@ def test_the_data_files_are_the_designs():
 
 def test_power_n_is_the_smallest_n_with_the_target_power():
     x = np.array([0.2, 1.9, 0.8, 1.1, 0.4, 1.6])  # effect size about 1.1
-    n = realqa.power_n(x)
+    rule = realqa.power_rule()
+    D = realqa.CHAPTER
+    assert rule == {"target": D["power"]["target"],
+                    "alpha": D["alpha"] / len(D["families"]["position"])}
+    n = realqa.power_n(x, **rule)
     d = x.mean() / x.std(ddof=1)
 
     def power(k):
-        return st.nct.sf(st.t.ppf(1 - 0.05 / 4, k - 1), k - 1, d * np.sqrt(k))
-    assert power(n) >= 0.8 > power(n - 1)
-    assert realqa.power_n(x - x.mean() / 2) > n  # half the mean, same spread: more questions
+        return st.nct.sf(st.t.ppf(1 - rule["alpha"], k - 1), k - 1, d * np.sqrt(k))
+    assert power(n) >= rule["target"] > power(n - 1)
+    assert realqa.power_n(x - x.mean() / 2, **rule) > n  # half the mean: more questions
     with pytest.raises(ValueError, match="at least 2 differences with spread"):
-        realqa.power_n([1.0, 1.0])
+        realqa.power_n([1.0, 1.0], **rule)
+    # an effect too small for the cap raises instead of returning the cap
+    tiny = x - x.mean() + 0.01
+    with pytest.raises(ValueError, match="no n up to 400 reaches power 0.8"):
+        realqa.power_n(tiny, **rule)
+    with pytest.raises(TypeError):
+        realqa.power_n(x)  # the rule's numbers come from the design, never from defaults
 
 
 def _fake(lp):

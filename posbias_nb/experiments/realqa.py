@@ -31,7 +31,7 @@ from . import task as task_mod
 from .design import Design, check
 
 __all__ = ["DESIGN", "data_path", "pilot", "qa_run", "kv_run", "matrices", "prior",
-           "gold_spans", "first_middle_last", "power_n", "decisions", "link"]
+           "gold_spans", "first_middle_last", "power_rule", "power_n", "decisions", "link"]
 
 _DATA = Path(__file__).resolve().parents[2] / "data" / "liu2023"
 _QA, _KV = "nq-open-oracle.jsonl.gz", "kv-retrieval-75_keys.jsonl.gz"
@@ -174,14 +174,24 @@ def first_middle_last(res) -> dict:
     return {"first": lp[:, 0] - lp[:, mid], "last": lp[:, -1] - lp[:, mid]}
 
 
-def power_n(diffs, target: float = 0.8, alpha: float = 0.05 / 4, n_max: int = 400) -> int:
+def power_rule() -> dict:
+    """The design's power rule as :func:`power_n`'s keywords: the target power, and the
+    one-sided level, ``alpha`` over the position family's claims (Bonferroni, a bound on
+    Holm)."""
+    d = _checked()
+    return {"target": float(d["power"]["target"]),
+            "alpha": float(d["alpha"]) / len(d["families"]["position"])}
+
+
+def power_n(diffs, *, target: float, alpha: float, n_max: int = 400) -> int:
     """The smallest n at which a one-sided t test at ``alpha`` has power ``target`` for the
     effect size of ``diffs`` (mean over standard deviation; noncentral t, ``scipy.stats``).
+    The design's rule: ``power_n(diffs, **power_rule())``.
 
     Raises
     ------
     ValueError
-        Fewer than 2 differences, or no spread.
+        Fewer than 2 differences, or no spread; no n up to ``n_max`` reaches the power.
     """
     from scipy import stats as st
 
@@ -193,17 +203,23 @@ def power_n(diffs, target: float = 0.8, alpha: float = 0.05 / 4, n_max: int = 40
         crit = st.t.ppf(1 - alpha, n - 1)
         if st.nct.sf(crit, n - 1, d * math.sqrt(n)) >= target:
             return n
-    return n_max
+    raise ValueError(f"no n up to {n_max} reaches power {target:g} at alpha {alpha:g} for the "
+                     f"effect size {d:.3g}")
 
 
 def gold_spans(model, res) -> np.ndarray:
-    """``(questions, positions, 3)``: for every document prompt, the gold document's token span
+    """``(questions, positions, 3)``: for every document prompt of the QA run ``res`` (its
+    questions, documents and gold slots, in its order), the gold document's token span
     ``[a, b)`` and the prompt's length in tokens, as the model's tokenizer encodes it."""
-    d = _checked()
-    P = task_mod.prepare(data_path("qa"), d["documents"], d["positions"], None, None, 0,
-                         None, d["test"]) if res.meta["format"] == "liu-qa" else None
-    if P is None:
-        raise ValueError("gold_spans is for the QA run")
+    if res.meta["format"] != "liu-qa":
+        raise ValueError(f"gold_spans is for a QA run, got a {res.meta['format']!r} run")
+    path = data_path("qa")
+    _, exs = qa.read_task_file(path)
+    where = {int(e.line): i for i, e in enumerate(exs)}
+    select = [where[int(line)] for line in res.meta["example_lines"]]
+    P = task_mod.prepare(path, int(res.meta["documents"]),
+                         [int(g) - 1 for g in res.meta["gold_documents"]], None, None, 0,
+                         None, select)
     tok = models.packaged_tokenizer(model)
     codec = Codec(tok, len(tok))
     out = np.zeros((len(P["items"]), len(P["positions"]), 3), dtype=np.int64)
@@ -221,8 +237,8 @@ def gold_spans(model, res) -> np.ndarray:
 
 def prior(model, res) -> np.ndarray:
     """``(questions, positions)``: the content-free rollout prior of the gold document in each
-    prompt, per token (the document's share of the row over its token count, times the prompt's
-    length: 1 is the prompt's average token)."""
+    prompt, per token (the document's share of the row, :func:`posbias_nb.measure.span_profile`,
+    over its token count, times the prompt's length: 1 is the prompt's average token)."""
     c = _checked()["prior"]["capture"]
     cap = measure.capture(model, "pretrained", length=c["length"], batch=c["batch"],
                           seed=c["seed"])
@@ -239,23 +255,23 @@ def prior(model, res) -> np.ndarray:
             a, b, T = (int(v) for v in S[i, j])
             if T not in rows:
                 rows[T] = theory.layout_influence(lay, T, lam)
-            r = rows[T]
-            out[i, j] = r[a:b].sum() / r.sum() / (b - a) * T
+            out[i, j] = measure.span_profile(rows[T], [(a, b)])[0] / (b - a) * T
     return out
 
 
-def link(model, res, level: float = 0.95) -> dict:
+def link(model, res, level: float = 0.95, prior_values=None) -> dict:
     """The prior against the task curve: :func:`posbias_nb.experiments.retrieval.link_stats`
-    ``"curve"`` (Spearman of the per-position means, BCa over questions), at ``level``."""
-    return ret.link_stats(prior(model, res), matrices(res)["logprob"], "curve", seed=0,
-                          level=level)
+    ``"curve"`` (Spearman of the per-position means, BCa over questions), at ``level``.
+    ``prior_values``: :func:`prior` of this model and run, when already computed."""
+    pri = prior(model, res) if prior_values is None else np.asarray(prior_values, dtype=float)
+    return ret.link_stats(pri, matrices(res)["logprob"], "curve", seed=0, level=level)
 
 
 def decisions(runs: dict) -> dict:
     """The pre-declared families, ``runs``: model -> its :func:`qa_run`.  ``position``: Holm over
-    the four paired t claims (:func:`posbias_nb.stats.holm_family`); ``link``: Holm over the two
-    bootstrap claims, step-down by hand (the first at ``alpha / 2``, the second at ``alpha``
-    if the first holds), each decided by :func:`posbias_nb.stats.decide` on its BCa interval."""
+    the four paired t claims (:func:`posbias_nb.stats.holm_family`); ``link``: Holm's step-down
+    over the two bootstrap claims on their BCa intervals (:func:`posbias_nb.stats.holm_intervals`:
+    both at ``1 - alpha / 2``, the one left at ``1 - alpha`` once the other holds)."""
     d = _checked()
     R = d["rules"]
     claims = {}
@@ -264,21 +280,16 @@ def decisions(runs: dict) -> dict:
         claims[name] = dict(x=first_middle_last(runs[m])[e], threshold=R["position"]["threshold"],
                             direction=R["position"]["direction"])
     out = {"position": stats.holm_family(claims, alpha=d["alpha"])}
-    a = float(d["alpha"])
-    names = list(d["families"]["link"])
-    first = {n: link(n.split("/")[0], runs[n.split("/")[0]], level=1 - a / len(names))
-             for n in names}
-    tri = {n: (v["estimate"], v["low"], v["high"]) if v["low"] is not None else (np.nan,) * 3
-           for n, v in first.items()}
-    word = {n: stats.decide(tri[n], R["link"]["threshold"]) for n in names}
-    held = [n for n in names if word[n] == "holds"]
-    res_link = {}
-    for n in names:
-        iv, lvl = tri[n], 1 - a / len(names)
-        if held and n not in held and len(names) == 2:  # Holm's second step
-            v = link(n.split("/")[0], runs[n.split("/")[0]], level=1 - a)
-            iv, lvl = (v["estimate"], v["low"], v["high"]) if v["low"] is not None else iv, 1 - a
-        res_link[n] = {"interval": iv, "level": lvl,
-                       "verdict": stats.decide(iv, R["link"]["threshold"])}
-    out["link"] = res_link
+
+    pri = {n.split("/")[0]: prior(n.split("/")[0], runs[n.split("/")[0]])
+           for n in d["families"]["link"]}
+
+    def interval_at(name, level):
+        m = name.split("/")[0]
+        v = link(m, runs[m], level=level, prior_values=pri[m])
+        return (v["estimate"], v["low"], v["high"]) if v["low"] is not None else (np.nan,) * 3
+
+    out["link"] = stats.holm_intervals(interval_at, d["families"]["link"], alpha=d["alpha"],
+                                       threshold=R["link"]["threshold"],
+                                       direction=R["link"]["direction"])
     return out

@@ -72,3 +72,58 @@ def test_the_tables_and_the_paired_differences_come_from_the_right_cells():
     bad["examples"].pop(0)
     with pytest.raises(ValueError, match="missing"):
         realqa.matrices(bad)
+
+
+def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch):
+    """jacobian_prior: one profile per prompt, question-major, its share on the gold document
+    per token.  With a fake profile that is 1 on the gold document's tokens and 0 elsewhere, the
+    prior is the prompt's length over the document's (the span and the prompt line up); with a
+    flat profile it is 1 everywhere; a profile of the wrong length is refused."""
+    pytest.importorskip("transformers")
+    from posbias_nb import models
+    from posbias_nb.experiments import retrieval as ret
+    from posbias_nb.measure import jacobian
+    from posbias_nb.tasks import qa
+
+    _, exs = qa.read_task_file(realqa.data_path("qa"))
+    D = realqa.CHAPTER
+    res = Result({"examples": []}, meta={
+        "format": "liu-qa", "documents": D["documents"], "gold_documents": [1, 5, 10],
+        "example_lines": [exs[D["pilot"][0]].line, exs[D["pilot"][1]].line]}, columns=())
+    tok = models.packaged_tokenizer("smollm2-135m")
+
+    class _Emb:
+        num_embeddings = len(tok)
+
+    class _M:
+        def get_input_embeddings(self):
+            return _Emb()
+
+    monkeypatch.setattr(ret, "_load", lambda *a, **k: (_M(), tok, None))
+    S = realqa.gold_spans("smollm2-135m", res)
+    assert S.shape == (2, 3, 3)
+    seen = []
+    mode = {"v": "gold"}
+
+    def fake(m, ids, **kw):
+        k = len(seen)
+        seen.append(kw["seed"])
+        a, b, T = S[k // 3, k % 3]
+        assert ids.shape == (1, T)
+        row = np.zeros(T + (mode["v"] == "long"))
+        if mode["v"] == "flat":
+            row[:] = 1.0
+        else:
+            row[a:b] = 1.0
+        return {"per_sequence": row[None]}
+
+    monkeypatch.setattr(jacobian, "influence_profile", fake)
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    got = realqa.jacobian_prior("smollm2-135m", res)
+    assert np.allclose(got, S[:, :, 2] / (S[:, :, 1] - S[:, :, 0]))
+    assert seen == [D["prior_jacobian"]["seed"] + k for k in range(6)]
+    mode["v"], seen[:] = "flat", []
+    assert np.allclose(realqa.jacobian_prior("smollm2-135m", res), 1.0)
+    mode["v"], seen[:] = "long", []
+    with pytest.raises(RuntimeError, match="a profile of"):
+        realqa.jacobian_prior("smollm2-135m", res)

@@ -13,6 +13,9 @@ test questions, the scoring, the prior, the families of comparisons), recorded i
 * :func:`prior`: the content-free rollout prior of the gold document in every prompt (the
   structural theory's positional row, :func:`posbias_nb.theory.layout_influence` with each
   layer's measured :math:`\lambda_t`, summed over the document's tokens);
+* :func:`jacobian_prior`: the measured influence of the gold document in every prompt (the
+  Jacobian of the last prompt token's final hidden state with respect to each input embedding,
+  summed over the document's tokens with :func:`posbias_nb.measure.span_profile`);
 * :func:`decisions`: the pre-declared families, Holm within each.
 """
 from __future__ import annotations
@@ -31,11 +34,13 @@ from . import task as task_mod
 from .design import Design, check
 
 __all__ = ["DESIGN", "data_path", "pilot", "qa_run", "kv_run", "matrices", "prior",
-           "gold_spans", "first_middle_last", "power_rule", "power_n", "decisions", "link"]
+           "gold_spans", "first_middle_last", "power_rule", "power_n", "decisions", "link",
+           "jacobian_prior"]
 
 _DATA = Path(__file__).resolve().parents[2] / "data" / "liu2023"
 _QA, _KV = "nq-open-oracle.jsonl.gz", "kv-retrieval-75_keys.jsonl.gz"
 _ORDER_SEED = 20260
+_JAC_DEF = "realqa-jacobian-v1"  # bump when jacobian_prior's measurement changes
 _N_PILOT = 4
 #: How many test questions: chosen from the pilot (``DESIGN["power"]``), capped by the budget.
 _N_TEST = 14
@@ -75,6 +80,19 @@ DESIGN = Design("realqa", {
                       "8 text windows, seed 0), at each prompt's length, summed over the gold "
                       "document's tokens",
               "capture": {"length": 128, "batch": 8, "seed": 0}},
+    # added after the test run was seen, before any Jacobian of a test prompt was measured
+    # (registry entry of 2026-12-02): the issue's second prior, in a family of its own
+    "prior_jacobian": {"kind": "measured on each test prompt: the Frobenius norm of the "
+                               "Jacobian of the last prompt token's final hidden state with "
+                               "respect to each input embedding (measure.jacobian."
+                               "influence_profile, target 'hidden', Rademacher probes: the "
+                               "synthetic chapter's prior), summed over the gold document's "
+                               "tokens (measure.span_profile), over its token count, times the "
+                               "prompt's length",
+                       "probes": 2, "seed": 0,
+                       "budget": "one pilot prompt took 5.2 s (SmolLM2, 1209 tokens) and "
+                                 "6.7 s (Gemma-3, 1140 tokens) on 2 cores: the 70 test prompts "
+                                 "of each model add about 14 minutes cold"},
     "rules": {
         "position": {"statistic": "paired difference of the gold answer's log p, per test "
                                   "question: the first (last) slot minus the middle slot",
@@ -82,10 +100,15 @@ DESIGN = Design("realqa", {
         "link": {"statistic": "Spearman between the per-position means of the prior and of "
                               "log p (retrieval.link_stats 'curve', BCa over questions)",
                  "threshold": 0.0, "direction": "greater"},
+        "link_jacobian": {"statistic": "Spearman between the per-position means of the "
+                                       "Jacobian prior and of log p (retrieval.link_stats "
+                                       "'curve', BCa over questions)",
+                          "threshold": 0.0, "direction": "greater"},
     },
     "families": {"position": [f"{m}/{e}" for m in ("smollm2-135m", "gemma3-270m")
                               for e in ("first", "last")],
-                 "link": [f"{m}/curve" for m in ("smollm2-135m", "gemma3-270m")]},
+                 "link": [f"{m}/curve" for m in ("smollm2-135m", "gemma3-270m")],
+                 "link_jacobian": [f"{m}/jacobian" for m in ("smollm2-135m", "gemma3-270m")]},
     "alpha": 0.05,
     "power": {"target": 0.8, "from": "the pilot's first-vs-middle paired log p differences: "
                                      "the smallest n whose one-sided t test at alpha / 4 "
@@ -207,19 +230,25 @@ def power_n(diffs, *, target: float, alpha: float, n_max: int = 400) -> int:
                      f"effect size {d:.3g}")
 
 
-def gold_spans(model, res) -> np.ndarray:
-    """``(questions, positions, 3)``: for every document prompt of the QA run ``res`` (its
-    questions, documents and gold slots, in its order), the gold document's token span
-    ``[a, b)`` and the prompt's length in tokens, as the model's tokenizer encodes it."""
+def _prepared(res) -> dict:
+    """The prompts of the QA run ``res`` (:func:`posbias_nb.experiments.task.prepare`): its
+    questions, documents and gold slots, in its order."""
     if res.meta["format"] != "liu-qa":
-        raise ValueError(f"gold_spans is for a QA run, got a {res.meta['format']!r} run")
+        raise ValueError(f"a QA run is needed, got a {res.meta['format']!r} run")
     path = data_path("qa")
     _, exs = qa.read_task_file(path)
     where = {int(e.line): i for i, e in enumerate(exs)}
     select = [where[int(line)] for line in res.meta["example_lines"]]
-    P = task_mod.prepare(path, int(res.meta["documents"]),
-                         [int(g) - 1 for g in res.meta["gold_documents"]], None, None, 0,
-                         None, select)
+    return task_mod.prepare(path, int(res.meta["documents"]),
+                            [int(g) - 1 for g in res.meta["gold_documents"]], None, None, 0,
+                            None, select)
+
+
+def gold_spans(model, res) -> np.ndarray:
+    """``(questions, positions, 3)``: for every document prompt of the QA run ``res`` (its
+    questions, documents and gold slots, in its order), the gold document's token span
+    ``[a, b)`` and the prompt's length in tokens, as the model's tokenizer encodes it."""
+    P = _prepared(res)
     tok = models.packaged_tokenizer(model)
     codec = Codec(tok, len(tok))
     out = np.zeros((len(P["items"]), len(P["positions"]), 3), dtype=np.int64)
@@ -259,6 +288,60 @@ def prior(model, res) -> np.ndarray:
     return out
 
 
+def jacobian_prior(model, res, progress: bool = False) -> np.ndarray:
+    """``(questions, positions)``: the measured influence of the gold document in each prompt of
+    the QA run ``res``, per token (the design's ``prior_jacobian``: the Jacobian profile of the
+    prompt's last hidden state, :func:`posbias_nb.measure.jacobian.influence_profile`, its share
+    on the document by :func:`posbias_nb.measure.span_profile`, over the document's token count,
+    times the prompt's length: 1 is the prompt's average token).  Cached, one profile per
+    prompt; the probes of prompt ``k`` (question-major) are seeded ``seed + k``."""
+    from .. import cache
+    from ..measure import entry
+
+    c = _checked()["prior_jacobian"]
+    S = gold_spans(model, res)
+    info = entry.checked(model, "pretrained", 2, 1, 0)
+    params = {"model": info["name"], "fingerprint": info["fingerprint"],
+              "data": _sha256(data_path("qa")), "lines": [int(x) for x in
+                                                         res.meta["example_lines"]],
+              "documents": int(res.meta["documents"]),
+              "gold": [int(g) for g in res.meta["gold_documents"]],
+              "probes": int(c["probes"]), "seed": int(c["seed"]), "def": _JAC_DEF,
+              **entry.library_versions()}
+
+    def compute():
+        import sys
+
+        from tqdm import tqdm
+
+        from ..measure.jacobian import influence_profile
+
+        P = _prepared(res)
+        m, tok, _ = ret._load(model, "pretrained", 0)
+        codec = Codec(tok, m.get_input_embeddings().num_embeddings)
+        texts = [t for it in P["items"] for t in it["prompts"]]
+        rows = []
+        for k, t in enumerate(tqdm(texts, disable=not progress, file=sys.stderr, leave=False,
+                                   desc="jacobian", unit="prompt")):
+            ids = task_mod._encode(codec, t)
+            r = influence_profile(m, np.asarray(ids)[None], target="hidden", method="probes",
+                                  probes=int(c["probes"]), seed=int(c["seed"]) + k)
+            rows.append(np.asarray(r["per_sequence"][0], dtype=np.float64))
+        return {"flat": np.concatenate(rows), "lens": np.array([len(r) for r in rows])}
+
+    got = cache.cached("realqa-jacobian", params, compute)
+    ends = np.cumsum(got["lens"])
+    out = np.zeros(S.shape[:2])
+    for k, (e, n) in enumerate(zip(ends, got["lens"])):
+        i, j = divmod(k, S.shape[1])
+        a, b, T = (int(v) for v in S[i, j])
+        if int(n) != T:
+            raise RuntimeError(f"prompt {k}: a profile of {int(n)} tokens for a prompt of {T}")
+        row = np.asarray(got["flat"][e - n:e], dtype=np.float64)
+        out[i, j] = measure.span_profile(row, [(a, b)])[0] / (b - a) * T
+    return out
+
+
 def link(model, res, level: float = 0.95, prior_values=None) -> dict:
     """The prior against the task curve: :func:`posbias_nb.experiments.retrieval.link_stats`
     ``"curve"`` (Spearman of the per-position means, BCa over questions), at ``level``.
@@ -271,7 +354,8 @@ def decisions(runs: dict) -> dict:
     """The pre-declared families, ``runs``: model -> its :func:`qa_run`.  ``position``: Holm over
     the four paired t claims (:func:`posbias_nb.stats.holm_family`); ``link``: Holm's step-down
     over the two bootstrap claims on their BCa intervals (:func:`posbias_nb.stats.holm_intervals`:
-    both at ``1 - alpha / 2``, the one left at ``1 - alpha`` once the other holds)."""
+    both at ``1 - alpha / 2``, the one left at ``1 - alpha`` once the other holds);
+    ``link_jacobian``: the same for :func:`jacobian_prior`."""
     d = _checked()
     R = d["rules"]
     claims = {}
@@ -292,4 +376,15 @@ def decisions(runs: dict) -> dict:
     out["link"] = stats.holm_intervals(interval_at, d["families"]["link"], alpha=d["alpha"],
                                        threshold=R["link"]["threshold"],
                                        direction=R["link"]["direction"])
+    jac = {n.split("/")[0]: jacobian_prior(n.split("/")[0], runs[n.split("/")[0]])
+           for n in d["families"]["link_jacobian"]}
+
+    def jacobian_at(name, level):
+        m = name.split("/")[0]
+        v = link(m, runs[m], level=level, prior_values=jac[m])
+        return (v["estimate"], v["low"], v["high"]) if v["low"] is not None else (np.nan,) * 3
+
+    out["link_jacobian"] = stats.holm_intervals(
+        jacobian_at, d["families"]["link_jacobian"], alpha=d["alpha"],
+        threshold=R["link_jacobian"]["threshold"], direction=R["link_jacobian"]["direction"])
     return out

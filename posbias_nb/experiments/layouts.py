@@ -324,11 +324,15 @@ def ablation(switch: str) -> np.ndarray:
                       dtype=np.float64)
 
 
+#: The first positions whose share of the influence :func:`ablations` reports.
+EARLY = 128
+
+
 def ablations() -> dict:
     """Per switch of the design (and ``"none"``, the model as measured by :func:`measure`): the
     per-window log-Pearson gap layout minus :math:`N^H` (rows refitted on that profile), its t
     interval over the windows, and the measured, layout-row and :math:`N^H` shares of the
-    first 128 positions.  Decides nothing (a diagnostic of the design)."""
+    first :data:`EARLY` positions.  Decides nothing (a diagnostic of the design)."""
     d = _checked()["ablations"]
     name = d["model"]
     out = {}
@@ -337,7 +341,7 @@ def ablations() -> dict:
         r = rows(name, P=P)
         gap = _agree(r)["log_pearson_gap"]
         m = r["mask"]
-        first = slice(0, min(128, r["L"]))
+        first = slice(0, min(EARLY, r["L"]))
         share = lambda q: float(q[first][m[first]].sum() / q[m].sum())  # noqa: E731
         out[sw] = dict(gap=gap, gap_ci=stats.mean_interval(gap),
                        log_pearson_layout=_agree(r)["log_pearson_layout"],

@@ -92,7 +92,11 @@ DESIGN = Design("realqa", {
                        "probes": 2, "seed": 0,
                        "budget": "one pilot prompt took 5.2 s (SmolLM2, 1209 tokens) and "
                                  "6.7 s (Gemma-3, 1140 tokens) on 2 cores: the 70 test prompts "
-                                 "of each model add about 14 minutes cold"},
+                                 "of each model add about 14 minutes cold",
+                       # added after the trained Jacobian link was seen (registry entry of
+                       # 2026-12-02): the same profile of the random-init twin (seed 0) on the
+                       # same prompts, described beside it; it decides nothing
+                       "born": {"weights": "random", "init_seed": 0, "decides": "nothing"}},
     "rules": {
         "position": {"statistic": "paired difference of the gold answer's log p, per test "
                                   "question: the first (last) slot minus the middle slot",
@@ -288,25 +292,31 @@ def prior(model, res) -> np.ndarray:
     return out
 
 
-def jacobian_prior(model, res, progress: bool = False) -> np.ndarray:
+def jacobian_prior(model, res, progress: bool = False, weights: str = "pretrained") -> np.ndarray:
     """``(questions, positions)``: the measured influence of the gold document in each prompt of
     the QA run ``res``, per token (the design's ``prior_jacobian``: the Jacobian profile of the
     prompt's last hidden state, :func:`posbias_nb.measure.jacobian.influence_profile`, its share
     on the document by :func:`posbias_nb.measure.span_profile`, over the document's token count,
     times the prompt's length: 1 is the prompt's average token).  Cached, one profile per
-    prompt; the probes of prompt ``k`` (question-major) are seeded ``seed + k``."""
+    prompt; the probes of prompt ``k`` (question-major) are seeded ``seed + k``.
+    ``weights="random"``: the random-init twin (the design's ``born`` initialisation seed) read
+    on the same prompts, a description beside the trained one that decides nothing."""
     from .. import cache
     from ..measure import entry
 
     c = _checked()["prior_jacobian"]
     S = gold_spans(model, res)
-    info = entry.checked(model, "pretrained", 2, 1, 0)
+    if weights not in ("pretrained", "random"):
+        raise ValueError(f"weights must be 'pretrained' or 'random', got {weights!r}")
+    init = int(c["born"]["init_seed"]) if weights == "random" else 0
+    info = entry.checked(model, weights, 2, 1, init)
     params = {"model": info["name"], "fingerprint": info["fingerprint"],
               "data": _sha256(data_path("qa")), "lines": [int(x) for x in
                                                          res.meta["example_lines"]],
               "documents": int(res.meta["documents"]),
               "gold": [int(g) for g in res.meta["gold_documents"]],
               "probes": int(c["probes"]), "seed": int(c["seed"]), "def": _JAC_DEF,
+              **({} if weights == "pretrained" else {"weights": weights, "init_seed": init}),
               **entry.library_versions()}
 
     def compute():
@@ -317,7 +327,7 @@ def jacobian_prior(model, res, progress: bool = False) -> np.ndarray:
         from ..measure.jacobian import influence_profile
 
         P = _prepared(res)
-        m, tok, _ = ret._load(model, "pretrained", 0)
+        m, tok, _ = ret._load(model, weights, init)
         codec = Codec(tok, m.get_input_embeddings().num_embeddings)
         texts = [t for it in P["items"] for t in it["prompts"]]
         rows = []

@@ -150,6 +150,7 @@ VERDICT_CODE = {
                          "posbias_nb.experiments.realqa.prior",
                          "posbias_nb.experiments.realqa.jacobian_prior",
                          "posbias_nb.experiments.realqa._prepared",
+                         "posbias_nb.experiments.realqa._link_family",
                          "posbias_nb.experiments.realqa._JAC_DEF",
                          "posbias_nb.experiments.realqa.gold_spans",
                          "posbias_nb.experiments.realqa.power_rule",

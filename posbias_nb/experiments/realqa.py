@@ -375,26 +375,20 @@ def decisions(runs: dict) -> dict:
                             direction=R["position"]["direction"])
     out = {"position": stats.holm_family(claims, alpha=d["alpha"])}
 
-    pri = {n.split("/")[0]: prior(n.split("/")[0], runs[n.split("/")[0]])
-           for n in d["families"]["link"]}
+    for fam, of in (("link", prior), ("link_jacobian", jacobian_prior)):
+        out[fam] = _link_family(runs, d["families"][fam], of, R[fam], d["alpha"])
+    return out
+
+
+def _link_family(runs, names, prior_of, rule, alpha) -> dict:
+    """Holm's step-down (:func:`posbias_nb.stats.holm_intervals`) over the link claims
+    ``names`` (``model/...``), each prior computed once per model by ``prior_of``."""
+    pri = {n.split("/")[0]: prior_of(n.split("/")[0], runs[n.split("/")[0]]) for n in names}
 
     def interval_at(name, level):
         m = name.split("/")[0]
         v = link(m, runs[m], level=level, prior_values=pri[m])
         return (v["estimate"], v["low"], v["high"]) if v["low"] is not None else (np.nan,) * 3
 
-    out["link"] = stats.holm_intervals(interval_at, d["families"]["link"], alpha=d["alpha"],
-                                       threshold=R["link"]["threshold"],
-                                       direction=R["link"]["direction"])
-    jac = {n.split("/")[0]: jacobian_prior(n.split("/")[0], runs[n.split("/")[0]])
-           for n in d["families"]["link_jacobian"]}
-
-    def jacobian_at(name, level):
-        m = name.split("/")[0]
-        v = link(m, runs[m], level=level, prior_values=jac[m])
-        return (v["estimate"], v["low"], v["high"]) if v["low"] is not None else (np.nan,) * 3
-
-    out["link_jacobian"] = stats.holm_intervals(
-        jacobian_at, d["families"]["link_jacobian"], alpha=d["alpha"],
-        threshold=R["link_jacobian"]["threshold"], direction=R["link_jacobian"]["direction"])
-    return out
+    return stats.holm_intervals(interval_at, names, alpha=alpha, threshold=rule["threshold"],
+                                direction=rule["direction"])

@@ -60,7 +60,8 @@ def _good(tiny):
     (lambda o: None, "malformed JSON"),
     (lambda o: o.update(format="other/1"), "not a remedy file"),
     (lambda o: o.update(remedy="magic"), "unknown remedy 'magic'"),
-    (lambda o: o.update(remedy="attention-calibration"), "unknown remedy"),
+    (lambda o: o.update(remedy="prior-calibration"), "unknown remedy"),
+    (lambda o: o.update(remedy="attention-calibration"), "got parameter .channel."),
     (lambda o: o["params"].update(tau=1.0), "got parameter 'tau'"),
     (lambda o: o["params"].update(channel="3"), "must be int"),
     (lambda o: o["params"].pop("channel"), "needs channel"),
@@ -83,7 +84,7 @@ def test_other_weights_and_extra_parameters_refused(tmp_path, tiny):
     with pytest.raises(ValueError, match="was chosen for smollm2-tiny"):
         with models.remedy(other, str(path)):
             pass
-    with pytest.raises(ValueError, match="only start and context"):
+    with pytest.raises(ValueError, match="to a file of ms-poe a caller may add start, got \\['lo'\\]"):
         with models.remedy(tiny, str(path), lo=1.5):
             pass
     spec = rf.read(path)

@@ -671,7 +671,8 @@ def parse_params(pairs) -> dict:
     return out
 
 
-def score_remedy(m, prompts, answers, name: str, settings, base: bool = True):
+def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, spans=None,
+                 relevance=None, prefixes=None):
     r"""Teacher-forced scores (eq. ``eq-ret-logprob``) of ``answers`` after ``prompts`` under
     the remedy ``name`` with each of ``settings`` (prompt-independent keyword arguments of
     :func:`posbias_nb.models.remedy`; ``start``, the prompt's last row, is added per prompt),
@@ -685,26 +686,36 @@ def score_remedy(m, prompts, answers, name: str, settings, base: bool = True):
     scaling in every row), by batched full passes
     (:func:`~posbias_nb.measure.scoring.score_batch`).  Both equal full passes up to float
     rounding (``tests/test_remedy_oracles.py``).  The attention calibration reads each prompt's
-    documents and is scored by its callers.
+    documents: ``spans`` (the documents' token ranges of each prompt) and ``relevance`` (their
+    calibrated attention, :func:`~posbias_nb.measure.positional.calibrated_attention`), one
+    entry per prompt; ``prefixes`` may give each prompt's recorded
+    :class:`~posbias_nb.measure.prefix.Prefix` (made for the relevance) to score on.
     """
     from ..measure.prefix import _smallest_window
 
-    if name not in REMEDIES or name == "attention-calibration":
-        ok_names = ", ".join(r for r in REMEDIES if r != "attention-calibration")
-        raise ValueError(f"score_remedy scores {ok_names}; got {name!r}")
+    if name not in REMEDIES:
+        raise ValueError(f"score_remedy scores {', '.join(REMEDIES)}; got {name!r}")
     P = [list(map(int, p)) for p in prompts]
     A = [list(map(int, a)) for a in answers]
     S = [dict(s) for s in settings]
     n = len(P)
+    cal = name == "attention-calibration"
+    if cal and (spans is None or relevance is None or len(spans) != n or len(relevance) != n):
+        raise ValueError("attention-calibration needs spans= and relevance=, one per prompt")
+    if prefixes is not None and len(prefixes) != n:
+        raise ValueError(f"{len(prefixes)} prefixes for {n} prompts")
     lp = np.zeros((len(S) + bool(base), n))
     ok = np.zeros((len(S) + bool(base), n), dtype=bool)
     w = _smallest_window(m)
-    prefix = name in ("hidden-scaling", "prior-calibration") and n > 0 and \
-        (w is None or max(len(p) + len(a) for p, a in zip(P, A)) <= w)
+    prefix = name in ("hidden-scaling", "prior-calibration", "attention-calibration") and \
+        n > 0 and (w is None or max(len(p) + len(a) for p, a in zip(P, A)) <= w)
     if prefix:
         for i, (p, a) in enumerate(zip(P, A)):
-            pre = Prefix(m, p, hidden=name == "hidden-scaling")
-            fns = ([None] if base else []) + [_last_rows_fn(m, name, kw, (), None) for kw in S]
+            pre = prefixes[i] if prefixes is not None and \
+                (name != "hidden-scaling" or prefixes[i]._h) else \
+                Prefix(m, p, hidden=name == "hidden-scaling")
+            sp, rel = ([tuple(x) for x in spans[i]], relevance[i]) if cal else ((), None)
+            fns = ([None] if base else []) + [_last_rows_fn(m, name, kw, sp, rel) for kw in S]
             for j, (v, c) in enumerate(score_after_prefix(pre, a, fns)):
                 lp[j, i], ok[j, i] = v, c
         return lp, ok
@@ -714,6 +725,11 @@ def score_remedy(m, prompts, answers, name: str, settings, base: bool = True):
         def within(rows, kw=kw):
             if name == "hidden-scaling-all":  # every row: no start
                 return models.remedy(m, name, **kw)
+            if cal:
+                return models.remedy(m, name, **dict(
+                    kw, start=[len(P[q]) - 1 for q in rows],
+                    spans=[[tuple(x) for x in spans[q]] for q in rows],
+                    relevance=[list(relevance[q]) for q in rows]))
             return models.remedy(m, name, **dict(kw, start=[len(P[q]) - 1 for q in rows]))
         lp[j + bool(base)], ok[j + bool(base)] = score_batch(m, P, A, within=within)
     return lp, ok

@@ -87,6 +87,10 @@ __all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "ST
 
 _DEF = "report-v7"  # bump when a definition below changes the numbers (v7: reasons of ratios not formed)
 _ENDS = 0.02  # robust_peak_to_valley's smoothing share (the chapters' value)
+#: Why a report under a calibration file shows the unpatched profile in section 1.
+CALIBRATION_TEXT = ("the attention calibration reweights the attention on a prompt's documents "
+                    "only; the offline text windows of this section have none, so their "
+                    "profile under it is the unpatched one, exactly (not measured again)")
 #: Why a report under a remedy has no structural section.
 REMEDY_STRUCTURAL = ("the residual-aware rollout models the unpatched attention, so under a "
                      "remedy it is not computed")
@@ -363,7 +367,10 @@ def _born_trained(model, weights, length, s, seed, n_layers, progress,
             plain_w = _per_window(res)
             out["unpatched"] = {"curve": _curve(plain_w),
                                 "headline": _headline(_window_stats(plain_w))}
-            res = _remedied(model, np.asarray(res["input_ids"]), length, s, seed, spec)
+            if spec["remedy"] == "attention-calibration":
+                out["remedy_note"] = CALIBRATION_TEXT  # the profile is the unpatched one
+            else:
+                res = _remedied(model, np.asarray(res["input_ids"]), length, s, seed, spec)
         W[w] = _per_window(res)
         ids[w] = np.asarray(res["input_ids"])
         if w == "random":  # more initialisations, the same windows and probes
@@ -702,7 +709,8 @@ def _summary(data: dict, claims: list) -> str:
     if rem:
         parts.append(f"Everything trained above is measured under the remedy {rem['remedy']} "
                      f"of {rem['file']} ({', '.join(f'{k}={v}' for k, v in rem['params'].items())})"
-                     ".")
+                     "." + (f" In section 1, {CALIBRATION_TEXT}." if rem["remedy"] ==
+                            "attention-calibration" else ""))
     lost = [c["key"] for c in claims if c["verdict"] == "holds" and c["key"] in (
         "trained_primacy", "trained_recency", "task_first", "task_last")]
     if lost and not rem:

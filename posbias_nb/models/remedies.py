@@ -628,8 +628,9 @@ def remedy(model, name: str, **params):
 
     ``name`` may also be a remedy file (a path ending in ``.json``,
     :mod:`posbias_nb.models.remedy_file`): its remedy with its parameters, refused unless the
-    file was made for these very weights; ``params`` may then add only ``start`` and
-    ``context``.
+    file was made for these very weights; ``params`` may then add only what belongs to the
+    prompt (:data:`~posbias_nb.models.remedy_file.PER_PROMPT`: ``start``, hidden scaling's
+    ``context``, the calibration's ``spans`` and ``relevance``).
 
     Raises
     ------
@@ -639,15 +640,17 @@ def remedy(model, name: str, **params):
     """
     import torch
 
-    from .remedy_file import check_model, is_remedy_file, read
+    from .remedy_file import PER_PROMPT, check_model, is_remedy_file, read
 
     if is_remedy_file(name):
         spec = read(name)
         check_model(spec, name, model=model)
-        extra = set(params) - {"start", "context"}
+        extra = set(params) - PER_PROMPT[spec["remedy"]]
         if extra:
-            raise ValueError(f"a remedy file's parameters are its own; only start and context "
-                             f"may be added, got {sorted(extra)!r}")
+            allowed = ", ".join(sorted(PER_PROMPT[spec["remedy"]])) or "nothing"
+            raise ValueError(f"a remedy file's parameters are its own; to a file of "
+                             f"{spec['remedy']} a caller may add {allowed}, got "
+                             f"{sorted(extra)!r}")
         with remedy(model, spec["remedy"], **spec["params"], **params):
             yield
         return

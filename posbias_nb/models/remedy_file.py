@@ -15,9 +15,11 @@ hand.  The JSON object holds:
 
 A file is refused (ValueError, one line) when its JSON is malformed, its remedy or a parameter is
 unknown or of the wrong type, or when it is applied to a model whose digest (in Python) or
-fingerprint (on the command line, by name) differs from the recorded one.  Attention calibration
-and our prior calibration read the prompt's documents or a fitted prior array, so they are not
-applied from a file.
+fingerprint (on the command line, by name) differs from the recorded one.  A file of Hsieh et
+al.'s attention calibration carries its temperature and layers; the documents' spans and their
+calibrated attention belong to each prompt, so the caller gives them where it applies the file
+(``models.remedy(model, "remedy.json", spans=..., relevance=...)``).  Our prior calibration
+reads a fitted prior array and is not applied from a file.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import json
 import numbers
 from pathlib import Path
 
-__all__ = ["FORMAT", "FILE_REMEDIES", "weights_digest", "write", "read", "check_model",
+__all__ = ["FORMAT", "FILE_REMEDIES", "PER_PROMPT", "weights_digest", "write", "read", "check_model",
            "is_remedy_file"]
 
 FORMAT = "posbias-remedy/1"
@@ -35,9 +37,15 @@ FILE_REMEDIES = {
     "hidden-scaling": {"channel": "int", "scale": "float", "layers": "ints"},
     "hidden-scaling-all": {"channel": "int", "scale": "float", "layers": "ints"},
     "ms-poe": {"lo": "float", "hi": "float", "layers": "ints", "assign": "str"},
+    "attention-calibration": {"temperature": "float", "layers": "ints"},
 }
 _REQUIRED = {"hidden-scaling": {"channel", "scale"}, "hidden-scaling-all": {"channel", "scale"},
-             "ms-poe": set()}
+             "ms-poe": set(), "attention-calibration": {"temperature"}}
+#: What a caller adds to a file's parameters where it applies it: the row where the prompt
+#: ends and hidden scaling's recorded context for all; each prompt's documents for the
+#: calibration.
+PER_PROMPT = {"hidden-scaling": {"start", "context"}, "hidden-scaling-all": set(),
+              "ms-poe": {"start"}, "attention-calibration": {"start", "spans", "relevance"}}
 
 
 def is_remedy_file(name) -> bool:

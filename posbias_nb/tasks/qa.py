@@ -47,7 +47,8 @@ __all__ = ["FORMATS", "QA_INSTRUCTION", "Document", "QAExample", "KVExample", "T
            "normalize_answer", "best_subspan_em", "first_line", "classify_output",
            "read_task_file", "detect_format", "qa_prompt", "closedbook_prompt", "kv_example_prompt",
            "gold_positions", "position_documents", "position_records", "bm25_distractors",
-           "ANSWER_PREFIX"]
+           "ANSWER_PREFIX", "DUMMY_DOCUMENT", "DUMMY_RECORD", "document_char_spans",
+           "dummy_documents", "document_token_spans"]
 
 FORMATS = ("liu-qa", "liu-kv", "plain")
 #: Liu et al.'s instruction (``prompts/qa.prompt``).
@@ -321,6 +322,111 @@ def closedbook_prompt(question: str) -> str:
 def kv_example_prompt(records, key: str) -> str:
     """Liu et al.'s key-value prompt (:func:`posbias_nb.tasks.retrieval.kv_prompt`)."""
     return kv_prompt(records, key)
+
+
+#: The dummy document of Hsieh et al.'s attention calibration in a QA prompt (their
+#: :math:`x^{dum}`, put in the place of each document in turn to read the slot's positional
+#: bias): one fixed passage that answers no question, in the documents' own format.
+DUMMY_DOCUMENT = Document("Dummy", "This is a dummy document. It contains no information.")
+#: The dummy record of a key-value prompt: one fixed pair of UUID-like strings, in the
+#: records' own format (Liu et al.'s keys and values are UUIDs).
+DUMMY_RECORD = ("00000000-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000001")
+
+_DOC_HEAD = re.compile(r"^Document \[(\d+)\]\(Title: ", re.M)
+_KV_PAIR = re.compile(r'"([^"]*)": "([^"]*)"')
+
+
+def _kv_body(text: str) -> tuple[int, int]:
+    a = text.find("JSON data:\n")
+    b = text.find('\n\nKey: "', a)
+    if a < 0 or b < 0:
+        raise ValueError("not a prompt of qa_prompt or kv_example_prompt: no documents found")
+    return a + len("JSON data:\n"), b
+
+
+def document_char_spans(text: str) -> list[tuple[int, int]]:
+    """The character ranges ``[c0, c1)`` of the documents of a prompt, in order: each
+    ``Document [i](Title: ...) text`` of a :func:`qa_prompt` (without its newline), or each
+    ``"key": "value"`` record of a :func:`kv_example_prompt` (Hsieh et al.'s unit of
+    calibration: one document).
+
+    >>> t = qa_prompt("who?", [Document("A", "x."), Document("B", "y.")])
+    >>> [t[a:b] for a, b in document_char_spans(t)]
+    ['Document [1](Title: A) x.', 'Document [2](Title: B) y.']
+
+    Raises
+    ------
+    ValueError
+        A text with no documents, or whose documents are not numbered 1, 2, ... in order.
+    """
+    heads = list(_DOC_HEAD.finditer(text))
+    if heads:
+        nums = [int(h.group(1)) for h in heads]
+        end = text.find("\n\nQuestion: ", heads[-1].start())
+        if nums != list(range(1, len(nums) + 1)) or end < 0:
+            raise ValueError(f"a QA prompt's documents must be numbered 1..K in order, with the "
+                             f"question after them; found numbers {nums}")
+        starts = [h.start() for h in heads]
+        return [(c0, (starts[i + 1] - 1) if i + 1 < len(starts) else end)
+                for i, c0 in enumerate(starts)]
+    a, b = _kv_body(text)
+    out = [(a + m.start(), a + m.end()) for m in _KV_PAIR.finditer(text[a:b])]
+    if not out:
+        raise ValueError("not a prompt of qa_prompt or kv_example_prompt: no documents found")
+    return out
+
+
+def dummy_documents(text: str, dummy=None) -> list[tuple[str, tuple[int, int]]]:
+    """Hsieh et al.'s dummy prompts: for each document ``k`` of ``text``
+    (:func:`document_char_spans`), the same prompt with document ``k`` replaced, in place, by
+    the dummy (``Document [k](Title: ...)`` with :data:`DUMMY_DOCUMENT`, or the pair
+    :data:`DUMMY_RECORD`), and the dummy's character range in it.
+
+    >>> t = qa_prompt("who?", [Document("A", "x."), Document("B", "y.")])
+    >>> alt, (a, b) = dummy_documents(t)[1]
+    >>> alt[a:b]
+    'Document [2](Title: Dummy) This is a dummy document. It contains no information.'
+
+    Raises
+    ------
+    ValueError
+        A prompt without documents (:func:`document_char_spans`), or one that already holds
+        the dummy.
+    """
+    spans = document_char_spans(text)
+    qa = bool(_DOC_HEAD.search(text))
+    if dummy is None:
+        dummy = DUMMY_DOCUMENT if qa else DUMMY_RECORD
+    out = []
+    for k, (c0, c1) in enumerate(spans):
+        if qa:
+            new = f"Document [{k + 1}](Title: {dummy.title}) {dummy.text}"
+            probe = f"(Title: {dummy.title}) {dummy.text}"
+        else:
+            new = f'"{dummy[0]}": "{dummy[1]}"'
+            probe = dummy[0]
+        if probe in text:
+            raise ValueError(f"the dummy document {probe!r} occurs in the prompt")
+        out.append((text[:c0] + new + text[c1:], (c0, c0 + len(new))))
+    return out
+
+
+def document_token_spans(codec, text: str, spans=None) -> tuple[list[int], list[tuple[int, int]]]:
+    """The prompt ids of ``text`` (rendered and encoded by ``codec``, a
+    :class:`posbias_nb.tasks.retrieval.Codec`) and the token ranges ``[t0, t1)`` of its
+    character ranges ``spans`` (default: its documents, :func:`document_char_spans`), each
+    range ending where the next begins, so that no token belongs to two documents."""
+    from .retrieval import _span
+
+    spans = document_char_spans(text) if spans is None else list(spans)
+    full, off = codec.render(text)
+    ids, offs = codec.encode(full, prompt=True)
+    tok = [list(_span(offs, off + a, off + b)) for a, b in spans]
+    for i in range(len(tok) - 1):
+        tok[i][1] = min(tok[i][1], tok[i + 1][0])
+    if any(b <= a for a, b in tok):
+        raise ValueError("two documents share every token of one of them")
+    return ids, [tuple(t) for t in tok]
 
 
 def gold_positions(k: int) -> list[int]:

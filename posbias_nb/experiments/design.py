@@ -141,6 +141,8 @@ VERDICT_CODE = {
                       "posbias_nb.experiments.fix.evaluate",
                       "posbias_nb.experiments.fix.fix",
                       "posbias_nb.experiments.fix._DEF",
+                      "posbias_nb.experiments.fix._CAL_DEF",
+                      "posbias_nb.experiments.fix._PROMPT_ONLY",
                       "posbias_nb.stats.paired_proportion_interval",
                       "posbias_nb.stats.proportion_interval"),
     "realqa": _COMMON + ("posbias_nb.experiments.realqa.decisions",

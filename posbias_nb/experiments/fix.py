@@ -36,9 +36,20 @@ steps, in order (:func:`fix`):
 The accuracy is the teacher-forced greedy match of the gold answer's tokens (the retrieval
 chapter's exact match), and the answer scored is the file's first gold answer: one scoring pass
 per prompt and setting.  This is not Liu et al.'s ``best_subspan_em`` of a free generation
-(``posbias task`` scores that); it is said on the page.  Attention calibration (Hsieh et al.) is
-not searched: its relevance is measured per prompt from the prompt's documents, which a remedy
-file cannot carry.  Every measurement is cached (namespace ``fix``).
+(``posbias task`` scores that); it is said on the page.
+
+**Attention calibration** (Hsieh et al.) is searched over its temperature.  Its relevance is
+measured per prompt, as the paper does at inference: each prompt's documents are found in its
+text (:func:`posbias_nb.tasks.qa.document_char_spans`: Liu et al.'s ``Document [i](Title: ...)``
+passages, or the records of a key-value prompt), and each is replaced in turn by a fixed dummy
+document (:data:`posbias_nb.tasks.qa.DUMMY_DOCUMENT`; the paper asks only that the dummy be
+consistent and does not publish its text) for the one extra pass per document that eq. 4 needs.
+Its remedy file carries the temperature and the layers; the caller gives each prompt's spans and
+relevance (``models.remedy(model, "remedy.json", spans=..., relevance=...)``).  Its cost on
+offline text is not measured: text without documents is left unchanged by it, so the next-token
+loss cannot move; its latency includes the extra passes.  Its measurements are cached apart from
+the other two remedies' (their entries, measured under the first design, are read as they are).
+Every measurement is cached (namespaces ``fix-tune`` and ``fix-test``).
 """
 from __future__ import annotations
 
@@ -54,6 +65,7 @@ from .._validate import positive_int
 from ..measure import entry
 from ..models.weights import _sha256
 from ..results import Result
+from ..tasks import qa
 from . import inference
 from .design import Design
 from . import retrieval as ret
@@ -63,8 +75,11 @@ __all__ = ["DESIGN", "GRID", "REMEDIES", "DEFAULTS", "QUICK", "split", "fix_posi
            "evaluate", "fix", "write_fix"]
 
 _DEF = "fix-v1"  # bump when a definition below changes the numbers
+_CAL_DEF = "fix-calibration-v1"  # the same for the attention calibration's entries
 #: The remedies searched, each by its paper's own method (chapter *Fixing it at inference time*).
-REMEDIES = ("hidden-scaling", "ms-poe")
+REMEDIES = ("hidden-scaling", "ms-poe", "attention-calibration")
+#: The remedies scored from the prompts alone (the first design's), cached together.
+_PROMPT_ONLY = ("hidden-scaling", "ms-poe")
 #: The grids searched on the tuning part.  Hidden scaling: the scales of Yu et al.'s
 #: configurations (the chapter's :data:`~posbias_nb.experiments.inference.GRID`), the channel
 #: found by their search.  Ms-PoE: the published ratio range (Zhang et al.'s code ships one,
@@ -72,6 +87,8 @@ REMEDIES = ("hidden-scaling", "ms-poe")
 GRID = {
     "hidden-scaling": tuple(dict(s) for s in inference.GRID["hidden-scaling"]),
     "ms-poe": ({"lo": 1.2, "hi": 1.8}, {"lo": 1.0, "hi": 1.5}, {"lo": 1.5, "hi": 2.5}),
+    # the paper's t = 5e-5 and one and two decades above it (the inference chapter's grid)
+    "attention-calibration": tuple(dict(s) for s in inference.GRID["attention-calibration"]),
 }
 #: The defaults of ``posbias fix`` (and of :func:`fix`).
 DEFAULTS = {"examples": 48, "documents": 10, "test_share": 2 / 3, "seed": 0,
@@ -95,6 +112,15 @@ DESIGN = Design("fix", {
     "remedies": list(REMEDIES),
     "grid": {r: [dict(s) for s in g] for r, g in GRID.items()},
     "channel_search": {"top": 10, "top_full_passes": 3, "stage3_scale": 0.0},
+    # added in the second design (issue 36): Hsieh et al.'s calibration, its temperature
+    "calibration": {
+        "relevance": "eq. 4 per prompt: the last prompt row's attention to each document, "
+                     "averaged over its tokens, every layer and head, minus the same for the "
+                     "dummy document put in its place (one extra pass per document)",
+        "dummy": [qa.DUMMY_DOCUMENT.title, qa.DUMMY_DOCUMENT.text],
+        "layers": "the later half (Hsieh et al.'s last 16 of 32)",
+        "cost": "latency and peak memory per prompt, the relevance's passes included; no "
+                "next-token loss on offline text (no documents there: it cannot move)"},
     "rule": {"tuning": "the largest mean middle-slot log-p gain among the settings whose mean "
                        "edge-slot change is at least -edge_loss",
              "test": "mean middle-slot log-p gain per example > 0, Student t over examples, "
@@ -177,7 +203,60 @@ def _check_context(info, rec, name):
 def _settings_params(name, settings, channel=None):
     if name == "hidden-scaling":
         return [{"channel": int(channel), "scale": float(s["scale"])} for s in settings]
+    if name == "attention-calibration":
+        return [{"temperature": float(s["temperature"])} for s in settings]
     return [{"lo": float(s["lo"]), "hi": float(s["hi"])} for s in settings]
+
+
+def _documents(codec, part, rec) -> list:
+    """For each record of ``part`` (:func:`_records`' order): the token spans of its documents
+    and Hsieh et al.'s dummy prompts (:func:`posbias_nb.tasks.qa.dummy_documents`), as
+    :func:`posbias_nb.measure.positional.calibrated_attention` reads them."""
+    texts = [t for it in part["items"] for t in it["prompts"]]
+    if len(texts) != len(rec["prompts"]):
+        raise ValueError(f"{len(texts)} prompt texts for {len(rec['prompts'])} records")
+    out = []
+    for text, want in zip(texts, rec["prompts"]):
+        ids, spans = qa.document_token_spans(codec, text)
+        if list(ids) != list(want):
+            raise ValueError("a prompt's documents were read from another encoding than its ids")
+        dums = []
+        for alt, cs in qa.dummy_documents(text):
+            dids, (sp,) = qa.document_token_spans(codec, alt, [cs])
+            dums.append({"prompt_ids": dids, "span": sp})
+        out.append((spans, dums))
+    return out
+
+
+def _calibrated(m, ids, docs):
+    """One prompt's recorded pass and the calibrated attention of its documents (eq. 4)."""
+    from ..measure.positional import calibrated_attention
+    from ..measure.prefix import Prefix
+
+    pre = Prefix(m, ids)
+    return pre, calibrated_attention(m, pre, docs[0], docs[1])["relevance"]
+
+
+def _calibration_scores(m, codec, part, rec, settings):
+    """Log p and greedy match of every record under each of ``settings`` of the attention
+    calibration (``(len(settings), n)`` each), and the relevance of its documents ``(n, K)``."""
+    docs = _documents(codec, part, rec)
+    n = len(rec["prompts"])
+    lp, ok = np.zeros((len(settings), n)), np.zeros((len(settings), n), dtype=bool)
+    rel = []
+    for i in range(n):
+        pre, r = _calibrated(m, rec["prompts"][i], docs[i])
+        lp[:, i], ok[:, i] = (v[:, 0] for v in inference.score_remedy(
+            m, [rec["prompts"][i]], [rec["answers"][i]], "attention-calibration", settings,
+            base=False, spans=[docs[i][0]], relevance=[r], prefixes=[pre]))
+        rel.append(r)
+    return lp, ok, np.array(rel)
+
+
+def _cal_key(key, part, **extra):
+    return dict(key, part=part, calibration={
+        "definition": _CAL_DEF, "dummy": [qa.DUMMY_DOCUMENT.title, qa.DUMMY_DOCUMENT.text],
+        "dummy_record": list(qa.DUMMY_RECORD), "layers": "later half"}, **extra)
 
 
 def _candidates(m, codec, sizes, seed):
@@ -257,8 +336,22 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
         return out
 
     res = cache.cached("fix-tune", dict(key, part="tune"), compute)
+
+    def compute_cal():
+        m, tok, codec, rec = _records(model, weights, seed, tune_part)
+        lp, _, rel = _calibration_scores(
+            m, codec, tune_part, rec, _settings_params("attention-calibration",
+                                                      GRID["attention-calibration"]))
+        return {"example": rec["example"], "slot": rec["slot"], "logprob": lp,
+                "relevance": rel}
+
+    cal = cache.cached("fix-tune", _cal_key(key, "tune-calibration", grid=[
+        dict(s) for s in GRID["attention-calibration"]]), compute_cal)
     n_ex = len(tune_part["items"])
     rec = {"example": np.asarray(res["example"]), "slot": np.asarray(res["slot"])}
+    if not (np.array_equal(np.asarray(cal["example"]), rec["example"]) and
+            np.array_equal(np.asarray(cal["slot"]), rec["slot"])):
+        raise ValueError("the calibration's tuning records are not the other remedies'")
     base_lp = np.asarray(res["base#logprob"])
     cand = [int(c) for c in np.asarray(res["candidates"]).reshape(-1)]
     ch = {"candidates": cand, "prefix_reuse": bool(res["prefix_reuse"]), "channel": None,
@@ -273,6 +366,7 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
         ch["reason"] = "Yu et al.'s first stage found no channel monotone in more than a " \
                        "quarter of the layers"
     scores["ms-poe"] = np.asarray(res["ms-poe#logprob"])
+    scores["attention-calibration"] = np.asarray(cal["logprob"])
     out = {"channel": ch}
     base = _matrix(base_lp, rec, n_ex, n_pos)
     for name in REMEDIES:
@@ -347,6 +441,33 @@ def _timed(m, p, a, name, kw):
     return dt, mem
 
 
+def _timed_calibration(m, codec, part, rec, i, name, kw):
+    """:func:`_timed` for the attention calibration: record ``i`` scored by one full pass, as
+    it is (``name`` None) or calibrated, its relevance measured first (the recorded pass and
+    one extra pass per document, from the prompt's text), all inside the timed span."""
+    import contextlib
+
+    from ..measure.scoring import score_batch
+    from ..models import remedy
+
+    p, a = rec["prompts"][i], rec["answers"][i]
+    text = [t for it in part["items"] for t in it["prompts"]][i]
+    before = _peak_kb() if _reset_peak() else None
+    t0 = time.perf_counter()
+    if name is None:
+        ctx = contextlib.nullcontext()
+    else:
+        docs = _documents(codec, {"items": [{"prompts": [text]}]}, {"prompts": [p]})[0]
+        _, rel = _calibrated(m, p, docs)
+        ctx = remedy(m, name, **kw, start=len(p) - 1, spans=docs[0], relevance=rel)
+    with ctx:
+        score_batch(m, [p], [a])
+    dt = time.perf_counter() - t0
+    after = _peak_kb()
+    mem = float("nan") if before is None or after is None else (after - before) / 1024.0
+    return dt, mem
+
+
 def _cost(m, tok, name, kw, sizes, seed):
     from ..measure.positional import row_nll
     from ..models import remedy
@@ -371,7 +492,8 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
     n_pos = len(test_part["positions"])
     sl = _slots(n_pos)
     names = [r for r in REMEDIES if chosen[r]["chosen"] is not None]
-    plain = {r: chosen[r]["params"] for r in names}
+    plain = {r: chosen[r]["params"] for r in names if r in _PROMPT_ONLY}
+    cal_name = "attention-calibration"
 
     def compute():
         m, tok, codec, rec = _records(model, weights, seed, test_part)
@@ -386,7 +508,7 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
             out[f"{first}#logprob"], out[f"{first}#correct"] = lp[1], ok[1]
         mid_rows = [i for i, s in enumerate(rec["slot"]) if int(s) in set(sl["middle"])]
         timing = mid_rows[:int(sizes["timing_prompts"])]
-        for name in names:
+        for name in plain:
             if f"{name}#logprob" not in out:
                 lp, ok = inference.score_remedy(m, rec["prompts"], rec["answers"], name,
                                                 [plain[name]], base=False)
@@ -404,7 +526,32 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
             out[f"{name}#seconds"], out[f"{name}#peak_mib"] = T
         return out
 
-    res = cache.cached("fix-test", dict(key, part="test", chosen=plain), compute)
+    res = dict(cache.cached("fix-test", dict(key, part="test", chosen=plain), compute))
+
+    def compute_cal():
+        m, tok, codec, rec = _records(model, weights, seed, test_part)
+        kw = chosen[cal_name]["params"]
+        lp, ok, rel = _calibration_scores(m, codec, test_part, rec, [kw])
+        mid_rows = [i for i, s in enumerate(rec["slot"]) if int(s) in set(sl["middle"])]
+        timing = mid_rows[:int(sizes["timing_prompts"])]
+        T = np.zeros((len(timing), 2)), np.zeros((len(timing), 2))
+        for q, i in enumerate(timing):  # interleaved, the order alternating
+            for who in ((None, cal_name) if q % 2 == 0 else (cal_name, None)):
+                dt, mem = _timed_calibration(m, codec, test_part, rec, i, who, kw)
+                c = 0 if who is None else 1
+                T[0][q, c], T[1][q, c] = dt, mem
+        return {"example": rec["example"], "slot": rec["slot"], "logprob": lp[0],
+                "correct": ok[0], "relevance": rel, "seconds": T[0], "peak_mib": T[1]}
+
+    if cal_name in names:
+        cal = cache.cached("fix-test", _cal_key(key, "test-calibration",
+                                                chosen=chosen[cal_name]["params"]), compute_cal)
+        if not (np.array_equal(np.asarray(cal["example"]), np.asarray(res["example"])) and
+                np.array_equal(np.asarray(cal["slot"]), np.asarray(res["slot"]))):
+            raise ValueError("the calibration's test records are not the other remedies'")
+        res.update({f"{cal_name}#logprob": cal["logprob"], f"{cal_name}#correct": cal["correct"],
+                    f"{cal_name}#seconds": cal["seconds"], f"{cal_name}#peak_mib":
+                    cal["peak_mib"]})
     n_ex = len(test_part["items"])
     rec = {"example": np.asarray(res["example"]), "slot": np.asarray(res["slot"])}
     base = _matrix(np.asarray(res["base#logprob"]), rec, n_ex, n_pos)
@@ -419,8 +566,12 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
         d = lp - base
         mid = d[:, sl["middle"]].mean(1)
         sec, mem = np.asarray(res[f"{name}#seconds"]), np.asarray(res[f"{name}#peak_mib"])
-        nll = np.asarray(res[f"{name}#nll"]) - np.asarray(res[f"{name}#nll_base"])
         ratio = np.log(sec[:, 1] / sec[:, 0])
+        if name == cal_name:  # text without documents: the calibration changes nothing there
+            nll, nll_base = None, None
+        else:
+            nll_base = np.asarray(res[f"{name}#nll_base"])
+            nll = np.asarray(res[f"{name}#nll"]) - nll_base
         out[name] = {
             "logprob": [_iv(stats.mean_interval(lp[:, j])) for j in range(n_pos)],
             "logprob_change": [_iv(stats.mean_interval(d[:, j])) for j in range(n_pos)],
@@ -431,15 +582,21 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
             "edge_change": _iv(stats.mean_interval(d[:, sl["edges"]].mean(1))),
             "accuracy_change": [_iv(stats.paired_proportion_interval(ok[:, j], base_ok[:, j]))
                                 for j in range(n_pos)],
-            "cost": {"nll_change": _iv(stats.mean_interval(nll)),
-                     "nll_base": _iv(stats.mean_interval(np.asarray(res[f"{name}#nll_base"]))),
+            "cost": {"nll_change": None if nll is None else _iv(stats.mean_interval(nll)),
+                     "nll_base": None if nll is None else _iv(stats.mean_interval(nll_base)),
+                     "nll_reason": None if nll is not None else
+                     "not measured: offline text has no documents, which the calibration "
+                     "alone reweights, so its next-token loss cannot move",
                      "latency_ratio": _iv(tuple(np.exp(v) for v in
                                                 stats.mean_interval(ratio))),
                      "seconds_base": float(np.median(sec[:, 0])),
                      "seconds": float(np.median(sec[:, 1])),
                      "peak_mib_change": _iv(stats.mean_interval(mem[:, 1] - mem[:, 0]))
                      if np.all(np.isfinite(mem)) else None,
-                     "windows": int(len(nll)), "prompts": int(len(sec))}}
+                     "windows": 0 if nll is None else int(len(nll)), "prompts": int(len(sec)),
+                     "latency_includes": "the relevance's extra passes (one per document) and "
+                                         "the scoring pass" if name == cal_name else
+                                         "the scoring pass"}}
         out["claims"][name] = dict(x=mid, threshold=0.0, direction="greater")
     fam = stats.holm_family(out.pop("claims"), alpha=0.05) if names else {}
     for name in names:
@@ -517,7 +674,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     info = entry.checked(model, weights, 2, 1, seed)
     key = _key(info, weights, seed, data=_sha256(path), format=fmt, documents=k,
                positions=pos, tune=tune_idx, test=test_idx, sizes=sizes,
-               grid={r: [dict(s) for s in GRID[r]] for r in REMEDIES},
+               grid={r: [dict(s) for s in GRID[r]] for r in _PROMPT_ONLY},
                edge_loss=float(edge_loss))
     import sys
 
@@ -558,6 +715,8 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
             [pos[j] + 1 for j in _slots(len(pos))["middle"]],
             "seed": int(seed), "quick": bool(quick), "sizes": sizes,
             "edge_loss": float(edge_loss), "test_share": float(test_share),
+            "dummy": f"{qa.DUMMY_DOCUMENT.title}: {qa.DUMMY_DOCUMENT.text}" if fmt != "liu-kv"
+            else '"{}": "{}"'.format(*qa.DUMMY_RECORD),
             "definition": _DEF, "level": 0.95, "version": __version__,
             "scoring": "teacher-forced log p of the file's first gold answer; accuracy: its "
                        "greedy match token by token (not best_subspan_em of a free generation)",
@@ -630,9 +789,11 @@ def _page(obj, png) -> str:
             continue
         v = t[r]
         cost = v["cost"]
+        nll = ivs(cost["nll_change"], 4) if cost["nll_change"] is not None else \
+            html.escape(cost["nll_reason"])
         rows.append(f"<tr><td>{r}</td><td>{html.escape(json.dumps(ch['setting']))}</td>"
                     f"<td>{ivs(v['middle_gain'])}</td><td>{ivs(v['edge_change'])}</td>"
-                    f"<td>{ivs(cost['nll_change'], 4)}</td>"
+                    f"<td>{nll}</td>"
                     f"<td>{ivs(cost['latency_ratio'], 2).replace('+', '')}</td>"
                     f"<td>{ivs(cost['peak_mib_change'], 1)}</td><td>{v['verdict']}</td></tr>")
         sents.append(f"<li><b>{r}</b> at {html.escape(json.dumps(ch['setting']))}: the mean "
@@ -667,7 +828,11 @@ test part, with 95% t intervals over examples" src="{png}" style="max-width:100%
 lines {', '.join(map(str, sp['tune_lines']))}), {len(sp['test'])} to test (file lines
 {', '.join(map(str, sp['test_lines']))}). The test part was not read before the choice.
 Rule: {html.escape(meta['rule'])}; edge loss {meta['edge_loss']} nats. Scoring:
-{html.escape(meta['scoring'])}. Yu et al.'s channel: {c['channel']['channel']}.</p>
+{html.escape(meta['scoring'])}. Yu et al.'s channel: {c['channel']['channel']}. Hsieh et
+al.'s calibration: the relevance of each prompt's documents measured on that prompt, each
+document replaced in turn by the dummy document "{html.escape(meta['dummy'])}" (one extra pass
+per document, counted in its latency); the remedy file carries the temperature, and the caller
+gives each prompt's spans and relevance.</p>
 <p>posbias_nb {html.escape(meta['version'])}, definition {meta['definition']}, model
 fingerprint {html.escape(meta['fingerprint'])}.</p>
 </body></html>

@@ -1,0 +1,248 @@
+"""Hsieh et al.'s attention calibration in ``posbias fix``: the documents of a prompt and their
+dummy prompts (pure text), the calibrated attention beyond a sliding window, the scores under
+the calibration on a recorded pass and on full passes, the search and the test part, and the
+remedy file that carries the temperature (tiny random models, byte-level text)."""
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from posbias_nb.tasks import qa
+from posbias_nb.tasks.retrieval import Codec
+
+
+def _qa(k=3):
+    return qa.qa_prompt("who?", [qa.Document(f"T{i}", f"text {i}.") for i in range(k)])
+
+
+def test_document_spans_of_a_qa_and_a_kv_prompt():
+    t = _qa(3)
+    got = [t[a:b] for a, b in qa.document_char_spans(t)]
+    assert got == [f"Document [{i + 1}](Title: T{i}) text {i}." for i in range(3)]
+    kv = qa.kv_example_prompt([("k1", "v1"), ("k2", "v2"), ("k3", "v3")], "k2")
+    assert [kv[a:b] for a, b in qa.document_char_spans(kv)] == \
+        ['"k1": "v1"', '"k2": "v2"', '"k3": "v3"']
+    # the dummy prompts: one per document, only that document replaced, in place
+    for text in (t, kv):
+        spans = qa.document_char_spans(text)
+        for k, (alt, (a, b)) in enumerate(qa.dummy_documents(text)):
+            c0, c1 = spans[k]
+            assert alt[:c0] == text[:c0] and alt[b:] == text[c1:]
+            assert ("Dummy" in alt[a:b]) if text is t else alt[a:b].startswith('"0000')
+
+
+@pytest.mark.parametrize("text, words", [
+    ("Write.\n\nDocument [2](Title: A) x.\n\nQuestion: q\nAnswer:", "numbered 1..K"),
+    ("Write.\n\nDocument [1](Title: A) x.\nDocument [3](Title: B) y.\n\nQuestion: q\nAnswer:",
+     "numbered 1..K"),
+    ("Write something without documents.", "no documents"),
+])
+def test_document_spans_refuse_what_is_not_a_task_prompt(text, words):
+    with pytest.raises(ValueError, match=words):
+        qa.document_char_spans(text)
+
+
+def test_a_prompt_that_holds_the_dummy_is_refused():
+    t = qa.qa_prompt("who?", [qa.DUMMY_DOCUMENT, qa.Document("B", "y.")])
+    with pytest.raises(ValueError, match="dummy document"):
+        qa.dummy_documents(t)
+
+
+def test_token_spans_are_disjoint_and_cover_each_document():
+    codec = Codec(None, 256)
+    t = _qa(4)
+    ids, spans = qa.document_token_spans(codec, t)
+    text, _ = codec.render(t)
+    assert ids == codec.encode(text, prompt=True)[0]
+    for (a, b), (c0, c1) in zip(spans, qa.document_char_spans(t)):
+        assert bytes(ids[a:b]).decode() == t[c0:c1]  # bytes: one token a character here
+    assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1))
+
+
+# --------------------------------------------------------------------------------------------
+# the measurements (tiny random models)
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from posbias_nb import models  # noqa: E402
+from posbias_nb.experiments import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments.inference import score_remedy  # noqa: E402
+from posbias_nb.measure import positional  # noqa: E402
+from posbias_nb.measure.prefix import Prefix  # noqa: E402
+from posbias_nb.measure.scoring import score_batch  # noqa: E402
+from posbias_nb.models import remedy_file  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return {n: models.load(n, weights="random", seed=0)[0] for n in ("smollm2-tiny",
+                                                                   "gemma3-tiny")}
+
+
+def _last_row_eager(m, seq):
+    m.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            att = m(torch.as_tensor([seq]), output_attentions=True).attentions
+    finally:
+        m.set_attn_implementation("sdpa")
+    return torch.stack([x[0, :, -1].double() for x in att]).mean((0, 1))
+
+
+def test_calibrated_attention_beyond_a_sliding_window_equals_eager(tiny):
+    """Gemma-3's tiny twin has a window of 16: dummy prompts of 30 tokens cannot reuse the
+    recorded prefix, and are read by full passes; the result is eq. 4 from eager maps."""
+    m = tiny["gemma3-tiny"]
+    g = np.random.default_rng(3)
+    ids = g.integers(0, 200, 30).tolist()
+    spans = [(2, 8), (8, 15), (15, 24)]
+    dummy = [70, 71, 72]
+    dummies = [{"prompt_ids": ids[:a] + dummy + ids[b:], "span": (a, a + 3)} for a, b in spans]
+    got = positional.calibrated_attention(m, ids, spans, dummies)
+    for k, (a, b) in enumerate(spans):
+        want = float(_last_row_eager(m, ids)[a:b].mean()) - \
+            float(_last_row_eager(m, dummies[k]["prompt_ids"])[a:a + 3].mean())
+        assert abs(got["relevance"][k] - want) < 1e-6
+    assert np.abs(got["relevance"]).max() > 1e-6  # the check can see a difference
+
+
+@pytest.mark.parametrize("name", ["smollm2-tiny", "gemma3-tiny"])
+def test_calibration_scores_equal_full_passes_under_the_remedy(tiny, name):
+    """score_remedy of the calibration, on recorded passes (within every window) or on batched
+    full passes (beyond one), equals one full pass per prompt under the remedy."""
+    m = tiny[name]
+    g = np.random.default_rng(4)
+    P = [g.integers(0, 200, n).tolist() for n in (12, 13)]
+    if name == "gemma3-tiny":
+        P = [g.integers(0, 200, n).tolist() for n in (24, 27)]  # beyond the window of 16
+    A = [g.integers(0, 200, 3).tolist() for _ in P]
+    S = [[(1, 4), (4, 8), (8, 11)], [(2, 5), (5, 9), (9, 12)]]
+    R = [np.array([0.02, -0.01, 0.0]), np.array([0.0, 0.03, -0.02])]
+    settings = [{"temperature": 0.01}, {"temperature": 1.0}]
+    pre = [Prefix(m, p) for p in P]
+    lp, _ = score_remedy(m, P, A, "attention-calibration", settings, spans=S, relevance=R,
+                         prefixes=pre)
+    for j, kw in enumerate(settings):
+        for i, (p, a) in enumerate(zip(P, A)):
+            with models.remedy(m, "attention-calibration", start=len(p) - 1, spans=S[i],
+                               relevance=R[i], **kw):
+                want = score_batch(m, [p], [a])[0][0]
+            assert lp[j + 1, i] == pytest.approx(want, abs=2e-4)
+    assert np.abs(lp[1] - lp[0]).max() > 1e-6
+    with pytest.raises(ValueError, match="spans= and relevance="):
+        score_remedy(m, P, A, "attention-calibration", settings)
+
+
+def _qa_rows(n):
+    return [{"question": f"what is item {i}", "answers": [f"thing{i}"],
+             "ctxs": [{"title": f"Item {i}", "text": f"Item {i} is thing{i}.", "isgold": True}]}
+            for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                      num_attention_heads=2, num_key_value_heads=2,
+                      max_position_embeddings=4096)
+    d = tmp_path_factory.mktemp("llama-4x-cal")
+    LlamaForCausalLM(cfg).save_pretrained(str(d))
+    return str(d)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, model_dir):
+    p = tmp_path_factory.mktemp("data") / "t.jsonl.gz"
+    with gzip.open(p, "wt") as f:
+        for r in _qa_rows(30):
+            f.write(json.dumps(r) + "\n")
+    # every setting eligible: the calibration is chosen and judged on the test part
+    return p, fix_mod.fix(model_dir, p, documents=4, examples=8, quick=True, edge_loss=1e9)
+
+
+def test_fix_searches_and_judges_the_calibration(run, model_dir):
+    from posbias_nb.measure import entry
+
+    f, res = run
+    t = res["tuning"]["attention-calibration"]
+    assert [s["temperature"] for s in t["grid"]] == [5e-5, 5e-4, 5e-3]
+    assert len(t["middle_gain"]) == 3 and t["chosen"] == int(np.argmax(t["middle_gain"]))
+    assert t["params"] == {"temperature": t["grid"][t["chosen"]]["temperature"]}
+    v = res["test"]["attention-calibration"]
+    assert v["verdict"] in ("holds", "fails", "inconclusive", "not testable")
+    assert v["cost"]["nll_change"] is None and "no documents" in v["cost"]["nll_reason"]
+    assert v["cost"]["latency_ratio"]["estimate"] > 0
+    # one tuning prompt's score against an oracle: its documents, its dummies, a full pass
+    tune_part = fix_mod._task.prepare(f, 4, fix_mod.fix_positions(4), None, None, 0, None,
+                                      select=[int(i) for i in _tune_indices(f)],
+                                      pool_exclude=[int(i) for i in _test_indices(f)])
+    m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
+    codec = Codec(None, m.get_input_embeddings().num_embeddings)
+    text = tune_part["items"][0]["prompts"][1]
+    ids, spans = qa.document_token_spans(codec, text)
+    dums = []
+    for alt, cs in qa.dummy_documents(text):
+        dids, (sp,) = qa.document_token_spans(codec, alt, [cs])
+        dums.append({"prompt_ids": dids, "span": sp})
+    rel = positional.calibrated_attention(m, ids, spans, dums)["relevance"]
+    ans = fix_mod._task._answer_ids(codec, tune_part["items"][0]["answers"][0])
+    base = score_batch(m, [ids], [ans])[0][0]
+    temp = t["grid"][0]["temperature"]
+    with models.remedy(m, "attention-calibration", start=len(ids) - 1, spans=spans,
+                       relevance=rel, temperature=temp):
+        want = score_batch(m, [ids], [ans])[0][0]
+    _, _, codec2, rec = fix_mod._records(model_dir, "pretrained", 0, tune_part)
+    lp, _, R = fix_mod._calibration_scores(m, codec2, tune_part, rec, [{"temperature": temp}])
+    assert rec["prompts"][1] == ids and lp[0, 1] == pytest.approx(want, abs=2e-4)
+    np.testing.assert_allclose(R[1], rel, rtol=0, atol=1e-9)
+    assert abs(want - base) > 1e-6  # the calibration moved this score: the check can fail
+
+
+def _split(f):
+    fmt, exs = qa.read_task_file(f)
+    chosen = fix_mod._task._choose(len(exs), 8, 0)
+    a, b = fix_mod.split(len(chosen), seed=0)
+    return [int(chosen[i]) for i in a], [int(chosen[i]) for i in b]
+
+
+def _tune_indices(f):
+    return _split(f)[0]
+
+
+def _test_indices(f):
+    return _split(f)[1]
+
+
+def test_a_calibration_remedy_file_round_trip_and_restore(run, tmp_path, model_dir):
+    """The winner's file carries the temperature; applied with a prompt's spans and relevance
+    it scores exactly as the remedy itself; the model comes back bit for bit; a parameter that
+    is the file's own cannot be added."""
+    from posbias_nb.measure import entry
+
+    _, res = run
+    res["winner"] = "attention-calibration"
+    paths = fix_mod.write_fix(res, tmp_path / "fix")
+    spec = remedy_file.read(paths["remedy"])
+    assert spec["remedy"] == "attention-calibration"
+    assert spec["params"] == res["tuning"]["attention-calibration"]["params"]
+    m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    p, a = list(range(5, 40)), [7, 8]
+    kw = dict(start=len(p) - 1, spans=[(2, 10), (10, 20), (20, 30)],
+              relevance=[0.05, -0.02, 0.0])
+    with models.remedy(m, paths["remedy"], **kw):
+        via_file = score_batch(m, [p], [a])
+    with models.remedy(m, "attention-calibration", **spec["params"], **kw):
+        direct = score_batch(m, [p], [a])
+    plain = score_batch(m, [p], [a])
+    assert via_file[0][0] == direct[0][0] and via_file[0][0] != plain[0][0]
+    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
+    with pytest.raises(ValueError, match="a caller may add relevance, spans, start"):
+        with models.remedy(m, paths["remedy"], temperature=1.0, **kw):
+            pass
+    page = (tmp_path / "fix" / "index.html").read_text()
+    assert "attention-calibration" in page and "no documents" in page

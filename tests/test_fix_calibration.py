@@ -60,6 +60,19 @@ def test_token_spans_are_disjoint_and_cover_each_document():
     assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1))
 
 
+def test_calibration_recall_counts_the_gold_ranked_first():
+    from posbias_nb.experiments.fix import calibration_recall
+
+    R = np.array([[0.3, 0.1, 0.0], [0.0, 0.2, 0.1], [0.5, 0.1, 0.2], [0.0, 0.1, 0.4]])
+    got = calibration_recall(R, [0, 1, 1, 0], [0, 2])  # gold documents 0, 2, 2, 0
+    assert (got["hits"], got["n"]) == (1, 4) and got["by_slot"] == [0.5, 0.0]
+    assert got["share"]["low"] < 0.25 < got["share"]["high"] and got["chance"] == 1 / 3
+    for bad in ((R[:, :1], [0, 1, 1, 0], [0, 2]), (R, [0, 1], [0, 2]), (R, [0, 2, 1, 0], [0, 2]),
+                (R, [0, 1, 1, 0], [0, 3])):
+        with pytest.raises(ValueError, match="relevance"):
+            calibration_recall(*bad)
+
+
 # --------------------------------------------------------------------------------------------
 # the measurements (tiny random models)
 
@@ -246,3 +259,54 @@ def test_a_calibration_remedy_file_round_trip_and_restore(run, tmp_path, model_d
             pass
     page = (tmp_path / "fix" / "index.html").read_text()
     assert "attention-calibration" in page and "no documents" in page
+
+
+def test_task_under_a_calibration_file_equals_full_passes(tmp_path, model_dir):
+    """posbias task --remedy-file with a calibration file: each document prompt's answer log p
+    and greedy generation equal full passes under the calibration with that prompt's spans and
+    its relevance (eq. 4 from its dummy prompts); the closed-book and oracle prompts (fewer
+    than two documents) are the unpatched run's."""
+    from posbias_nb.experiments import task as task_mod
+    from posbias_nb.measure import entry
+
+    data = tmp_path / "t.jsonl.gz"
+    with gzip.open(data, "wt") as f:
+        for r in _qa_rows(6):
+            f.write(json.dumps(r) + "\n")
+    kw = dict(documents=3, examples=3, max_new_tokens=4)
+    m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
+    params = {"temperature": 5e-3}
+    rf = remedy_file.write(tmp_path / "remedy.json", "attention-calibration", params, m,
+                           model_dir)
+    base = task_mod.task_run(model_dir, data, **kw)["examples"]
+    got = task_mod.task_run(model_dir, data, remedy_file=rf, **kw)["examples"]
+    P = task_mod.prepare(data, 3, None, 3, None, 0)
+    codec = Codec(None, m.get_input_embeddings().num_embeddings)
+    i, moved = 0, 0
+    for it in P["items"]:
+        ans = task_mod._answer_ids(codec, it["answers"][0])
+        for t in it["prompts"]:
+            pid, spans = qa.document_token_spans(codec, t)
+            dums = [{"prompt_ids": qa.document_token_spans(codec, alt, [cs])[0],
+                     "span": qa.document_token_spans(codec, alt, [cs])[1][0]}
+                    for alt, cs in qa.dummy_documents(t)]
+            rel = positional.calibrated_attention(m, pid, spans, dums)["relevance"]
+            rem = dict(params, spans=spans, relevance=rel)
+            with models.remedy(m, "attention-calibration", start=len(pid) - 1, **rem):
+                want = score_batch(m, [pid], [ans])[0][0]
+            assert got[i]["logprob"] == pytest.approx(float(want), abs=1e-4)
+            ids = list(pid)
+            with torch.no_grad(), models.remedy(m, "attention-calibration",
+                                                start=len(pid) - 1, **rem):
+                for _ in range(4):
+                    ids.append(int(m(torch.tensor([ids])).logits[0, -1].argmax()))
+                    if "\n" in codec.decode(ids[len(pid):]).lstrip():
+                        break
+            assert got[i]["output"] == codec.decode(ids[len(pid):])
+            moved += got[i]["logprob"] != base[i]["logprob"]
+            i += 1
+        for _ in ("closed_book", "oracle"):
+            assert got[i]["logprob"] == base[i]["logprob"] and \
+                got[i]["output"] == base[i]["output"]
+            i += 1
+    assert i == len(got) and moved > 0

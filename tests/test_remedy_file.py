@@ -119,3 +119,28 @@ def test_command_line_remedy_file(tmp_path, tiny, capsys, monkeypatch):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and words in err[0], err
+
+
+def test_command_line_calibration_file(tmp_path, tiny, capsys, monkeypatch):
+    """A calibration file on the command line: posbias retrieval measures each kv prompt's
+    spans and relevance and scores as --remedy attention-calibration at the file's temperature;
+    profile (text windows, no documents) refuses it in one line, exit 2."""
+    from posbias_nb import cli
+
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    path = rf.write(tmp_path / "remedy.json", "attention-calibration", {"temperature": 5e-4},
+                    tiny, "smollm2-tiny")
+    base = ["--model", "smollm2-tiny", "--weights", "random", "--quiet", "--format", "json"]
+    run = ["retrieval", *base, "--positions", "3", "--examples", "1", "--length", "240"]
+    assert cli.main([*run, "--remedy-file", str(path)]) == 0
+    via_file = json.loads(capsys.readouterr().out)
+    assert cli.main([*run, "--remedy", "attention-calibration", "--remedy-param",
+                     "temperature=5e-4"]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert via_file["meta"]["remedy"] == "attention-calibration"
+    assert via_file["logprob"] == direct["logprob"]
+    assert cli.main([*run]) == 0
+    assert json.loads(capsys.readouterr().out)["logprob"] != direct["logprob"]
+    assert cli.main(["profile", *base, "--length", "32", "--remedy-file", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a text window has none" in err[0], err

@@ -72,7 +72,7 @@ from . import retrieval as ret
 from . import task as _task
 
 __all__ = ["DESIGN", "GRID", "REMEDIES", "DEFAULTS", "QUICK", "split", "fix_positions", "choose",
-           "evaluate", "fix", "write_fix"]
+           "evaluate", "fix", "write_fix", "calibration_recall"]
 
 _DEF = "fix-v1"  # bump when a definition below changes the numbers
 _CAL_DEF = "fix-calibration-v1"  # the same for the attention calibration's entries
@@ -210,31 +210,11 @@ def _settings_params(name, settings, channel=None):
 
 def _documents(codec, part, rec) -> list:
     """For each record of ``part`` (:func:`_records`' order): the token spans of its documents
-    and Hsieh et al.'s dummy prompts (:func:`posbias_nb.tasks.qa.dummy_documents`), as
-    :func:`posbias_nb.measure.positional.calibrated_attention` reads them."""
+    and Hsieh et al.'s dummy prompts (:func:`posbias_nb.experiments.inference.prompt_documents`)."""
     texts = [t for it in part["items"] for t in it["prompts"]]
     if len(texts) != len(rec["prompts"]):
         raise ValueError(f"{len(texts)} prompt texts for {len(rec['prompts'])} records")
-    out = []
-    for text, want in zip(texts, rec["prompts"]):
-        ids, spans = qa.document_token_spans(codec, text)
-        if list(ids) != list(want):
-            raise ValueError("a prompt's documents were read from another encoding than its ids")
-        dums = []
-        for alt, cs in qa.dummy_documents(text):
-            dids, (sp,) = qa.document_token_spans(codec, alt, [cs])
-            dums.append({"prompt_ids": dids, "span": sp})
-        out.append((spans, dums))
-    return out
-
-
-def _calibrated(m, ids, docs):
-    """One prompt's recorded pass and the calibrated attention of its documents (eq. 4)."""
-    from ..measure.positional import calibrated_attention
-    from ..measure.prefix import Prefix
-
-    pre = Prefix(m, ids)
-    return pre, calibrated_attention(m, pre, docs[0], docs[1])["relevance"]
+    return [inference.prompt_documents(codec, t, want) for t, want in zip(texts, rec["prompts"])]
 
 
 def _calibration_scores(m, codec, part, rec, settings):
@@ -245,7 +225,7 @@ def _calibration_scores(m, codec, part, rec, settings):
     lp, ok = np.zeros((len(settings), n)), np.zeros((len(settings), n), dtype=bool)
     rel = []
     for i in range(n):
-        pre, r = _calibrated(m, rec["prompts"][i], docs[i])
+        pre, r = inference.calibrated_relevance(m, rec["prompts"][i], docs[i])
         lp[:, i], ok[:, i] = (v[:, 0] for v in inference.score_remedy(
             m, [rec["prompts"][i]], [rec["answers"][i]], "attention-calibration", settings,
             base=False, spans=[docs[i][0]], relevance=[r], prefixes=[pre]))
@@ -393,6 +373,32 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     return out
 
 
+def calibration_recall(relevance, slot, positions) -> dict:
+    """A description that decides nothing: how often Hsieh et al.'s calibrated attention
+    ranks the gold passage first among a prompt's documents (the premise of their eq. 5, which
+    moves the attention towards the documents it ranks high).  ``relevance`` ``(n, K)``, the
+    gold slot index of each prompt ``slot`` (into ``positions``, the 0-based gold documents).
+    Returns ``hits``, ``n``, the share with its Wilson interval over prompts (the prompts of
+    one question are not independent: read it as a description), ``chance`` (1/K) and the
+    share per gold slot.
+
+    >>> r = calibration_recall([[0.3, 0.1], [0.0, 0.2], [0.5, 0.1]], [0, 1, 1], [0, 1])
+    >>> r["hits"], r["n"], r["chance"], r["by_slot"]
+    (2, 3, 0.5, [1.0, 0.5])
+    """
+    R = np.asarray(relevance, dtype=float)
+    slot = np.asarray(slot, dtype=np.int64)
+    pos = np.asarray(positions, dtype=np.int64)
+    if R.ndim != 2 or R.shape[0] != slot.size or R.shape[0] < 1 or slot.min() < 0 or \
+            slot.max() >= pos.size or pos.max() >= R.shape[1]:
+        raise ValueError(f"relevance (n, K) with one gold slot per prompt, got shapes "
+                         f"{R.shape}, {slot.shape} and positions {list(pos)}")
+    hit = R.argmax(1) == pos[slot]
+    return {"hits": int(hit.sum()), "n": int(hit.size), "chance": 1.0 / R.shape[1],
+            "share": _iv(stats.proportion_interval(int(hit.sum()), int(hit.size))),
+            "by_slot": [float(hit[slot == j].mean()) for j in range(pos.size)]}
+
+
 def _peak_kb():
     try:
         with open("/proc/self/status") as f:
@@ -458,7 +464,7 @@ def _timed_calibration(m, codec, part, rec, i, name, kw):
         ctx = contextlib.nullcontext()
     else:
         docs = _documents(codec, {"items": [{"prompts": [text]}]}, {"prompts": [p]})[0]
-        _, rel = _calibrated(m, p, docs)
+        _, rel = inference.calibrated_relevance(m, p, docs)
         ctx = remedy(m, name, **kw, start=len(p) - 1, spans=docs[0], relevance=rel)
     with ctx:
         score_batch(m, [p], [a])
@@ -806,6 +812,13 @@ def _page(obj, png) -> str:
                f"<code>--remedy-file remedy.json</code>).</p>") if win else \
         "<p><b>No remedy helps on the test part.</b> No remedy file is written.</p>"
     sp = obj["split"]
+    rc = c["attention-calibration"].get("recall")
+    recall = "" if not rc else (
+        f"Its calibrated attention ranks the gold passage first in {rc['hits']} of the "
+        f"{rc['n']} tuning prompts ({100 * rc['share']['estimate']:.0f}%, 95% Wilson "
+        f"{100 * rc['share']['low']:.0f} to {100 * rc['share']['high']:.0f}% over prompts; "
+        f"chance {100 * rc['chance']:.0f}%): eq. 5 moves the attention towards the passages it "
+        f"ranks high.")
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <title>posbias fix: {html.escape(meta['model'])}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}
@@ -832,7 +845,7 @@ Rule: {html.escape(meta['rule'])}; edge loss {meta['edge_loss']} nats. Scoring:
 al.'s calibration: the relevance of each prompt's documents measured on that prompt, each
 document replaced in turn by the dummy document "{html.escape(meta['dummy'])}" (one extra pass
 per document, counted in its latency); the remedy file carries the temperature, and the caller
-gives each prompt's spans and relevance.</p>
+gives each prompt's spans and relevance. {recall}</p>
 <p>posbias_nb {html.escape(meta['version'])}, definition {meta['definition']}, model
 fingerprint {html.escape(meta['fingerprint'])}.</p>
 </body></html>

@@ -37,6 +37,7 @@ from ..measure.prefix import Prefix, score_after_prefix
 from ..measure.scoring import score_batch
 from ..models.remedies import REMEDIES, check_applicable, later_layers, ms_poe_state
 from ..results import Result
+from ..tasks import qa
 from ..tasks.retrieval import dummy_prompts
 from ..tasks.text import random_ascii_batch, text_batch
 from . import retrieval as ret
@@ -45,7 +46,8 @@ from .design import Design, check
 __all__ = ["DESIGN", "CHAPTER", "ARMS", "GRID", "FAMILIES", "channel", "text_prior", "tune",
            "task_arms", "prior_arms", "cost_arms", "summary", "decisions", "diagnostics",
            "remedy_run",
-           "retrieval_remedy_run", "parse_params", "slots", "arm_params", "score_remedy"]
+           "retrieval_remedy_run", "parse_params", "slots", "arm_params", "score_remedy",
+           "prompt_documents", "calibrated_relevance"]
 
 _DEF = "inference-v3"  # bump when a definition below changes (the design has its own hash)
 
@@ -733,6 +735,30 @@ def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, sp
             return models.remedy(m, name, **dict(kw, start=[len(P[q]) - 1 for q in rows]))
         lp[j + bool(base)], ok[j + bool(base)] = score_batch(m, P, A, within=within)
     return lp, ok
+
+
+def prompt_documents(codec, text: str, ids=None) -> tuple[list, list]:
+    """The token spans of the documents of the prompt ``text`` (a QA or key-value task prompt,
+    :func:`posbias_nb.tasks.qa.document_token_spans`) and Hsieh et al.'s dummy prompts, each
+    document replaced in turn by the dummy (:func:`posbias_nb.tasks.qa.dummy_documents`), as
+    :func:`~posbias_nb.measure.positional.calibrated_attention` reads them.  ``ids``: the
+    prompt's ids as the caller encoded them, which must be these."""
+    got, spans = qa.document_token_spans(codec, text)
+    if ids is not None and list(got) != list(map(int, ids)):
+        raise ValueError("a prompt's documents were read from another encoding than its ids")
+    dums = []
+    for alt, cs in qa.dummy_documents(text):
+        dids, (sp,) = qa.document_token_spans(codec, alt, [cs])
+        dums.append({"prompt_ids": dids, "span": sp})
+    return spans, dums
+
+
+def calibrated_relevance(m, ids, docs):
+    """One prompt's recorded pass (:class:`~posbias_nb.measure.prefix.Prefix`) and the
+    calibrated attention of its documents (Hsieh et al.'s eq. 4), ``docs`` from
+    :func:`prompt_documents`."""
+    pre = Prefix(m, ids)
+    return pre, calibrated_attention(m, pre, docs[0], docs[1])["relevance"]
 
 
 def retrieval_remedy_run(model, name: str | None, params: dict | None = None,

@@ -193,8 +193,11 @@ def task_run(model, data, documents: int | None = None, positions=None,
         the answers' log p as ``posbias fix`` scores them
         (:func:`posbias_nb.experiments.inference.score_remedy`), the greedy answer decoded
         under the remedy with a key-value cache (equal to full passes:
-        ``tests/test_fix.py``).  Refused on a model it was not made for, and for the attention
-        calibration (its documents' spans are measured per prompt).
+        ``tests/test_fix.py``).  A file of the attention calibration: each prompt's documents
+        are found in its text and their relevance measured on it (one extra pass per
+        document, :func:`posbias_nb.experiments.inference.prompt_documents`); a prompt with fewer
+        than two documents (closed-book, oracle) is left as it is, which the calibration would
+        not change.  Refused on a model it was not made for.
 
     Returns
     -------
@@ -209,8 +212,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
     ValueError
         Every refusal of :func:`prepare`; an unknown model or weights not installed; prompts
         beyond the model's context (how many, and the longest); a remedy file refused
-        (:func:`posbias_nb.models.remedy_file.read`, made for another model, or the attention
-        calibration).
+        (:func:`posbias_nb.models.remedy_file.read`, or made for another model).
     """
     path = Path(data)
     P = prepare(path, documents, positions, examples, keys, seed, fmt, select)  # no model yet
@@ -244,12 +246,15 @@ def task_run(model, data, documents: int | None = None, positions=None,
         lp, gens = np.zeros(len(rows)), []
         bar = tqdm(list(zip(rows, ids)), disable=not progress, file=sys.stderr, leave=False,
                    desc="task", unit="prompt")
-        for r, ((e, _, _), pid) in enumerate(bar):
+        for r, ((e, _, t), pid) in enumerate(bar):
             answers = [_answer_ids(codec, a) for a in P["items"][e]["answers"]]
-            if rem is None:
+            here = rem
+            if rem is not None and rem[0] == "attention-calibration":
+                here = _calibration_here(m, codec, rem, t, pid)
+            if here is None:
                 lps, g = score_and_generate(m, pid, answers, max_new_tokens, stop=stop, eos=eos)
             else:
-                lps, g = _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos)
+                lps, g = _under_remedy(m, here, pid, answers, max_new_tokens, stop, eos)
             lp[r] = max(lps)  # the best of the gold answers
             gens.append(g)
         text = [codec.decode(g) for g in gens]
@@ -272,12 +277,25 @@ def _remedy(model, file, weights):
     from .inference import _from_file
 
     name, kw = _from_file(model, file, weights)
-    if name == "attention-calibration":
-        raise ValueError(f"remedy file {file}: the attention calibration reweights each "
-                         f"prompt's documents by their measured spans; posbias task does not "
-                         f"apply it (posbias retrieval --remedy-file does, on the kv task)")
     check_applicable(ret._load(model, weights, 0)[0], name)
     return name, kw
+
+
+def _calibration_here(m, codec, rem, text, pid):
+    """The calibration file ``rem`` with the spans and relevance of this prompt's documents
+    (Hsieh et al.'s eq. 4, measured on it), or None for a prompt of fewer than two documents,
+    which the calibration leaves as it is."""
+    from .inference import calibrated_relevance, prompt_documents
+
+    try:
+        spans = qa.document_char_spans(text)
+    except ValueError:
+        return None
+    if len(spans) < 2:
+        return None
+    docs = prompt_documents(codec, text, pid)
+    _, rel = calibrated_relevance(m, pid, docs)
+    return rem[0], dict(rem[1], spans=docs[0], relevance=rel)
 
 
 def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):
@@ -289,7 +307,13 @@ def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):
     from .inference import score_remedy
 
     name, kw = rem
-    lp, _ = score_remedy(m, [pid] * len(answers), answers, name, [kw], base=False)
+    if name == "attention-calibration":
+        kw = dict(kw)
+        docs = {"spans": [kw.pop("spans")] * len(answers),
+                "relevance": [kw.pop("relevance")] * len(answers)}
+    else:
+        docs = {}
+    lp, _ = score_remedy(m, [pid] * len(answers), answers, name, [kw], base=False, **docs)
     with _within(m, rem, len(pid)):
         g = generate_greedy(m, pid, max_new_tokens, stop=stop, eos=eos)
     return [float(v) for v in lp[0]], g

@@ -370,6 +370,8 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
                      "setting": None if j is None else dict(GRID[name][j]),
                      "params": None if j is None else
                      _settings_params(name, [GRID[name][j]], ch["channel"])[0]}
+    out["attention-calibration"]["recall"] = calibration_recall(
+        np.asarray(cal["relevance"]), rec["slot"], tune_part["positions"])
     return out
 
 

@@ -191,7 +191,7 @@ def _cmd_fix(args):
 
     res = fix(args.model, args.data, documents=args.documents, examples=args.examples,
               seed=args.seed, weights=args.weights, quick=args.quick, edge_loss=args.edge_loss,
-              progress=not args.quiet)
+              progress=not args.quiet, remedies=args.remedies)
     paths = write_fix(res, args.out)
     got = res["winner"]
     print(f"posbias: wrote {', '.join(paths.values())}" + (
@@ -400,6 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--quick", action="store_true",
                    help="fewer and shorter prompts, a smaller channel search and cost "
                         "measurement (the same grids and rules)")
+    f.add_argument("--remedies", default=None, metavar="A,B",
+                   help="the remedies searched, comma-separated (default all: hidden-scaling, "
+                        "ms-poe, attention-calibration; the calibration costs one extra pass "
+                        "per document and prompt)")
     f.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     f.add_argument("--out", required=True, metavar="DIR",
                    help="directory for index.html, fix.json and remedy.json (checked before "

@@ -310,3 +310,52 @@ def test_task_under_a_calibration_file_equals_full_passes(tmp_path, model_dir):
                 got[i]["output"] == base[i]["output"]
             i += 1
     assert i == len(got) and moved > 0
+
+
+def test_remedies_searched_are_the_ones_asked_for(tmp_path, monkeypatch, model_dir):
+    """--remedies: a remedy left out is neither measured nor returned (its cache entry is not
+    even asked for), Holm's family is the ones judged; the calibration alone scores the model
+    as it is in an entry of its own, without the channel search."""
+    f = tmp_path / "t.jsonl.gz"
+    with gzip.open(f, "wt") as fh:
+        for r in _qa_rows(30):
+            fh.write(json.dumps(r) + "\n")
+    parts = []
+    real = fix_mod.cache.cached
+
+    def spy(ns, params, compute, *a, **k):
+        parts.append(params.get("part"))
+        return real(ns, params, compute, *a, **k)
+    monkeypatch.setattr(fix_mod.cache, "cached", spy)
+    kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9)
+    res = fix_mod.fix(model_dir, f, remedies="ms-poe,hidden-scaling", **kw)
+    assert set(res["tuning"]) == {"channel", "hidden-scaling", "ms-poe"}
+    assert res.meta["remedies"] == ["hidden-scaling", "ms-poe"]
+    assert not any("calibration" in str(p) for p in parts) and "tune" in parts
+
+    def no_search(*a, **k):
+        raise AssertionError("the channel search ran")
+    monkeypatch.setattr(fix_mod, "_candidates", no_search)
+    parts.clear()
+    res = fix_mod.fix(model_dir, f, remedies=["attention-calibration"], **kw)
+    assert set(res["tuning"]) == {"channel", "attention-calibration"}
+    assert "tune" not in parts and {"tune-base", "tune-calibration"} <= set(parts)
+    assert set(res["test"]) - {"base", "n_examples"} == {"attention-calibration"}
+    assert res["test"]["attention-calibration"]["level"] == pytest.approx(0.95)  # a family of 1
+    for bad in ("magic", "ms-poe,ms-poe", [], "ms-poe;hidden-scaling"):
+        with pytest.raises(ValueError, match="remedies must be distinct names"):
+            fix_mod.fix(model_dir, f, remedies=bad, **kw)
+
+
+def test_command_refuses_unknown_remedies_one_line(tmp_path, capsys, model_dir):
+    from posbias_nb import cli
+
+    f = tmp_path / "t.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in _qa_rows(30)))
+    out = tmp_path / "new" / "fix"
+    argv = ["fix", "--model", model_dir, "--data", str(f), "--out", str(out), "--quick",
+            "--remedies", "hidden-scaling,magic"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "remedies must be distinct names" in err[0], err
+    assert not (tmp_path / "new").exists()

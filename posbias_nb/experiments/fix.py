@@ -72,7 +72,7 @@ from . import retrieval as ret
 from . import task as _task
 
 __all__ = ["DESIGN", "GRID", "REMEDIES", "DEFAULTS", "QUICK", "split", "fix_positions", "choose",
-           "evaluate", "fix", "write_fix", "calibration_recall"]
+           "evaluate", "fix", "write_fix", "calibration_recall", "select_remedies"]
 
 _DEF = "fix-v1"  # bump when a definition below changes the numbers
 _CAL_DEF = "fix-calibration-v1"  # the same for the attention calibration's entries
@@ -131,6 +131,24 @@ DESIGN = Design("fix", {
     "compare": "the inference chapter's task verdicts of hidden scaling and Ms-PoE on the same "
                "model (key-value prompts): the same word or not, and why",
 })
+
+
+def select_remedies(remedies=None) -> tuple:
+    """The remedies a run searches, in :data:`REMEDIES`' order: all of them for None, else the
+    given names (a comma-separated string or a sequence).
+
+    >>> select_remedies("attention-calibration,hidden-scaling")
+    ('hidden-scaling', 'attention-calibration')
+    """
+    if remedies is None:
+        return tuple(REMEDIES)
+    names = [r.strip() for r in remedies.split(",")] if isinstance(remedies, str) else \
+        [str(r) for r in remedies]
+    bad = [r for r in names if r not in REMEDIES]
+    if bad or not names or len(set(names)) != len(names):
+        raise ValueError(f"remedies must be distinct names among {', '.join(REMEDIES)}, got "
+                         f"{remedies!r}")
+    return tuple(r for r in REMEDIES if r in names)
 
 
 def split(n: int, test_share: float = DEFAULTS["test_share"], seed: int = 0):
@@ -271,7 +289,7 @@ def _fits_prefix(m, rec) -> bool:
 
 
 def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", info=None,
-           key=None) -> dict:
+           key=None, remedies=REMEDIES) -> dict:
     """Step 2 of the module docstring on the prepared tuning part: ``{remedy: {"grid",
     "middle_gain", "edge_change" (mean per setting), "eligible", "chosen" (index or None),
     "setting", "params" (the chosen setting's remedy parameters), "reason"}, "channel": {...}}``.
@@ -279,7 +297,8 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     Hidden scaling: Yu et al.'s stage 3 picks the channel among the candidates of stages 1
     and 2 (the lowest mean per-token cross-entropy of the answers at their scale 0, on the
     tuning prompts at the middle slots); then every scale of the grid is scored with that
-    channel and the edge rule and the middle gain pick the scale.  Cached."""
+    channel and the edge rule and the middle gain pick the scale.  Cached.  ``remedies``: the
+    ones searched (:func:`fix`'s ``remedies``); the others are neither measured nor returned."""
     n_pos = len(tune_part["positions"])
     sl = _slots(n_pos)
     scales = [float(g["scale"]) for g in GRID["hidden-scaling"]]
@@ -315,7 +334,15 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
         out["ms-poe#logprob"] = lp
         return out
 
-    res = cache.cached("fix-tune", dict(key, part="tune"), compute)
+    def compute_base():  # the model as it is alone, where neither prompt-only remedy is searched
+        m, tok, codec, rec = _records(model, weights, seed, tune_part)
+        _check_context(info, rec, "tuning")
+        lp = inference.score_remedy(m, rec["prompts"], rec["answers"], "ms-poe", [])[0][0]
+        return {"example": rec["example"], "slot": rec["slot"], "base#logprob": lp}
+
+    prompt_only = any(r in _PROMPT_ONLY for r in remedies)
+    res = cache.cached("fix-tune", dict(key, part="tune"), compute) if prompt_only else \
+        cache.cached("fix-tune", dict(key, part="tune-base"), compute_base)
 
     def compute_cal():
         m, tok, codec, rec = _records(model, weights, seed, tune_part)
@@ -326,18 +353,21 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
                 "relevance": rel}
 
     cal = cache.cached("fix-tune", _cal_key(key, "tune-calibration", grid=[
-        dict(s) for s in GRID["attention-calibration"]]), compute_cal)
+        dict(s) for s in GRID["attention-calibration"]]), compute_cal) \
+        if "attention-calibration" in remedies else None
     n_ex = len(tune_part["items"])
     rec = {"example": np.asarray(res["example"]), "slot": np.asarray(res["slot"])}
-    if not (np.array_equal(np.asarray(cal["example"]), rec["example"]) and
-            np.array_equal(np.asarray(cal["slot"]), rec["slot"])):
+    if cal is not None and not (np.array_equal(np.asarray(cal["example"]), rec["example"]) and
+                                np.array_equal(np.asarray(cal["slot"]), rec["slot"])):
         raise ValueError("the calibration's tuning records are not the other remedies'")
     base_lp = np.asarray(res["base#logprob"])
-    cand = [int(c) for c in np.asarray(res["candidates"]).reshape(-1)]
-    ch = {"candidates": cand, "prefix_reuse": bool(res["prefix_reuse"]), "channel": None,
-          "losses": [], "baseline_loss": None, "reason": None}
+    cand = [int(c) for c in np.asarray(res["candidates"]).reshape(-1)] if prompt_only else []
+    ch = {"candidates": cand, "prefix_reuse": bool(res["prefix_reuse"]) if prompt_only else
+          None, "channel": None, "losses": [], "baseline_loss": None, "reason": None}
     scores = {}
-    if cand:
+    if not prompt_only:
+        ch["reason"] = "hidden scaling was not searched"
+    elif cand:
         losses = [float(v) for v in np.asarray(res["stage3_losses"])]
         ch.update(channel=cand[int(np.argmin(losses[1:]))], losses=losses[1:],
                   baseline_loss=losses[0])
@@ -345,11 +375,13 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     else:
         ch["reason"] = "Yu et al.'s first stage found no channel monotone in more than a " \
                        "quarter of the layers"
-    scores["ms-poe"] = np.asarray(res["ms-poe#logprob"])
-    scores["attention-calibration"] = np.asarray(cal["logprob"])
+    if prompt_only:
+        scores["ms-poe"] = np.asarray(res["ms-poe#logprob"])
+    if cal is not None:
+        scores["attention-calibration"] = np.asarray(cal["logprob"])
     out = {"channel": ch}
     base = _matrix(base_lp, rec, n_ex, n_pos)
-    for name in REMEDIES:
+    for name in remedies:
         if name not in scores:
             out[name] = {"grid": [dict(s) for s in GRID[name]], "middle_gain": [],
                          "edge_change": [], "eligible": [], "chosen": None, "setting": None,
@@ -370,8 +402,9 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
                      "setting": None if j is None else dict(GRID[name][j]),
                      "params": None if j is None else
                      _settings_params(name, [GRID[name][j]], ch["channel"])[0]}
-    out["attention-calibration"]["recall"] = calibration_recall(
-        np.asarray(cal["relevance"]), rec["slot"], tune_part["positions"])
+    if cal is not None:
+        out["attention-calibration"]["recall"] = calibration_recall(
+            np.asarray(cal["relevance"]), rec["slot"], tune_part["positions"])
     return out
 
 
@@ -493,13 +526,13 @@ def _cost(m, tok, name, kw, sizes, seed):
 
 
 def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info=None,
-             key=None) -> dict:
+             key=None, remedies=REMEDIES) -> dict:
     """Steps 3 and 4 of the module docstring on the prepared test part, for the remedies of
     ``chosen`` (:func:`choose`) that have a setting.  Cached, the timings included (they are
     measured once, with the scores they belong to)."""
     n_pos = len(test_part["positions"])
     sl = _slots(n_pos)
-    names = [r for r in REMEDIES if chosen[r]["chosen"] is not None]
+    names = [r for r in remedies if chosen[r]["chosen"] is not None]
     plain = {r: chosen[r]["params"] for r in names if r in _PROMPT_ONLY}
     cal_name = "attention-calibration"
 
@@ -624,7 +657,7 @@ def _iv(t) -> dict:
 def fix(model, data, documents: int | None = None, examples: int | None = None,
         seed: int = DEFAULTS["seed"], weights: str = "pretrained", quick: bool = False,
         edge_loss: float = DEFAULTS["edge_loss"], test_share: float = DEFAULTS["test_share"],
-        progress: bool = False) -> Result:
+        progress: bool = False, remedies=None) -> Result:
     """Choose and judge a remedy for ``model`` on the task file ``data`` (module docstring).
 
     Parameters
@@ -644,6 +677,10 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         the tuning part.
     quick : bool
         :data:`QUICK` sizes (fewer, shorter prompts; a smaller channel search and cost).
+    remedies : sequence of str or None
+        The remedies searched and judged (default all of :data:`REMEDIES`); Holm's family is
+        the remedies judged.  The calibration costs one extra pass per document and prompt,
+        so leaving it out is the quick way to try the other two.
 
     Returns
     -------
@@ -656,10 +693,12 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     ------
     ValueError
         Every refusal of :func:`posbias_nb.experiments.task.prepare`, a split that leaves fewer
-        than 2 examples in a part, prompts beyond the model's context, a negative edge loss.
+        than 2 examples in a part, prompts beyond the model's context, a negative edge loss,
+        an unknown or repeated remedy.
     """
     from .. import __version__
 
+    sel = select_remedies(remedies)
     sizes = dict(QUICK if quick else DEFAULTS)
     path = Path(data)
     E = sizes["examples"] if examples is None else positive_int("examples", examples,
@@ -694,12 +733,12 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         bar.set_description("fix: tuning part")
         tune_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
                                   pool_exclude=test_idx)
-        choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key)
+        choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key, sel)
         bar.update()
         bar.set_description("fix: test part")
         test_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
                                   pool_exclude=tune_idx)
-        judged = evaluate(model, test_part, choice, sizes, seed, weights, info, key)
+        judged = evaluate(model, test_part, choice, sizes, seed, weights, info, key, sel)
         bar.update()
     finally:
         bar.close()
@@ -725,7 +764,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
             "edge_loss": float(edge_loss), "test_share": float(test_share),
             "dummy": f"{qa.DUMMY_DOCUMENT.title}: {qa.DUMMY_DOCUMENT.text}" if fmt != "liu-kv"
             else '"{}": "{}"'.format(*qa.DUMMY_RECORD),
-            "definition": _DEF, "level": 0.95, "version": __version__,
+            "definition": _DEF, "level": 0.95, "version": __version__, "remedies": list(sel),
             "scoring": "teacher-forced log p of the file's first gold answer; accuracy: its "
                        "greedy match token by token (not best_subspan_em of a free generation)",
             "rule": "tuning: the largest mean middle-slot gain among the settings whose mean "
@@ -786,7 +825,7 @@ def _page(obj, png) -> str:
                                       f"{f(iv['high'], d)}]"
 
     rows, sents = [], []
-    for r in REMEDIES:
+    for r in [r for r in REMEDIES if r in c]:
         ch = c[r]
         grid = "; ".join(f"{json.dumps(s)}: middle {f(m)}, edges {f(e)}"
                          for s, m, e in zip(ch["grid"], ch["middle_gain"], ch["edge_change"]))
@@ -814,7 +853,7 @@ def _page(obj, png) -> str:
                f"<code>--remedy-file remedy.json</code>).</p>") if win else \
         "<p><b>No remedy helps on the test part.</b> No remedy file is written.</p>"
     sp = obj["split"]
-    rc = c["attention-calibration"].get("recall")
+    rc = c.get("attention-calibration", {}).get("recall")
     recall = "" if not rc else (
         f"Its calibrated attention ranks the gold passage first in {rc['hits']} of the "
         f"{rc['n']} tuning prompts ({100 * rc['share']['estimate']:.0f}%, 95% Wilson "

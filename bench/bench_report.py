@@ -29,19 +29,23 @@ def _weights_dir() -> str:
     return str(Path(live) / "weights")
 
 
+def timed(args, model: str, out_flag: bool = True) -> dict:
+    """Seconds of ``posbias ARGS --quiet --out DIR`` as its own process, with an empty
+    measurement cache and the de-quantized weights kept."""
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, POSBIAS_CACHE_DIR=d, POSBIAS_WEIGHTS_DIR=_weights_dir(),
+                   HF_HUB_OFFLINE="1")
+        cmd = [sys.executable, "-m", "posbias_nb", *args, "--quiet"] + \
+            (["--out", str(Path(d) / "out")] if out_flag else [])
+        load = os.getloadavg()[0]
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        return {"model": model, "seconds": round(time.perf_counter() - t, 1),
+                "load_average_before": round(load, 2)}
+
+
 def main() -> dict:
-    rows = []
-    for model in MODELS:
-        with tempfile.TemporaryDirectory() as d:
-            env = dict(os.environ, POSBIAS_CACHE_DIR=d, POSBIAS_WEIGHTS_DIR=_weights_dir(),
-                       HF_HUB_OFFLINE="1")
-            cmd = [sys.executable, "-m", "posbias_nb", "report", "--model", model, "--quick",
-                   "--quiet", "--out", str(Path(d) / "out")]
-            load = os.getloadavg()[0]
-            t = time.perf_counter()
-            subprocess.run(cmd, env=env, check=True, capture_output=True)
-            rows.append({"model": model, "seconds": round(time.perf_counter() - t, 1),
-                         "load_average_before": round(load, 2)})
+    rows = [timed(["report", "--model", model, "--quick"], model) for model in MODELS]
     out = {"command": "posbias report --model M --quick", "cache": "empty measurement cache, "
            "de-quantized weights present", "runs": rows, "target_s": TARGET_S,
            "cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine(),

@@ -46,17 +46,28 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     yield
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny Llama with a 4096-token context and no tokenizer (its prompts read as UTF-8
-    bytes): long task-file prompts fit (tests of posbias task and report --task-data)."""
+def _tiny_llama(tmp_path_factory, layers: int) -> str:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2,
+    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64,
+                      num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
                       max_position_embeddings=4096)
-    d = tmp_path_factory.mktemp("llama-4k")
+    d = tmp_path_factory.mktemp(f"llama-{layers}x-4k")
     LlamaForCausalLM(cfg).save_pretrained(str(d))
     return str(d)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A tiny Llama with a 4096-token context and no tokenizer (its prompts read as UTF-8
+    bytes): long task-file prompts fit (tests of posbias task and report --task-data)."""
+    return _tiny_llama(tmp_path_factory, 2)
+
+
+@pytest.fixture(scope="module")
+def llama4_dir(tmp_path_factory):
+    """The same with four layers (Ms-PoE patches layers 2 to T-1: two of them here; the
+    calibration the later half): the tests of posbias fix."""
+    return _tiny_llama(tmp_path_factory, 4)

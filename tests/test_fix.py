@@ -34,19 +34,8 @@ KW = dict(documents=4, examples=8, quick=True)
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny Llama of four layers (Ms-PoE patches layers 2 to T-1: two of them here), a
-    4096-token context and no tokenizer (prompts read as UTF-8 bytes)."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                      num_attention_heads=2, num_key_value_heads=2,
-                      max_position_embeddings=4096)
-    d = tmp_path_factory.mktemp("llama-4x")
-    LlamaForCausalLM(cfg).save_pretrained(str(d))
-    return str(d)
+def model_dir(llama4_dir):
+    return llama4_dir
 
 
 def test_split_is_seeded_disjoint_and_complete():

@@ -155,16 +155,8 @@ def _qa_rows(n):
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                      num_attention_heads=2, num_key_value_heads=2,
-                      max_position_embeddings=4096)
-    d = tmp_path_factory.mktemp("llama-4x-cal")
-    LlamaForCausalLM(cfg).save_pretrained(str(d))
-    return str(d)
+def model_dir(llama4_dir):
+    return llama4_dir
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,7 @@ Every measurement is cached (namespaces ``fix-tune`` and ``fix-test``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -462,19 +463,23 @@ def _timed(m, p, a, name, kw):
     """Seconds and extra peak memory (MiB, or NaN where it cannot be read) of one full scoring
     pass of prompt ``p`` with answer ``a`` (:func:`~posbias_nb.measure.scoring.score_batch`),
     inside the remedy (from the prompt's last row) when ``name`` is given."""
-    import contextlib
-
-    from ..measure.scoring import score_batch
     from ..models import remedy
 
-    if name is None:
-        ctx = contextlib.nullcontext()
-    else:
-        ctx = remedy(m, name, **kw, **({} if name == "hidden-scaling-all" else
-                                       {"start": len(p) - 1}))
+    def ctx():
+        if name is None:
+            return contextlib.nullcontext()
+        return remedy(m, name, **kw, **({} if name == "hidden-scaling-all" else
+                                        {"start": len(p) - 1}))
+    return _seconds_and_peak(m, p, a, ctx)
+
+
+def _seconds_and_peak(m, p, a, ctx):
+    """:func:`_timed`'s measurement: the context ``ctx()`` is made inside the timed span."""
+    from ..measure.scoring import score_batch
+
     before = _peak_kb() if _reset_peak() else None
     t0 = time.perf_counter()
-    with ctx:
+    with ctx():
         score_batch(m, [p], [a])
     dt = time.perf_counter() - t0
     after = _peak_kb()
@@ -486,27 +491,18 @@ def _timed_calibration(m, codec, part, rec, i, name, kw):
     """:func:`_timed` for the attention calibration: record ``i`` scored by one full pass, as
     it is (``name`` None) or calibrated, its relevance measured first (the recorded pass and
     one extra pass per document, from the prompt's text), all inside the timed span."""
-    import contextlib
-
-    from ..measure.scoring import score_batch
     from ..models import remedy
 
     p, a = rec["prompts"][i], rec["answers"][i]
     text = [t for it in part["items"] for t in it["prompts"]][i]
-    before = _peak_kb() if _reset_peak() else None
-    t0 = time.perf_counter()
-    if name is None:
-        ctx = contextlib.nullcontext()
-    else:
+
+    def ctx():
+        if name is None:
+            return contextlib.nullcontext()
         docs = _documents(codec, {"items": [{"prompts": [text]}]}, {"prompts": [p]})[0]
         _, rel = inference.calibrated_relevance(m, p, docs)
-        ctx = remedy(m, name, **kw, start=len(p) - 1, spans=docs[0], relevance=rel)
-    with ctx:
-        score_batch(m, [p], [a])
-    dt = time.perf_counter() - t0
-    after = _peak_kb()
-    mem = float("nan") if before is None or after is None else (after - before) / 1024.0
-    return dt, mem
+        return remedy(m, name, **kw, start=len(p) - 1, spans=docs[0], relevance=rel)
+    return _seconds_and_peak(m, p, a, ctx)
 
 
 def _cost(m, tok, name, kw, sizes, seed):

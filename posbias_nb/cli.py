@@ -403,7 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--remedies", default=None, metavar="A,B",
                    help="the remedies searched, comma-separated (default all: hidden-scaling, "
                         "ms-poe, attention-calibration; the calibration costs one extra pass "
-                        "per document and prompt)")
+                        "per document and prompt; hidden scaling and Ms-PoE are measured "
+                        "together, so naming one still measures both)")
     f.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     f.add_argument("--out", required=True, metavar="DIR",
                    help="directory for index.html, fix.json and remedy.json (checked before "

@@ -49,6 +49,28 @@ def test_a_prompt_that_holds_the_dummy_is_refused():
         qa.dummy_documents(t)
 
 
+@pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
+def test_token_spans_with_a_real_tokenizer_and_its_chat_template(model):
+    """With a packaged BPE tokenizer (SmolLM2's has a chat template): the documents' token
+    spans are disjoint, each decodes to its document (give or take the boundary's spaces and
+    punctuation merged into a token), and each dummy's span decodes to the dummy."""
+    from posbias_nb import models as _models
+
+    tok = _models.packaged_tokenizer(model)
+    codec = Codec(tok, len(tok))
+    texts = [_qa(4), qa.kv_example_prompt([("a1b2", "c3d4"), ("e5f6", 'say "hi"'),
+                                           ("0a0b", "0c0d")], "e5f6")]
+    for t in texts:
+        ids, spans = qa.document_token_spans(codec, t)
+        assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1))
+        for (a, b), (c0, c1) in zip(spans, qa.document_char_spans(t)):
+            got = tok.decode(ids[a:b]).strip()
+            assert t[c0:c1].strip("{}, ") in got and len(got) <= len(t[c0:c1]) + 3, (got, t)
+        for alt, cs in qa.dummy_documents(t):
+            dids, ((a, b),) = qa.document_token_spans(codec, alt, [cs])
+            assert alt[cs[0]:cs[1]].strip('"') in tok.decode(dids[a:b])
+
+
 def test_token_spans_are_disjoint_and_cover_each_document():
     codec = Codec(None, 256)
     t = _qa(4)
@@ -127,11 +149,12 @@ def test_calibration_scores_equal_full_passes_under_the_remedy(tiny, name):
     full passes (beyond one), equals one full pass per prompt under the remedy."""
     m = tiny[name]
     g = np.random.default_rng(4)
-    P = [g.integers(0, 200, n).tolist() for n in (12, 13)]
+    # out of length order, so that the batch's sort reorders them (each row its own spans)
+    P = [g.integers(0, 200, n).tolist() for n in (13, 12)]
     if name == "gemma3-tiny":
-        P = [g.integers(0, 200, n).tolist() for n in (24, 27)]  # beyond the window of 16
+        P = [g.integers(0, 200, n).tolist() for n in (27, 24)]  # beyond the window of 16
     A = [g.integers(0, 200, 3).tolist() for _ in P]
-    S = [[(1, 4), (4, 8), (8, 11)], [(2, 5), (5, 9), (9, 12)]]
+    S = [[(1, 4), (4, 8), (8, 11)], [(2, 5), (5, 9), (9, 11)]]
     R = [np.array([0.02, -0.01, 0.0]), np.array([0.0, 0.03, -0.02])]
     settings = [{"temperature": 0.01}, {"temperature": 1.0}]
     pre = [Prefix(m, p) for p in P]
@@ -146,6 +169,9 @@ def test_calibration_scores_equal_full_passes_under_the_remedy(tiny, name):
     assert np.abs(lp[1] - lp[0]).max() > 1e-6
     with pytest.raises(ValueError, match="spans= and relevance="):
         score_remedy(m, P, A, "attention-calibration", settings)
+    with pytest.raises(ValueError, match="recorded passes of the 2 prompts"):
+        score_remedy(m, P, A, "attention-calibration", settings, spans=S, relevance=R,
+                     prefixes=pre[::-1])
 
 
 def _qa_rows(n):
@@ -334,6 +360,10 @@ def test_remedies_searched_are_the_ones_asked_for(tmp_path, monkeypatch, model_d
     assert "tune" not in parts and {"tune-base", "tune-calibration"} <= set(parts)
     assert set(res["test"]) - {"base", "n_examples"} == {"attention-calibration"}
     assert res["test"]["attention-calibration"]["level"] == pytest.approx(0.95)  # a family of 1
+    monkeypatch.undo()  # the channel search back, the spy gone
+    res = fix_mod.fix(model_dir, f, remedies=["ms-poe"], **kw)  # measured with hidden scaling
+    assert set(res["tuning"]) == {"channel", "ms-poe"}
+    assert set(res["test"]) - {"base", "n_examples"} <= {"ms-poe"}
     for bad in ("magic", "ms-poe,ms-poe", [], "ms-poe;hidden-scaling"):
         with pytest.raises(ValueError, match="remedies must be distinct names"):
             fix_mod.fix(model_dir, f, remedies=bad, **kw)
@@ -351,3 +381,29 @@ def test_command_refuses_unknown_remedies_one_line(tmp_path, capsys, model_dir):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "remedies must be distinct names" in err[0], err
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow
+def test_report_under_a_calibration_file(tmp_path, capsys, model_dir):
+    """posbias report --remedy-file with a calibration file: section 1's trained profile is the
+    unpatched one (text windows hold no documents), the summary says so, and section 3's
+    key-value prompts are scored under the calibration."""
+    from posbias_nb import cli
+    from posbias_nb.experiments.report import CALIBRATION_TEXT
+    from posbias_nb.measure import entry
+
+    m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
+    rf = remedy_file.write(tmp_path / "remedy.json", "attention-calibration",
+                           {"temperature": 5e-4}, m, model_dir)
+    base = ["report", "--model", model_dir, "--length", "300", "--quick", "--quiet"]
+    assert cli.main([*base, "--out", str(tmp_path / "plain")]) == 0
+    assert cli.main([*base, "--remedy-file", str(rf), "--out", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    plain = json.loads((tmp_path / "plain" / "report.json").read_text())
+    obj = json.loads((tmp_path / "r" / "report.json").read_text())
+    bt = obj["born_trained"]
+    assert bt["trained"]["curve"] == bt["unpatched"]["curve"] == \
+        plain["born_trained"]["trained"]["curve"]
+    assert CALIBRATION_TEXT in obj["summary"]
+    assert obj["meta"]["remedy"]["remedy"] == "attention-calibration"
+    assert json.dumps(obj["task"], sort_keys=True) != json.dumps(plain["task"], sort_keys=True)

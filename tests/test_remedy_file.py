@@ -62,6 +62,8 @@ def _good(tiny):
     (lambda o: o.update(remedy="magic"), "unknown remedy 'magic'"),
     (lambda o: o.update(remedy="prior-calibration"), "unknown remedy"),
     (lambda o: o.update(remedy="attention-calibration"), "got parameter .channel."),
+    (lambda o: o.update(remedy="attention-calibration", params={"temperature": 0.0}),
+     "temperature of attention-calibration must be a positive number"),
     (lambda o: o["params"].update(tau=1.0), "got parameter 'tau'"),
     (lambda o: o["params"].update(channel="3"), "must be int"),
     (lambda o: o["params"].pop("channel"), "needs channel"),

@@ -233,7 +233,13 @@ def _documents(codec, part, rec) -> list:
     texts = [t for it in part["items"] for t in it["prompts"]]
     if len(texts) != len(rec["prompts"]):
         raise ValueError(f"{len(texts)} prompt texts for {len(rec['prompts'])} records")
-    return [inference.prompt_documents(codec, t, want) for t, want in zip(texts, rec["prompts"])]
+    out = [inference.prompt_documents(codec, t, want) for t, want in zip(texts, rec["prompts"])]
+    k = part.get("documents")
+    bad = [len(sp) for sp, _ in out if k is not None and len(sp) != k]
+    if bad:
+        raise ValueError(f"a prompt of {k} documents was read as {bad[0]}: its text holds "
+                         f"another document header or record")
+    return out
 
 
 def _calibration_scores(m, codec, part, rec, settings):
@@ -299,7 +305,8 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     and 2 (the lowest mean per-token cross-entropy of the answers at their scale 0, on the
     tuning prompts at the middle slots); then every scale of the grid is scored with that
     channel and the edge rule and the middle gain pick the scale.  Cached.  ``remedies``: the
-    ones searched (:func:`fix`'s ``remedies``); the others are neither measured nor returned."""
+    ones searched (:func:`fix`'s ``remedies``); the others are not returned, and the
+    calibration, left out, is not measured (hidden scaling and Ms-PoE share one entry)."""
     n_pos = len(tune_part["positions"])
     sl = _slots(n_pos)
     scales = [float(g["scale"]) for g in GRID["hidden-scaling"]]
@@ -676,7 +683,10 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     remedies : sequence of str or None
         The remedies searched and judged (default all of :data:`REMEDIES`); Holm's family is
         the remedies judged.  The calibration costs one extra pass per document and prompt,
-        so leaving it out is the quick way to try the other two.
+        so leaving it out is the quick way to try the other two.  Hidden scaling and Ms-PoE
+        are measured together, in one entry whose key is the first design's (so its recorded
+        measurements serve): naming one of them measures both, and judges and returns only the
+        one named.
 
     Returns
     -------
@@ -844,13 +854,24 @@ def _page(obj, png) -> str:
                      f"{ivs(v['middle_gain'])} (95% t; Holm level {v['level']}): "
                      f"<b>{v['verdict']}</b>. Tuning grid: {html.escape(grid)}.</li>")
     win = obj["winner"]
+    call = ("models.remedy(model, \"remedy.json\", spans=..., relevance=..., start=...)</code> "
+            "with each prompt's document spans and their relevance (measure.positional."
+            "calibrated_attention), or <code>--remedy-file remedy.json</code> for posbias "
+            "task, retrieval and report") if win == "attention-calibration" else \
+        "models.remedy(model, \"remedy.json\")</code>, or <code>--remedy-file remedy.json</code>"
     verdict = (f"<p><b>{win}</b> holds on the test part: <code>remedy.json</code> applies it "
-               f"(<code>models.remedy(model, \"remedy.json\")</code>, or "
-               f"<code>--remedy-file remedy.json</code>).</p>") if win else \
+               f"(<code>{call}).</p>") if win else \
         "<p><b>No remedy helps on the test part.</b> No remedy file is written.</p>"
     sp = obj["split"]
+    hs_text = f"Yu et al.'s channel: {c['channel']['channel']}. " if "hidden-scaling" in c else ""
+    cal_text = "" if "attention-calibration" not in c else (
+        "Hsieh et al.'s calibration: the relevance of each prompt's documents measured on that "
+        "prompt, each document replaced in turn by the dummy document "
+        f"\"{html.escape(meta['dummy'])}\" (one extra pass per document, counted in its "
+        "latency); the remedy file carries the temperature, and the caller gives each "
+        "prompt's spans and relevance. ")
     rc = c.get("attention-calibration", {}).get("recall")
-    recall = "" if not rc else (
+    cal_text += "" if not rc else (
         f"Its calibrated attention ranks the gold passage first in {rc['hits']} of the "
         f"{rc['n']} tuning prompts ({100 * rc['share']['estimate']:.0f}%, 95% Wilson "
         f"{100 * rc['share']['low']:.0f} to {100 * rc['share']['high']:.0f}% over prompts; "
@@ -878,11 +899,7 @@ test part, with 95% t intervals over examples" src="{png}" style="max-width:100%
 lines {', '.join(map(str, sp['tune_lines']))}), {len(sp['test'])} to test (file lines
 {', '.join(map(str, sp['test_lines']))}). The test part was not read before the choice.
 Rule: {html.escape(meta['rule'])}; edge loss {meta['edge_loss']} nats. Scoring:
-{html.escape(meta['scoring'])}. Yu et al.'s channel: {c['channel']['channel']}. Hsieh et
-al.'s calibration: the relevance of each prompt's documents measured on that prompt, each
-document replaced in turn by the dummy document "{html.escape(meta['dummy'])}" (one extra pass
-per document, counted in its latency); the remedy file carries the temperature, and the caller
-gives each prompt's spans and relevance. {recall}</p>
+{html.escape(meta['scoring'])}. {hs_text}{cal_text}</p>
 <p>posbias_nb {html.escape(meta['version'])}, definition {meta['definition']}, model
 fingerprint {html.escape(meta['fingerprint'])}.</p>
 </body></html>

@@ -688,9 +688,10 @@ def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, sp
     scaling in every row), by batched full passes
     (:func:`~posbias_nb.measure.scoring.score_batch`).  Both equal full passes up to float
     rounding (``tests/test_remedy_oracles.py``).  The attention calibration reads each prompt's
-    documents: ``spans`` (the documents' token ranges of each prompt) and ``relevance`` (their
-    calibrated attention, :func:`~posbias_nb.measure.positional.calibrated_attention`), one
-    entry per prompt; ``prefixes`` may give each prompt's recorded
+    documents: ``spans`` (the documents' token ranges of each prompt, the same number of
+    documents in every prompt where they are scored by batched full passes) and ``relevance``
+    (their calibrated attention, :func:`~posbias_nb.measure.positional.calibrated_attention`),
+    one entry per prompt; ``prefixes`` may give each prompt's recorded
     :class:`~posbias_nb.measure.prefix.Prefix` (made for the relevance) to score on.
     """
     from ..measure.prefix import _smallest_window
@@ -703,9 +704,13 @@ def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, sp
     n = len(P)
     cal = name == "attention-calibration"
     if cal and (spans is None or relevance is None or len(spans) != n or len(relevance) != n):
-        raise ValueError("attention-calibration needs spans= and relevance=, one per prompt")
-    if prefixes is not None and len(prefixes) != n:
-        raise ValueError(f"{len(prefixes)} prefixes for {n} prompts")
+        raise ValueError(f"attention-calibration needs spans= and relevance=, one per prompt: "
+                         f"{n} prompts, {None if spans is None else len(spans)} spans, "
+                         f"{None if relevance is None else len(relevance)} relevances")
+    if prefixes is not None and (len(prefixes) != n or any(
+            list(pre.ids) != p for pre, p in zip(prefixes, P))):
+        raise ValueError(f"prefixes must be the recorded passes of the {n} prompts, in order "
+                         f"(got {len(prefixes)}, or one of another prompt)")
     lp = np.zeros((len(S) + bool(base), n))
     ok = np.zeros((len(S) + bool(base), n), dtype=bool)
     w = _smallest_window(m)
@@ -745,7 +750,8 @@ def prompt_documents(codec, text: str, ids=None) -> tuple[list, list]:
     prompt's ids as the caller encoded them, which must be these."""
     got, spans = qa.document_token_spans(codec, text)
     if ids is not None and list(got) != list(map(int, ids)):
-        raise ValueError("a prompt's documents were read from another encoding than its ids")
+        raise ValueError(f"a prompt's documents were read from another encoding than its ids "
+                         f"({len(got)} tokens against {len(ids)})")
     dums = []
     for alt, cs in qa.dummy_documents(text):
         dids, (sp,) = qa.document_token_spans(codec, alt, [cs])

@@ -1164,10 +1164,14 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
                        "the summary relies on.</p>")
         for sk in tk["heatmap"]["skipped"]:
             out.append(f"<p>Length {sk['length']} skipped: {e(sk['reason'])}</p>")
-        out.append("<h2>4. Span view</h2><p>Influence on the answer position summed over each "
-                   "key-value pair (measure.span_profile), gold pair at the middle slot (left) "
-                   "and the gold pair's share by its position (right).</p>")
-        out.append(f'<img alt="span view" src="{figs["spans"]}">')
+        if "spans" in figs:
+            out.append("<h2>4. Span view</h2><p>Influence on the answer position summed over "
+                       "each key-value pair (measure.span_profile), gold pair at the middle "
+                       "slot (left) and the gold pair's share by its position (right).</p>")
+            out.append(f'<img alt="span view" src="{figs["spans"]}">')
+        else:
+            out.append("<h2>4. Span view</h2><p>Left out under a remedy: it reads the "
+                       "unpatched model's influence on the task's prompts.</p>")
     else:
         out.append(f"<p>Not run: {e(tk['reason'])}</p>")
         out.append("<h2>4. Span view</h2><p>Not run: it reads the influence over the pairs of "

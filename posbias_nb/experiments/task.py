@@ -223,7 +223,10 @@ def task_run(model, data, documents: int | None = None, positions=None,
                            definition=_DEF, data=_sha256(path), format=P["format"],
                            chosen=P["chosen"], positions=P["positions"],
                            max_new_tokens=max_new_tokens,
-                           **({} if rem is None else {"remedy": rem[0], "setting": rem[1]}))
+                           **({} if rem is None else {"remedy": rem[0], "setting": rem[1]}),
+                           **({"dummy": [qa.DUMMY_DOCUMENT.title, qa.DUMMY_DOCUMENT.text,
+                                         *qa.DUMMY_RECORD]}
+                              if rem is not None and rem[0] == "attention-calibration" else {}))
 
     def compute():
         from tqdm import tqdm
@@ -246,11 +249,13 @@ def task_run(model, data, documents: int | None = None, positions=None,
         lp, gens = np.zeros(len(rows)), []
         bar = tqdm(list(zip(rows, ids)), disable=not progress, file=sys.stderr, leave=False,
                    desc="task", unit="prompt")
-        for r, ((e, _, t), pid) in enumerate(bar):
+        for r, ((e, kind, t), pid) in enumerate(bar):
             answers = [_answer_ids(codec, a) for a in P["items"][e]["answers"]]
             here = rem
             if rem is not None and rem[0] == "attention-calibration":
-                here = _calibration_here(m, codec, rem, t, pid)
+                # the closed-book and oracle prompts hold fewer than two documents: unchanged
+                here = None if isinstance(kind, str) else _calibration_here(m, codec, rem, t,
+                                                                             pid)
             if here is None:
                 lps, g = score_and_generate(m, pid, answers, max_new_tokens, stop=stop, eos=eos)
             else:
@@ -282,20 +287,13 @@ def _remedy(model, file, weights):
 
 
 def _calibration_here(m, codec, rem, text, pid):
-    """The calibration file ``rem`` with the spans and relevance of this prompt's documents
-    (Hsieh et al.'s eq. 4, measured on it), or None for a prompt of fewer than two documents,
-    which the calibration leaves as it is."""
+    """The calibration file ``rem`` with the spans and relevance of this document prompt's
+    documents (Hsieh et al.'s eq. 4, measured on it) and its recorded pass (``prefix``)."""
     from .inference import calibrated_relevance, prompt_documents
 
-    try:
-        spans = qa.document_char_spans(text)
-    except ValueError:
-        return None
-    if len(spans) < 2:
-        return None
     docs = prompt_documents(codec, text, pid)
-    _, rel = calibrated_relevance(m, pid, docs)
-    return rem[0], dict(rem[1], spans=docs[0], relevance=rel)
+    pre, rel = calibrated_relevance(m, pid, docs)
+    return rem[0], dict(rem[1], spans=docs[0], relevance=rel, prefix=pre)
 
 
 def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):
@@ -309,8 +307,10 @@ def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):
     name, kw = rem
     if name == "attention-calibration":
         kw = dict(kw)
-        docs = {"spans": [kw.pop("spans")] * len(answers),
-                "relevance": [kw.pop("relevance")] * len(answers)}
+        n = len(answers)
+        docs = {"spans": [kw.pop("spans")] * n, "relevance": [kw.pop("relevance")] * n,
+                "prefixes": [kw.pop("prefix")] * n}
+        rem = (name, dict(kw, spans=docs["spans"][0], relevance=docs["relevance"][0]))
     else:
         docs = {}
     lp, _ = score_remedy(m, [pid] * len(answers), answers, name, [kw], base=False, **docs)

@@ -18,13 +18,20 @@ unknown or of the wrong type, or when it is applied to a model whose digest (in 
 fingerprint (on the command line, by name) differs from the recorded one.  A file of Hsieh et
 al.'s attention calibration carries its temperature and layers; the documents' spans and their
 calibrated attention belong to each prompt, so the caller gives them where it applies the file
-(``models.remedy(model, "remedy.json", spans=..., relevance=...)``).  Our prior calibration
-reads a fitted prior array and is not applied from a file.
+(``models.remedy(model, "remedy.json", spans=..., relevance=...)``).  Its temperature was
+chosen on relevances measured with the dummy document of ``posbias fix``
+(:data:`posbias_nb.tasks.qa.DUMMY_DOCUMENT`, or :data:`~posbias_nb.tasks.qa.DUMMY_RECORD` for a
+key-value file; ``posbias task`` uses the same), while ``posbias retrieval`` and ``report``
+measure their synthetic key-value prompts with that task's own dummy pair
+(:data:`posbias_nb.tasks.retrieval.DUMMY_PAIR`): the relevance's scale, and so what a
+temperature does, can differ between the two.  Our prior calibration reads a fitted prior
+array and is not applied from a file.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import numbers
 from pathlib import Path
 
@@ -80,6 +87,9 @@ def _check_param(path, remedy, k, v):
                                                for x in v)}[kind]
     if not ok:
         raise ValueError(f"{path}: parameter {k!r} of {remedy} must be {kind}, got {v!r}")
+    if k == "temperature" and not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{path}: the temperature of {remedy} must be a positive number, "
+                         f"got {v!r}")
 
 
 def _validate(obj, path) -> dict:

@@ -333,7 +333,6 @@ DUMMY_DOCUMENT = Document("Dummy", "This is a dummy document. It contains no inf
 DUMMY_RECORD = ("00000000-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000001")
 
 _DOC_HEAD = re.compile(r"^Document \[(\d+)\]\(Title: ", re.M)
-_KV_PAIR = re.compile(r'"([^"]*)": "([^"]*)"')
 
 
 def _kv_body(text: str) -> tuple[int, int]:
@@ -370,9 +369,17 @@ def document_char_spans(text: str) -> list[tuple[int, int]]:
         return [(c0, (starts[i + 1] - 1) if i + 1 < len(starts) else end)
                 for i, c0 in enumerate(starts)]
     a, b = _kv_body(text)
-    out = [(a + m.start(), a + m.end()) for m in _KV_PAIR.finditer(text[a:b])]
-    if not out:
-        raise ValueError("not a prompt of qa_prompt or kv_example_prompt: no documents found")
+    out, c = [], a
+    lines = text[a:b].split("\n")
+    for i, line in enumerate(lines):  # kv_prompt's layout: one record a line
+        lead = 1 if line[:1] in "{ " and line[:1] else 0
+        tail = 1 if line.endswith("}" if i == len(lines) - 1 else ",") else 0
+        rec = line[lead:len(line) - tail]
+        if not (rec.startswith('"') and rec.endswith('"') and '": "' in rec):
+            raise ValueError(f"record {i + 1} of a key-value prompt is not \"key\": \"value\": "
+                             f"{line!r}")
+        out.append((c + lead, c + len(line) - tail))
+        c += len(line) + 1
     return out
 
 

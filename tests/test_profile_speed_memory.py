@@ -271,3 +271,24 @@ def test_readme_speed_and_memory_figures_are_the_benchmarks():
     assert not missing, missing
     # and the issue's bound: the full context of SmolLM2 within 12 GB
     assert max(r["peak_mb"] for r in mem["cli"]) < 12 * 1024
+
+
+def test_readme_fix_times_are_the_benchmarks():
+    """posbias fix's times in the README are those of bench/results/fix.json
+    (bench/bench_fix.py), run by run, as the README writes them."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = " ".join((root / "README.md").read_text().split())
+    runs = {r["run"]: r for r in json.loads((root / "bench" / "results" /
+                                             "fix.json").read_text())["runs"]}
+    want = [f"takes {runs['quick, all remedies']['seconds']:.0f} s for SmolLM2-135M with all "
+            f"three remedies, {runs['quick, without the calibration']['seconds']:.0f} s with "
+            f"`--remedies hidden-scaling,ms-poe`"]
+    if "full, all remedies" in runs:
+        want.append(f"The full run (48 examples of 10 documents) takes "
+                    f"{runs['full, all remedies']['seconds'] / 60:.0f} min")
+    else:
+        want.append("The full run (48 examples of 10 documents) has not been timed.")
+    missing = [w for w in want if w not in readme]
+    assert not missing, missing

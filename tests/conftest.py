@@ -7,6 +7,10 @@ Hypothesis profiles (select with ``HYPOTHESIS_PROFILE``; the Makefile's ``unit``
   failure found once is not replayed from a local ``.hypothesis`` folder: CI cannot fail by chance.
 * ``dev`` -- random exploration with more examples (``make unit-explore``), for local bug hunting.
 
+Without ``HYPOTHESIS_PROFILE`` the ``ci`` profile is loaded: a plain ``pytest`` run cannot fail
+by chance either (hypothesis's own default draws new examples every run, with a 200 ms
+deadline per example that a busy machine can miss).
+
 Every test runs with ``POSBIAS_CACHE_DIR`` pointing at its own temporary folder, so no test reads
 or writes the user's cache and no test sees another's results.  De-quantized pretrained weights
 are not measurements: they stay where the chapters put them (``POSBIAS_WEIGHTS_DIR``), so the
@@ -22,8 +26,9 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
                           deadline=None,  # a slow or busy machine must not fail an example
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=500, deadline=None)
-# unset: hypothesis's own choice stays (its built-in "ci" profile where CI variables are set)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", settings.get_current_profile_name()))
+# unset: "ci", so that any run of the suite (make, CI, a reviewer's plain pytest) is derandomized
+# and has no deadline; exploring is asked for by name (HYPOTHESIS_PROFILE=dev, make unit-explore)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def _shared_weights_dir() -> str:

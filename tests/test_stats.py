@@ -7,6 +7,7 @@ sums).
 """
 import itertools
 import math
+import os
 
 import numpy as np
 import pytest
@@ -917,3 +918,25 @@ def test_holm_intervals_is_not_bonferroni_and_refuses_bad_input():
         S.holm_intervals(iv, ["a"], alpha=1.5)
     with pytest.raises(ValueError, match="an interval is"):
         S.holm_intervals(lambda n, lvl: (0.0, 1.0), ["a"])
+
+
+def test_property_tests_are_derandomized_without_a_profile_named():
+    """A plain pytest run (no HYPOTHESIS_PROFILE, no CI variables) loads the derandomized,
+    deadline-free profile of tests/conftest.py, as make unit does; a profile asked for by name
+    still wins (the counterexample: dev draws new examples)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import conftest; "
+            "from hypothesis import settings; s = settings(); "
+            "print(s.derandomize, s.deadline, s.database)")
+    env = {k: v for k, v in os.environ.items()
+           if k != "HYPOTHESIS_PROFILE" and k not in ("CI", "GITHUB_ACTIONS", "TF_BUILD")}
+    tests = str(Path(__file__).resolve().parent)
+
+    def run(**extra):
+        return subprocess.run([sys.executable, "-c", code, tests], env=dict(env, **extra),
+                              capture_output=True, text=True, check=True).stdout.split()
+    assert run() == ["True", "None", "None"]
+    assert run(HYPOTHESIS_PROFILE="dev")[0] == "False"

@@ -506,7 +506,7 @@ def _timed_calibration(m, codec, part, rec, i, name, kw):
     def ctx():
         if name is None:
             return contextlib.nullcontext()
-        docs = _documents(codec, {"items": [{"prompts": [text]}]}, {"prompts": [p]})[0]
+        docs = inference.prompt_documents(codec, text, p)
         _, rel = inference.calibrated_relevance(m, p, docs)
         return remedy(m, name, **kw, start=len(p) - 1, spans=docs[0], relevance=rel)
     return _seconds_and_peak(m, p, a, ctx)

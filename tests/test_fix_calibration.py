@@ -89,6 +89,12 @@ def test_calibration_recall_counts_the_gold_ranked_first():
     got = calibration_recall(R, [0, 1, 1, 0], [0, 2])  # gold documents 0, 2, 2, 0
     assert (got["hits"], got["n"]) == (1, 4) and got["by_slot"] == [0.5, 0.0]
     assert got["share"]["low"] < 0.25 < got["share"]["high"] and got["chance"] == 1 / 3
+    # two questions of two prompts: two units, so a wider interval than over four prompts
+    two = calibration_recall(R, [0, 1, 1, 0], [0, 2], example=[0, 0, 1, 1])
+    assert two["units"] == 2 and two["share"]["estimate"] == 0.25
+    assert two["share"]["high"] - two["share"]["low"] > got["share"]["high"] - got["share"]["low"]
+    with pytest.raises(ValueError, match="example labels"):
+        calibration_recall(R, [0, 1, 1, 0], [0, 2], example=[0, 1])
     for bad in ((R[:, :1], [0, 1, 1, 0], [0, 2]), (R, [0, 1], [0, 2]), (R, [0, 2, 1, 0], [0, 2]),
                 (R, [0, 1, 1, 0], [0, 3])):
         with pytest.raises(ValueError, match="relevance"):

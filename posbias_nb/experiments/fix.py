@@ -412,18 +412,19 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
                      _settings_params(name, [GRID[name][j]], ch["channel"])[0]}
     if cal is not None:
         out["attention-calibration"]["recall"] = calibration_recall(
-            np.asarray(cal["relevance"]), rec["slot"], tune_part["positions"])
+            np.asarray(cal["relevance"]), rec["slot"], tune_part["positions"], rec["example"])
     return out
 
 
-def calibration_recall(relevance, slot, positions) -> dict:
+def calibration_recall(relevance, slot, positions, example=None) -> dict:
     """A description that decides nothing: how often Hsieh et al.'s calibrated attention
     ranks the gold passage first among a prompt's documents (the premise of their eq. 5, which
     moves the attention towards the documents it ranks high).  ``relevance`` ``(n, K)``, the
-    gold slot index of each prompt ``slot`` (into ``positions``, the 0-based gold documents).
-    Returns ``hits``, ``n``, the share with its Wilson interval over prompts (the prompts of
-    one question are not independent: read it as a description), ``chance`` (1/K) and the
-    share per gold slot.
+    gold slot index of each prompt ``slot`` (into ``positions``, the 0-based gold documents),
+    the question of each prompt ``example`` (default: each prompt its own).  Returns
+    ``hits``, ``n``, the share with its interval over questions
+    (:func:`posbias_nb.stats.unit_proportion_interval`: the prompts of one question are not
+    independent), ``units``, ``chance`` (1/K) and the share per gold slot.
 
     >>> r = calibration_recall([[0.3, 0.1], [0.0, 0.2], [0.5, 0.1]], [0, 1, 1], [0, 1])
     >>> r["hits"], r["n"], r["chance"], r["by_slot"]
@@ -437,8 +438,13 @@ def calibration_recall(relevance, slot, positions) -> dict:
         raise ValueError(f"relevance (n, K) with one gold slot per prompt, got shapes "
                          f"{R.shape}, {slot.shape} and positions {list(pos)}")
     hit = R.argmax(1) == pos[slot]
+    ex = np.arange(hit.size) if example is None else np.asarray(example)
+    if ex.shape != hit.shape:
+        raise ValueError(f"relevance of {hit.size} prompts, but {ex.size} example labels")
+    units = np.unique(ex)
     return {"hits": int(hit.sum()), "n": int(hit.size), "chance": 1.0 / R.shape[1],
-            "share": _iv(stats.proportion_interval(int(hit.sum()), int(hit.size))),
+            "units": int(units.size),
+            "share": _iv(stats.unit_proportion_interval([hit[ex == u].mean() for u in units])),
             "by_slot": [float(hit[slot == j].mean()) for j in range(pos.size)]}
 
 
@@ -874,7 +880,8 @@ def _page(obj, png) -> str:
     cal_text += "" if not rc else (
         f"Its calibrated attention ranks the gold passage first in {rc['hits']} of the "
         f"{rc['n']} tuning prompts ({100 * rc['share']['estimate']:.0f}%, 95% Wilson "
-        f"{100 * rc['share']['low']:.0f} to {100 * rc['share']['high']:.0f}% over prompts; "
+        f"{100 * rc['share']['low']:.0f} to {100 * rc['share']['high']:.0f}% over its "
+        f"{rc['units']} questions; "
         f"chance {100 * rc['chance']:.0f}%): eq. 5 moves the attention towards the passages it "
         f"ranks high.")
     return f"""<!doctype html><html><head><meta charset="utf-8">

@@ -372,7 +372,7 @@ def document_char_spans(text: str) -> list[tuple[int, int]]:
     out, c = [], a
     lines = text[a:b].split("\n")
     for i, line in enumerate(lines):  # kv_prompt's layout: one record a line
-        lead = 1 if line[:1] in "{ " and line[:1] else 0
+        lead = 1 if line[:1] in ("{", " ") else 0
         tail = 1 if line.endswith("}" if i == len(lines) - 1 else ",") else 0
         rec = line[lead:len(line) - tail]
         if not (rec.startswith('"') and rec.endswith('"') and '": "' in rec):

@@ -509,3 +509,48 @@ def test_report_where_the_first_tokens_are_out_of_reach_finishes_and_says_why(
     if not obj["task"]["available"]:
         assert f"--length {length} " in obj["task"]["reason"]
         assert "needs --length" in obj["task"]["reason"]
+
+
+def _claim(key, verdict):
+    return {"key": key, "claim": key, "verdict": verdict}
+
+
+@pytest.mark.parametrize("claims, says, never", [
+    # the task loses the middle: the advice says so
+    ([_claim("trained_primacy", "holds"), _claim("task_first", "holds"),
+      _claim("task_last", "fails")], "loses the middle", "not tested"),
+    # the profile favours the ends but the task was not testable: never "the middle is lost"
+    ([_claim("trained_primacy", "holds"), _claim("trained_recency", "holds"),
+      _claim("task_first", "not testable"), _claim("task_last", "not testable")],
+     "was not tested here", "loses the middle"),
+    # tested, and the middle not lost
+    ([_claim("trained_recency", "holds"), _claim("task_first", "fails"),
+      _claim("task_last", "inconclusive")], "did not show the middle lost", "loses the middle"),
+    ([_claim("trained_primacy", "fails")], "Nothing above shows the middle lost",
+     "loses the middle"),
+])
+def test_the_summary_says_the_middle_is_lost_only_where_a_task_claim_holds(claims, says, never):
+    from posbias_nb.experiments.report import _fix_advice
+
+    text = _fix_advice(claims, "smollm2-135m")
+    assert says in text and never not in text
+
+
+@pytest.mark.parametrize("model", ["smollm2-135m", "/tmp/my model", "org/name"])
+def test_the_summarys_command_parses_with_the_cli_parser(model):
+    """The command the summary prints is one a reader can paste: ASCII hyphens, quoted where
+    the shell needs it, and accepted by the CLI's own parser."""
+    import re
+    import shlex
+
+    from posbias_nb import cli
+    from posbias_nb.experiments.report import _fix_advice
+
+    text = _fix_advice([_claim("task_first", "holds")], model)
+    cmd = re.search(r"`(posbias [^`]+)`", text).group(1)
+    assert "\u2013" not in cmd and "\u2014" not in cmd
+    args = cli.build_parser().parse_args(shlex.split(cmd)[1:])
+    assert args.model == model
+    # the check rejects a counterexample: an en-dash where the hyphens were
+    with pytest.raises(cli.UsageError):
+        cli.build_parser().parse_args(shlex.split(cmd.replace("--model", "\u2013model"))[1:])

@@ -711,17 +711,56 @@ def _summary(data: dict, claims: list) -> str:
                      f"of {rem['file']} ({', '.join(f'{k}={v}' for k, v in rem['params'].items())})"
                      "." + (f" In section 1, {CALIBRATION_TEXT}." if rem["remedy"] ==
                             "attention-calibration" else ""))
-    lost = [c["key"] for c in claims if c["verdict"] == "holds" and c["key"] in (
-        "trained_primacy", "trained_recency", "task_first", "task_last")]
-    if lost and not rem:
-        parts.append(f"The middle is lost here: posbias fix --model {m['model_argument']} --data YOUR_FILE "
-                     "--out DIR chooses an inference-time remedy on part of your own examples "
-                     "and judges it on the rest.")
+    if not rem:
+        parts.append(_fix_advice(claims, m["model_argument"]))
     if not data["task"]["available"]:
         what = (f"The task on {data['task']['file']}" if data["task"].get("kind") == "file"
                 else "The retrieval task")
         parts.append(f"{what} did not run: {data['task']['reason']}.")
     return " ".join(parts)
+
+
+def _code_spans(escaped: str) -> str:
+    """Backtick spans of already escaped text as ``<code>`` (the summary's commands)."""
+    import re
+
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+
+
+def fix_command(model_argument: str) -> str:
+    """The ``posbias fix`` command the summary suggests, as one would type it (ASCII hyphens,
+    the model argument quoted for a POSIX shell where it needs quoting)."""
+    import shlex
+
+    return (f"posbias fix --model {shlex.quote(str(model_argument))} --data YOUR_FILE "
+            "--out DIR")
+
+
+def _fix_advice(claims: list, model_argument: str) -> str:
+    """The summary's last sentence: what the claims say about the middle, and the command that
+    searches a remedy.  It says the middle is lost only where a task claim holds (the task is
+    what loses answers); an influence profile that favours the ends, with the task claims not
+    testable or not run, says only that."""
+    by = {c["key"]: c["verdict"] for c in claims}
+    cmd = f"`{fix_command(model_argument)}`"
+    task = [k for k in ("task_first", "task_last") if by.get(k) == "holds"]
+    ends = [k for k in ("trained_primacy", "trained_recency") if by.get(k) == "holds"]
+    if task:
+        which = " and ".join({"task_first": "first", "task_last": "last"}[k] for k in task)
+        return (f"The retrieval task loses the middle here (its {which} position beats the "
+                f"middle): {cmd} chooses an inference-time remedy on part of your own examples "
+                "and judges it on the rest.")
+    if ends:
+        which = " and ".join({"trained_primacy": "first", "trained_recency": "last"}[k]
+                             for k in ends)
+        tested = [k for k in ("task_first", "task_last") if k in by]
+        why = ("its retrieval tests did not show the middle lost" if tested and all(
+            by[k] not in ("not testable",) for k in tested) else
+            "whether answers in the middle are lost was not tested here")
+        return (f"The trained influence favours the {which} token over the middle, but {why}; "
+                f"{cmd} measures that on your own examples and searches a remedy.")
+    return (f"Nothing above shows the middle lost; {cmd} measures it on your own examples and "
+            "searches a remedy if it is.")
 
 
 def headline_items(data: dict) -> list[tuple[str, str, float]]:
@@ -1042,7 +1081,7 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
            *([f'<p class="meta" id="remedy">Patched by <code>{e(meta["remedy"]["file"])}</code>: '
               f'{e(meta["remedy"]["remedy"])} {e(json.dumps(meta["remedy"]["params"]))}</p>']
              if meta.get("remedy") else []),
-           "<h2>Summary</h2>", f'<p id="summary">{e(data["summary"])}</p>',
+           "<h2>Summary</h2>", f'<p id="summary">{_code_spans(e(data["summary"]))}</p>',
            "<table><tr><th>claim</th><th>estimate</th><th>interval</th><th>level</th>"
            "<th>verdict</th></tr>"]
     for i, c in enumerate(data["claims"]):

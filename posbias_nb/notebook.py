@@ -235,6 +235,34 @@ def decision(row) -> tuple[str | None, str]:
     return lead, rest
 
 
+#: Each decision word as the predicate of a sentence whose subject is the claim: the words that
+#: are verbs stand alone ("the link holds"), the adjectives take "is" ("the link is inconclusive").
+_PREDICATE = {"holds": "holds", "fails": "fails", "inconclusive": "is inconclusive",
+              "not testable": "is not testable", "exact": "is exact"}
+
+
+def verdict_predicate(word: str) -> str:
+    """A decision word of :data:`posbias_nb.stats.VERDICTS` as the predicate of a sentence about
+    the claim, so that prose reads "the link holds" or "the link is inconclusive", never "the
+    link is holds".  Glue it after the claim's subject, with no verb of its own.
+
+    Raises
+    ------
+    ValueError
+        A word that is not a decision word.
+
+    Examples
+    --------
+    >>> "The link " + verdict_predicate("fails") + " for SmolLM2."
+    'The link fails for SmolLM2.'
+    >>> verdict_predicate("inconclusive")
+    'is inconclusive'
+    """
+    if word not in _PREDICATE:
+        raise ValueError(f"verdict_predicate: {word!r} is not one of {tuple(_PREDICATE)}")
+    return _PREDICATE[word]
+
+
 class Badge:
     """A coloured badge for a decision word: HTML for the website (sphinx-design's badge shape,
     ``sd-badge``, coloured by the book's ``_assets/posbias.css``), the bare word as plain text

@@ -166,3 +166,56 @@ def test_internal_links_resolve(browser, pages, site_url):
                     bad.append(f"{url.rsplit('/', 1)[-1]}: {raw} -> no #{frag} in {path}")
     page.close()
     assert not bad, "\n".join(sorted(set(bad)))
+
+
+def _built_pages():
+    """Every HTML page of the built book (not Sphinx's index and search pages)."""
+    return sorted(p for p in SITE.rglob("*.html")
+                  if "_sources" not in p.parts and "_static" not in p.parts
+                  and p.name not in NON_CHAPTERS)
+
+
+def _site_parts():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import sitecheck
+
+    return sitecheck, {p.relative_to(SITE).as_posix(): sitecheck.page_parts(
+        p.read_text(errors="replace")) for p in _built_pages()}
+
+
+def test_every_number_is_shown_and_every_sentence_reads():
+    """No glue or other role left as text on any page (the API page may show roles in code,
+    where it documents them); no decision word after a verb ("is fails"); no option whose
+    hyphens the smart quotes turned into a dash."""
+    sc, parts = _site_parts()
+    assert len(parts) >= 10, sorted(parts)
+    problems = []
+    for name, p in parts.items():
+        problems += [f"{name}: role shown as text: {x!r}"
+                     for x in sc.raw_roles(p, code_roles_allowed=name.endswith("api.html"))]
+        problems += [f"{name}: verdict word after a verb: {x!r}" for x in sc.bad_verdict_grammar(p)]
+        problems += [f"{name}: option with a dash: {x!r}" for x in sc.smart_dashes(p)]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_posbias_command_shown_parses():
+    """Each ``posbias`` command in a code block of the site, or as a whole command in inline
+    code (the report's summary), is accepted by the CLI's own parser."""
+    import shlex
+
+    from posbias_nb import cli
+
+    sc, parts = _site_parts()
+    seen, bad = 0, []
+    for name, p in parts.items():
+        for cmd in sc.posbias_commands(p):
+            seen += 1
+            try:
+                cli.build_parser().parse_args(shlex.split(cmd)[1:])
+            except (cli.UsageError, SystemExit) as e:
+                bad.append(f"{name}: {cmd!r}: {e}")
+    assert seen >= 5, seen
+    assert not bad, "\n".join(bad)

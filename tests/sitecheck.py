@@ -1,0 +1,116 @@
+"""Checks of the built website's text, shared by the site test (``tests/browser/test_site.py``)
+and the unit tests that feed each check a counterexample (``tests/test_sitecheck.py``).
+
+- :func:`raw_roles`: a MyST role or glue reference shown as text (``{glue:text}`key```, a role
+  whose closing backtick is missing, a glue role swallowed by a code span): a number or a link
+  the reader never sees.
+- :func:`bad_verdict_grammar`: a decision word glued where the sentence has a verb already ("the
+  link is fails", "is holds").
+- :func:`smart_dashes`: a command option turned into an en or em dash by the page's smart quotes
+  ("posbias fix –model"): it does not paste.
+- :func:`posbias_commands`: the ``posbias`` commands shown in code blocks, and in inline code
+  that carries a whole command, to be parsed by the CLI's own parser.
+"""
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+#: A role of the book's sources followed by its backtick (shown as text, it was not rendered), or
+#: any glue role at all.
+ROLE_RE = re.compile(r"\{(numref|ref|eq|cite(:[pt])?|py:[a-z]+|doc|math|download|term)\}`"
+                     r"|\{glue(:(text|md|any|figure))?\}")
+#: A bare glue role as a whole code element: ```{glue:text}`key``` written inside a code span.
+BARE_ROLE_CODE = re.compile(r"^\{glue(:\w+)?\}`?$")
+GRAMMAR_RES = [re.compile(r"\b(is|are|was|were|be|been)\s+(holds|fails)\b", re.I),
+               re.compile(r"\b(holds|fails)\s+(holds|fails)\b", re.I)]
+DASH_OPTION = re.compile(r"(?:^|\s)[\u2013\u2014][a-z][a-z-]+")
+COMMAND_LINE = re.compile(r"^(?:\$\s*)?(?:\S*/)?posbias\s+([a-z]+)(\s.*)?$")
+
+
+class _Text(HTMLParser):
+    """A page's visible prose (outside code), its ``<pre>`` blocks and its inline code."""
+
+    SKIP = {"script", "style", "noscript", "template"}
+    VOID = {"br", "img", "meta", "link", "input", "hr", "source", "wbr", "col", "area"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.prose, self.pre, self.code = [], [], [], []
+        self._buf = None  # (kind, parts) of the code element open at the top level
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        self.stack.append(tag)
+        if tag in ("pre", "code") and self._buf is None:
+            self._buf = (tag, [])
+
+    def handle_endtag(self, tag):
+        if tag not in self.stack:
+            return
+        while self.stack:
+            t = self.stack.pop()
+            if self._buf is not None and t == self._buf[0] and not (
+                    {"pre", "code"} & set(self.stack)):
+                (self.pre if t == "pre" else self.code).append("".join(self._buf[1]))
+                self._buf = None
+            if t == tag:
+                break
+
+    def handle_data(self, data):
+        if self.SKIP & set(self.stack):
+            return
+        if self._buf is not None:
+            self._buf[1].append(data)
+        else:
+            self.prose.append(data)
+
+
+def page_parts(html: str) -> dict:
+    """``prose`` (the visible text outside code, whitespace collapsed), ``pre`` (code blocks)
+    and ``code`` (inline code elements) of an HTML page."""
+    p = _Text()
+    p.feed(html)
+    return dict(prose=re.sub(r"\s+", " ", " ".join(p.prose)), pre=p.pre, code=p.code)
+
+
+def _around(text, m, before=45, after=45):
+    return text[max(0, m.start() - before):m.end() + after]
+
+
+def raw_roles(parts: dict, code_roles_allowed: bool = False) -> list[str]:
+    """Every role or glue reference shown as text: in the prose, or, unless
+    ``code_roles_allowed`` (a page that documents the roles), as a bare role in inline code."""
+    out = [_around(parts["prose"], m) for m in ROLE_RE.finditer(parts["prose"])]
+    if not code_roles_allowed:
+        out += [f"code element {c!r}" for c in parts["code"] if BARE_ROLE_CODE.match(c.strip())]
+    return out
+
+
+def bad_verdict_grammar(parts: dict) -> list[str]:
+    """Every place in the prose where a decision word follows a verb ("is fails")."""
+    return [_around(parts["prose"], m, 50, 30) for rx in GRAMMAR_RES
+            for m in rx.finditer(parts["prose"])]
+
+
+def smart_dashes(parts: dict) -> list[str]:
+    """Every option in the prose whose hyphens became an en or em dash ("–model")."""
+    return [_around(parts["prose"], m, 40, 10) for m in DASH_OPTION.finditer(parts["prose"])]
+
+
+def posbias_commands(parts: dict) -> list[str]:
+    """The ``posbias`` commands of a page: each line of a code block that starts with the
+    command (continuation lines joined, comments dropped), and each inline code element that
+    holds a whole command (one with ``--out``).  Synopsis lines (``[...]``, ``A|B``) and
+    ellipses are not commands."""
+    lines = []
+    for block in parts["pre"]:
+        lines += re.sub(r"\\\n\s*", " ", block).splitlines()
+    lines += [c for c in parts["code"] if " --out" in c]
+    out = []
+    for line in lines:
+        line = " ".join(line.split(" #")[0].split())
+        if COMMAND_LINE.match(line) and not re.search(r"\[|\||\.\.\.|\u2026", line):
+            out.append(re.sub(r"^(?:\$\s*)?(?:\S*/)?posbias", "posbias", line))
+    return out

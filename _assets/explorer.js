@@ -367,7 +367,7 @@
 
   function draw(canvas, s, row) {
     var ctx = canvas.getContext("2d"), W = canvas.width, Hh = canvas.height;
-    var pad = { l: 64, r: 12, t: 12, b: 40 }, pw = W - pad.l - pad.r, ph = Hh - pad.t - pad.b;
+    var pad = { l: 84, r: 12, t: 12, b: 40 }, pw = W - pad.l - pad.r, ph = Hh - pad.t - pad.b;
     var L = row.length, ln10 = Math.log(10), i;
     var cols = Math.max(1, Math.floor(pw)), lo = new Float64Array(cols).fill(Infinity),
         hi = new Float64Array(cols).fill(-Infinity), has = new Uint8Array(cols);
@@ -397,7 +397,7 @@
     var step = Math.max(1, Math.ceil((top - bot) / 8));
     for (var d = bot; d <= top; d += step) {
       var yy = py(d * ln10);
-      ctx.fillText(pow10(d), 8, yy + 4);
+      ctx.fillText(pow10(d), 26, yy + 4);
       ctx.beginPath(); ctx.moveTo(pad.l - 4, yy); ctx.lineTo(pad.l, yy); ctx.stroke();
     }
     var ticks = logx ? [] : [0, 0.25, 0.5, 0.75, 1];
@@ -410,7 +410,9 @@
       ctx.fillText(lab, Math.max(0, Math.min(xx - tw / 2, W - tw - 2)), pad.t + ph + 18);
     });
     ctx.fillText(logx ? "position j (log scale)" : "position j", pad.l + pw / 2 - 40, Hh - 6);
-    ctx.save(); ctx.translate(14, pad.t + ph / 2 + 40); ctx.rotate(-Math.PI / 2);
+    ctx.save(); ctx.translate(14, pad.t + ph / 2); ctx.rotate(-Math.PI / 2);
+    var ylab = "influence on the last output (log scale)";
+    ctx.fillText(ylab, -ctx.measureText(ylab).width / 2, 0);
     ctx.restore();
     ctx.strokeStyle = "#1f77b4"; ctx.lineWidth = 1.5; ctx.beginPath();
     var started = false;

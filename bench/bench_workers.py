@@ -39,8 +39,8 @@ JOBS = {
         "from posbias_nb import theory; [theory.influence(64, 6, '1/3', exact=True) "
         "for _ in range(3)]; theory.shape_map(2048, 64, [0.1 * k for k in range(1, 10)])",
         "from posbias_nb import plots, theory; import matplotlib; matplotlib.use('Agg'); "
-        "import io; [plots.u_shape_figure(L=1024, depth=d).savefig(io.BytesIO(), format='png') "
-        "for d in (2, 4, 8, 16)]; theory.layout_influence('12*sliding:8', 400, '1/2', exact=True)",
+        "import io; [plots.force_figure(1024, {'a': theory.influence(1024, d, 0.5)}, [0.5], [0.5], "
+        "'alpha')[0].savefig(io.BytesIO(), format='png') for d in (2, 4, 8, 16)]; theory.layout_influence('12*sliding:8', 400, '1/2', exact=True)",
     ],
 }
 

@@ -177,8 +177,75 @@ def verdict_markdown(rows) -> str:
         for k in ("claim", "paper", "measured", "verdict"):
             if k not in r or not str(r[k]).strip():
                 raise ValueError(f"verdict row {i} has no {k!r}")
-            cells.append(str(r[k]).replace("|", "\\|").replace("\n", " "))
+            cells.append(table_cell(r[k]))
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def table_cell(text) -> str:
+    """Plain text as one Markdown table cell: ``|`` escaped, line breaks as spaces, and ``_``
+    and ``*`` escaped outside ``$...$`` math and backtick code, so that a claim such as
+    ``(M^H)_LL`` is not read as emphasis.
+
+    Examples
+    --------
+    >>> table_cell("L (M^H)_LL = L^(1-H) and $x_j$ or `a_b` | c")
+    'L (M^H)\\\\_LL = L^(1-H) and $x_j$ or `a_b` \\\\| c'
+    """
+    parts = re.split(r"(\$[^$]+\$|`[^`]+`)", str(text).replace("\n", " "))
+    out = [p if (p.startswith("$") or p.startswith("`")) and len(p) > 1
+           else re.sub(r"([_*])", r"\\\1", p) for p in parts]
+    return "".join(out).replace("|", "\\|")
+
+
+def no_interval_reason(row) -> str | None:
+    """Why a recorded verdict row (:func:`read_verdict_records`) has no single interval, in
+    words, or None when it has one (its ``effect``)."""
+    if row.get("effect"):
+        return None
+    word = row.get("decision")
+    if word == "exact":
+        return "an exact result: proved or computed in exact arithmetic, no interval needed"
+    if word is None:
+        return "a verdict in words, not one decision: read it in the chapter"
+    return ("decided from several intervals (one per model, arm or position, given under "
+            "\u201cwe measure\u201d), not from one")
+
+
+def decision_counts(rows) -> str:
+    """How many rows carry each decision word, as a phrase: ``"12 hold, 1 fails, 3 are
+    inconclusive"`` (words in the order of :data:`posbias_nb.stats.VERDICTS`, rows without a
+    word last)."""
+    from . import stats
+
+    n = {w: sum(r.get("decision") == w for r in rows) for w in (*stats.VERDICTS, None)}
+    verb = {"holds": ("holds", "hold"), "fails": ("fails", "fail"),
+            "inconclusive": ("is inconclusive", "are inconclusive"),
+            "not testable": ("is not testable", "are not testable"),
+            "exact": ("is exact", "are exact"),
+            None: ("has a verdict in words", "have a verdict in words")}
+    parts = [f"{k} {verb[w][k != 1]}" for w, k in n.items() if k]
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
+def verdict_overview_markdown(rows) -> str:
+    """The verdict overview's table (chapter :ref:`ch-verdicts`): one row per recorded claim,
+    with its chapter (``label`` of the chapter, a ``{ref}`` link), the claim and what the paper
+    says, the decision's badge and its explanation, what we measure, and, where the claim has
+    no single interval, why (:func:`no_interval_reason`).  ``rows`` are the records of
+    :func:`read_verdict_records` with ``chapter`` and ``label`` added."""
+    rows = list(rows)
+    if not rows:
+        raise ValueError("verdict_overview_markdown needs at least one row")
+    lines = ["| chapter | claim | verdict | we measure |", "|---|---|---|---|"]
+    for r in rows:
+        badge = Badge(r.get("decision"))._repr_html_()
+        why = no_interval_reason(r)
+        verdict = badge + (" " + table_cell(r["explanation"]) if r.get("explanation") else "")
+        measured = table_cell(r["measured"]) + (f" *(No single interval: {why}.)*" if why
+                                                else "")
+        lines.append(f"| {{ref}}`{r['label']}` | {table_cell(r['claim'])}; *the paper:* "
+                     f"{table_cell(r['paper'])} | {verdict} | {measured} |")
     return "\n".join(lines)
 
 
@@ -399,7 +466,31 @@ def read_verdict_records(prefixes, sources=None) -> dict:
     return out
 
 
-def verdict_table(rows, prefix: str):
+def found_markdown(records, keys=None) -> str:
+    """The "What we found" list that opens a chapter: one bullet per recorded verdict row
+    (:func:`verdict_table`'s records), the decision's badge, the claim and what we measure, in
+    the order of ``keys`` (default: every row).
+
+    Raises
+    ------
+    ValueError
+        A key that is not a row's.
+    """
+    by = {r["key"]: r for r in records}
+    keys = list(by) if keys is None else list(keys)
+    missing = [k for k in keys if k not in by]
+    if missing or not keys:
+        raise ValueError(f"found_markdown: no verdict rows {missing} (rows: {sorted(by)})")
+    lines = []
+    for k in keys:
+        r = by[k]
+        why = f" ({table_cell(r['explanation'])})" if r.get("explanation") else ""
+        lines.append(f"- {Badge(r['decision'])._repr_html_()} **{table_cell(r['claim'])}**"
+                     f"{why}: {table_cell(r['measured'])}")
+    return "\n".join(lines)
+
+
+def verdict_table(rows, prefix: str, found=None):
     """Render the chapter's closing verdict table, glue every cell for the intro's table, and
     record the rows for the overview figure (chapter :ref:`ch-verdicts`).
 
@@ -418,8 +509,10 @@ def verdict_table(rows, prefix: str):
 
     :func:`posbias_nb.stats.decide` on the effect must give the row's decision word.  The rows,
     with their words, explanations and :func:`posbias_nb.stats.margin`, are written by
-    :func:`write_verdict_record`.  Returns an ``IPython.display.Markdown`` of
-    :func:`verdict_markdown`.
+    :func:`write_verdict_record`, and ``{prefix}_found`` is glued as Markdown: the "What we
+    found" list of :func:`found_markdown` over the keys ``found`` (default every row), which the
+    chapter pastes at its top with the ``{glue:md}`` directive.  Returns an
+    ``IPython.display.Markdown`` of :func:`verdict_markdown`.
 
     Raises
     ------
@@ -450,5 +543,6 @@ def verdict_table(rows, prefix: str):
         glue(f"{prefix}_{k}_explanation", rec["explanation"], display=False)
         for name, v in (r.get("values") or {}).items():
             glue(f"{prefix}_{k}_{name}", v, display=False)
+    glue(f"{prefix}_found", Markdown(found_markdown(record, found)), display=False)
     write_verdict_record(prefix, record)
     return Markdown(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
-__all__ = ["use_style", "profile_axes", "COLORS", "figure", "positions", "u_shape_figure",
+__all__ = ["use_style", "profile_axes", "COLORS", "figure", "positions", "headline_figure",
            "force_figure", "VERDICT_COLORS", "verdict_overview"]
 
 COLORS = ["#1b4f72", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#5d6d7e", "#17a589", "#a04000"]
@@ -63,21 +63,57 @@ def positions(L: int) -> np.ndarray:
     return np.arange(1, L + 1)
 
 
-def u_shape_figure(L: int = 512, depth: int = 8, alphas=(1.0, 0.7, 0.5)):
-    """The book's opening figure: the last row of ((1-a) I + a M)^depth for a few mixings a.
+def headline_figure(data: dict):
+    """The book's headline figure (chapter :ref:`ch-intro` and the README), from
+    :func:`posbias_nb.experiments.headline.headline_data`.
 
-    Used by the introduction chapter and, through ``make readme-figure``, by the README.
+    Left, at birth: the measured influence of each input on the last position of a randomly
+    initialised model (solid) and the exact row of :math:`N^H` at the fitted :math:`\\alpha`
+    (dashed); an inset shows the last positions, with the theory row's minimum marked.  Right,
+    after training, on real questions: the gold answer's log p at each slot of the gold passage
+    minus at the middle slot, paired by question, with 95% t intervals.  Returns
+    ``(fig, (ax_born, ax_real, ax_inset))``.
     """
-    from . import theory
-
-    fig, ax = figure(height=3.0)
-    for a in alphas:
-        ax.plot(positions(L), theory.influence(L, depth, alpha=a), label=rf"$\alpha$ = {a}")
-    profile_axes(ax, L)
-    ax.set_title(f"Influence of each input on the last output: {depth} uniform-attention "
-                 f"layers, L = {L}")
-    ax.legend()
-    return fig
+    b = data["born"]
+    fig, (ax, ax2) = figure(ncols=2, width=9.0, height=3.4)
+    j, L = b["jmin"], b["L"]
+    pos = positions(L)
+    ax.plot(pos, b["measured"], lw=0.9, color=COLORS[0], label=f"measured ({b['model']}, "
+            "random init)")
+    ax.plot(pos, b["theory"], "--", lw=1.2, color=COLORS[1],
+            label=rf"exact row of $N^{{{b['H']}}}$, fitted $\alpha$ = {b['alpha']:.2f}")
+    profile_axes(ax, L, ylabel="influence on the last position\n(normalised to sum 1)")
+    ax.set_title("At birth: a primacy tail, then a one-token spike")
+    ax.legend(loc="upper right")
+    # the last positions, where a linear axis hides the valley and the spike
+    k = min(12, L)
+    ins = ax.inset_axes([0.42, 0.30, 0.34, 0.34])
+    tail = pos[-k:] - L  # j - L: 0 is the last position
+    ins.plot(tail, b["measured"][-k:], "o-", ms=2.5, lw=0.8, color=COLORS[0])
+    ins.plot(tail, b["theory"][-k:], "s--", ms=2.5, lw=0.9, color=COLORS[1])
+    ins.plot([j - L], [b["theory"][j - 1]], "v", ms=7, color=COLORS[1], zorder=5)
+    ins.set_yscale("log")
+    ins.set_xticks([1 - k, -6, -1] if k > 6 else [1 - k, -1])
+    ins.tick_params(axis="x", labelsize=6.5)
+    ins.tick_params(axis="y", labelsize=6.5)
+    ins.set_xlabel("j \u2212 L", fontsize=7, labelpad=1)
+    ins.set_ylabel("influence", fontsize=7, labelpad=1)
+    ins.set_title(f"the last {k}: lowest at {'L' if j == L else f'L{chr(0x2212)}{L - j}'}",
+                  fontsize=7.5)
+    ax2.axhline(0.0, color="0.35", lw=0.8)
+    for i, (name, r) in enumerate(data["real"].items()):
+        c = COLORS[(i + 2) % len(COLORS)]
+        d = np.asarray(r["diff"], dtype=float)
+        x = np.asarray(r["slots"], dtype=float) + (i - 0.5) * 0.14  # the two models side by side
+        ax2.errorbar(x, d, yerr=[d - np.asarray(r["low"]), np.asarray(r["high"]) - d],
+                     fmt="o-", ms=4, lw=1.2, capsize=2.5, color=c,
+                     label=f"{name} ({r['n']} questions)")
+    ax2.set_xlabel("slot of the gold passage (of 10)")
+    ax2.set_ylabel("log p of the gold answer\nminus at the middle slot (nats)")
+    ax2.set_xticks(sorted({int(x) for r in data["real"].values() for x in r["slots"]}))
+    ax2.set_title("Trained, real questions: the ends beat the middle")
+    ax2.legend(loc="upper center")
+    return fig, (ax, ax2, ins)
 
 
 def force_figure(L: int, profiles: dict, x, y, xlabel: str, *, color: int = 0,
@@ -111,13 +147,14 @@ VERDICT_COLORS = {"holds": "#1e8449", "exact": "#1b4f72", "fails": "#c0392b",
                   "inconclusive": "#ad6800", "not testable": "#5d6d7e", None: "#aab7b8"}
 
 
-def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 62):
+def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 58):
     """Every claim of the book on one axis: the interval of its effect as a signed distance past
     the pre-declared threshold (:func:`posbias_nb.stats.margin`, symmetric-log scale), coloured by
     its decision word; a bar wholly right of 0 holds, one at or left of 0 fails, one across 0 is
     inconclusive.  Chapter :ref:`ch-verdicts`.
 
-    ``rows``: dicts with ``chapter``, ``claim``, ``decision`` (a word or None) and ``margin``
+    Each label is the chapter and the whole claim, wrapped at ``label_width`` characters (never
+    cut).  ``rows``: dicts with ``chapter``, ``claim``, ``decision`` (a word or None) and ``margin``
     (``(estimate, low, high)``, or None for a claim without a single interval: its label is
     drawn, in its verdict's colour, with "no single interval" beside the axis).  Drawn top to
     bottom in the given order.  Returns ``(fig, ax)``.
@@ -128,13 +165,15 @@ def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 62):
         No rows, an unknown decision word, or a margin that is not three finite numbers with
         low <= estimate <= high.
     """
-    import matplotlib.pyplot as plt
+    import textwrap
+
     from matplotlib.lines import Line2D
 
     rows = list(rows)
     if not rows:
         raise ValueError("verdict_overview needs at least one row")
-    fig, ax = figure(height=0.9 + 0.2 * len(rows), width=7.6)
+    n_lines = [len(textwrap.wrap(f"{r['chapter']}: {r['claim']}", label_width)) for r in rows]
+    fig, ax = figure(height=0.9 + 0.17 * sum(n_lines) + 0.08 * len(rows), width=8.4)
     n = len(rows)
     labels = []
     drawn = set()
@@ -144,8 +183,7 @@ def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 62):
         if word not in VERDICT_COLORS:
             raise ValueError(f"unknown decision word {word!r}")
         c = VERDICT_COLORS[word]
-        text = f"{r['chapter']}: {r['claim']}"
-        labels.append(text if len(text) <= label_width else text[:label_width - 1] + "\u2026")
+        labels.append("\n".join(textwrap.wrap(f"{r['chapter']}: {r['claim']}", label_width)))
         m = r.get("margin")
         if m is None:
             ax.annotate("no single interval", (0.01, y), xycoords=("axes fraction", "data"),

@@ -67,11 +67,46 @@ def test_figures_have_labelled_axes():
     matplotlib.use("Agg")
     from posbias_nb import plots
 
-    fig = plots.u_shape_figure(L=64, depth=3)
-    ax = fig.axes[0]
-    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_yscale() == "log"
+    L = 64
+    t = theory.influence(L, 3, 0.2)
+    real = {"m": dict(slots=np.array([1, 5, 10]), diff=np.array([1.0, 0.0, 0.5]),
+                      low=np.array([0.5, 0.0, -0.5]), high=np.array([1.5, 0.0, 1.5]), n=7)}
+    fig, axes = plots.headline_figure(dict(
+        born=dict(model="m", L=L, H=3, alpha=0.2, measured=t, theory=t,
+                  jmin=int(np.argmin(t)) + 1), real=real))
+    for ax in axes:
+        assert ax.get_xlabel() and ax.get_ylabel()
+    assert axes[0].get_yscale() == "log" and axes[2].get_yscale() == "log"
+    # the valley is marked where the theory row is lowest: at L - 1 here, not in the middle
+    marker = [ln for ln in axes[2].lines if ln.get_marker() == "v"][0]
+    assert marker.get_xdata()[0] == -1  # j - L
     L = 32
     rows = {"a": theory.influence(L, 3, 0.5), "b": theory.influence(L, 3, 1.0)}
     fig, (ax, ax2) = plots.force_figure(L, rows, [0.5, 1.0], [0.4, 0.3], "alpha")
     assert ax.get_xlabel() and ax.get_ylabel() and ax2.get_xlabel() == "alpha"
     assert len(ax.get_lines()) == 2
+
+
+def test_headline_data_fits_the_born_row_and_pairs_the_real_curves(monkeypatch):
+    """The headline's data from fake measurements: the theory row is refitted to the measured
+    profile (its alpha recovered), its minimum is at L - 1 (the valley the figure marks), and
+    each model's real curve is realqa.paired_by_slot of its run."""
+    from posbias_nb import measure
+    from posbias_nb.experiments import headline, realqa
+
+    L, H = 64, 12
+    row = theory.influence(L, H, 0.2)
+    rng = np.random.default_rng(0)
+    per = row * np.exp(0.01 * rng.standard_normal((4, L)))
+    seen = {}
+    monkeypatch.setattr(measure, "profile",
+                        lambda model, **kw: seen.update(model=model, **kw) or
+                        {"per_sequence": per})
+    monkeypatch.setattr(realqa, "qa_run", lambda m: m)
+    monkeypatch.setattr(realqa, "paired_by_slot", lambda res: {"run": res})
+    d = headline.headline_data()
+    assert seen == dict(model="gpt2", length=1024, probes=8, batch=8, seed=0, progress=False)
+    b = d["born"]
+    assert b["H"] == H and abs(b["alpha"] - 0.2) < 0.02 and b["jmin"] == L - 1
+    assert np.isclose(b["theory"].sum(), 1) and np.isclose(b["measured"].sum(), 1)
+    assert d["real"] == {m: {"run": m} for m in realqa.DESIGN.as_dict()["models"]}

@@ -31,6 +31,8 @@ def test_verdict_table_glues_every_cell(monkeypatch):
     out = notebook.verdict_table(rows, "v_x")
     assert "| U | yes | 9 [8, 10] | holds |" in out.data
     badge = got.pop("v_x_u_badge")
+    found = got.pop("v_x_found").data  # the chapter's "What we found" list
+    assert found.startswith("- <span") and "**U**: 9 [8, 10]" in found
     assert got == {"v_x_u_claim": "U", "v_x_u_paper": "yes", "v_x_u_measured": "9 [8, 10]",
                    "v_x_u_verdict": "holds", "v_x_u_explanation": "", "v_x_u_est": 9.0}
     assert badge.word == "holds" and "posbias-verdict-holds" in badge._repr_html_()
@@ -234,7 +236,10 @@ def test_verdict_overview_draws_every_row():
             dict(chapter="B", claim="four " * 30, decision=None, margin=None)]
     fig, ax = plots.verdict_overview(rows)
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels[0] == "A: one" and labels[-1].endswith("\u2026") and len(labels) == 4
+    # every label whole: a long claim is wrapped over lines, never cut
+    assert labels[0] == "A: one" and len(labels) == 4
+    assert labels[-1].replace("\n", " ").split() == ("B: " + "four " * 30).split()
+    assert "\u2026" not in labels[-1] and labels[-1].count("\n") >= 2
     assert ax.get_xscale() == "symlog" and ax.get_xlabel() and ax.get_ylabel() == "claim"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "holds", "fails", "inconclusive", "no decision word"]
@@ -269,7 +274,8 @@ def test_badge_colours_are_the_figures_and_the_css_is_served():
 def test_overview_page_is_read_again_after_any_change():
     """The Sphinx hook (_ext/posbias_sphinx.py) marks book/verdicts and book/intro outdated
     whenever another page is read again, and only then; the overview is last in sorted order
-    (read after every chapter) and last in the table of contents."""
+    (read after every chapter) and, for the reader, first in the table of contents, right after
+    the introduction whose findings it lists in full."""
     import importlib.util
     from pathlib import Path
     from types import SimpleNamespace
@@ -289,7 +295,7 @@ def test_overview_page_is_read_again_after_any_change():
     assert "book/" + docs[-1] == ext.OVERVIEW
     toc = [line.split("file:")[1].strip() for line in (root / "_toc.yml").read_text().splitlines()
            if "file:" in line]
-    assert toc[-1] == ext.OVERVIEW
+    assert toc[0] == ext.OVERVIEW
 
 
 def test_interval_shows_a_width_it_has():
@@ -299,3 +305,24 @@ def test_interval_shows_a_width_it_has():
     lo, hi = s.split("[")[1].rstrip("]").split(", ")
     assert lo != hi
     assert interval(0.5, 0.5, 0.5, ".3f") == "0.500 [0.500, 0.500]"  # a true point stays one
+
+
+def test_overview_table_says_why_a_row_has_no_interval():
+    rows = [dict(label="ch-a", claim="x_1 is *big*", paper="p", decision="holds",
+                 explanation="", measured="0.5 [0.4, 0.6]",
+                 effect=dict(interval=[0.5, 0.4, 0.6], margin=[1, 0.5, 2])),
+            dict(label="ch-a", claim="exact", paper="p", decision="exact", explanation="",
+                 measured="1/2", effect=None),
+            dict(label="ch-b", claim="two models", paper="p", decision="fails",
+                 explanation="both", measured="a; b", effect=None),
+            dict(label="ch-b", claim="words", paper="p", decision=None,
+                 explanation="in part", measured="m", effect=None)]
+    md = notebook.verdict_overview_markdown(rows)
+    lines = md.splitlines()[2:]
+    assert len(lines) == 4 and "No single interval" not in lines[0]
+    assert "x\\_1 is \\*big\\*" in lines[0] and "{ref}`ch-a`" in lines[0]
+    assert "exact arithmetic" in lines[1] and "several intervals" in lines[2]
+    assert "in words" in lines[3] and "see text" in lines[3]
+    assert notebook.decision_counts(rows) == (
+        "1 holds, 1 fails, 1 is exact and 1 has a verdict in words")
+    assert notebook.decision_counts(rows[:1] * 3) == "3 hold"

@@ -74,6 +74,22 @@ def test_the_tables_and_the_paired_differences_come_from_the_right_cells():
         realqa.matrices(bad)
 
 
+def test_paired_by_slot_is_the_mean_paired_difference_with_its_t_interval():
+    from scipy import stats as st
+
+    lp = np.array([[-1.0, -2.0, -3.0, -2.5, -0.5], [-0.2, -4.0, -5.0, -1.0, -0.1],
+                   [-2.0, -2.0, -2.0, -2.0, -2.5]])
+    r = realqa.paired_by_slot(_fake(lp.tolist()))
+    assert r["slots"].tolist() == [1, 3, 5, 8, 10] and r["middle"] == 5 and r["n"] == 3
+    d = lp - lp[:, [2]]  # the middle slot, 5, is the third position
+    assert np.allclose(r["diff"], d.mean(0)) and r["diff"][2] == 0 == r["low"][2] == r["high"][2]
+    # the oracle: scipy's t interval of the first slot's paired differences
+    lo, hi = st.t.interval(0.95, 2, loc=d[:, 0].mean(), scale=st.sem(d[:, 0]))
+    assert np.isclose(r["low"][0], lo) and np.isclose(r["high"][0], hi)
+    # the first slot minus the middle is first_middle_last's "first", the same numbers
+    assert np.allclose(d[:, 0], realqa.first_middle_last(_fake(lp.tolist()))["first"])
+
+
 def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch):
     """jacobian_prior: one profile per prompt, question-major, its share on the gold document
     per token.  With a fake profile that is 1 on the gold document's tokens and 0 elsewhere, the

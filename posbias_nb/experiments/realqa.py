@@ -34,7 +34,7 @@ from . import task as task_mod
 from .design import Design, check
 
 __all__ = ["DESIGN", "data_path", "pilot", "qa_run", "kv_run", "matrices", "prior",
-           "gold_spans", "first_middle_last", "power_rule", "power_n", "decisions", "link",
+           "gold_spans", "first_middle_last", "paired_by_slot", "power_rule", "power_n", "decisions", "link",
            "jacobian_prior"]
 
 _DATA = Path(__file__).resolve().parents[2] / "data" / "liu2023"
@@ -199,6 +199,23 @@ def first_middle_last(res) -> dict:
     mid = pos.index(int(CHAPTER["middle"]))
     lp = M["logprob"]
     return {"first": lp[:, 0] - lp[:, mid], "last": lp[:, -1] - lp[:, mid]}
+
+
+def paired_by_slot(res) -> dict:
+    """The gold answer's log p at each gold slot minus at the middle slot, paired by question,
+    with its 95% t interval over questions (:func:`posbias_nb.stats.mean_interval`): the quantity
+    the position family decides, drawn for every slot.  Returns ``slots`` (1-based), ``diff``,
+    ``low``, ``high`` (0 at the middle slot, by construction), ``n`` questions and ``middle``
+    (1-based)."""
+    M = matrices(res)
+    lp, pos = M["logprob"], M["positions"]
+    mid = pos.index(int(CHAPTER["middle"]))
+    ivs = [stats.mean_interval(lp[:, j] - lp[:, mid]) if j != mid else (0.0, 0.0, 0.0)
+           for j in range(len(pos))]
+    return dict(slots=np.array(pos) + 1, diff=np.array([float(v[0]) for v in ivs]),
+                low=np.array([float(v[1]) for v in ivs]),
+                high=np.array([float(v[2]) for v in ivs]), n=int(lp.shape[0]),
+                middle=pos[mid] + 1)
 
 
 def power_rule() -> dict:

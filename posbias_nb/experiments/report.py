@@ -692,7 +692,7 @@ def _summary(data: dict, claims: list) -> str:
     for c in claims:
         iv = c["interval"]
         if c["verdict"] == "not testable" and c.get("reason"):
-            parts.append(f"{c['claim']}: {c['reason']}.")
+            parts.append(f"{c['claim']}: {_options_as_code(c['reason'])}.")
             continue
         parts.append(f"{c['claim']}: {c['verdict']} ({_fmt(iv['estimate'])}, "
                      f"{_pct(c['level'])} interval {_fmt(iv['low'])} to {_fmt(iv['high'])}).")
@@ -718,6 +718,16 @@ def _summary(data: dict, claims: list) -> str:
                 else "The retrieval task")
         parts.append(f"{what} did not run: {data['task']['reason']}.")
     return " ".join(parts)
+
+
+def _options_as_code(text: str) -> str:
+    """Command options in prose (``--quick``) as code spans, so that a page's smart quotes do
+    not turn their hyphens into a dash; options already in a code span are left alone."""
+    import re
+
+    parts = re.split(r"(`[^`]*`)", str(text))
+    return "".join(p if p.startswith("`") else re.sub(r"(?<![\w`-])(--[a-z][\w-]*)", r"`\1`", p)
+                   for p in parts)
 
 
 def _code_spans(escaped: str) -> str:
@@ -971,12 +981,14 @@ def _figures(data: dict) -> dict:
         th = bt[who]["theory"]
         if th.get("available", True):
             ax.plot(x, th["row"], color=plots.COLORS[i], ls="--", lw=1,
-                    label=f"N^H theory, H = {th['H']}, alpha = {th['alpha']:.2f} ({lab})")
+                    label=rf"$N^H$ row, fitted depth H = {th['H']} (the model has "
+                          rf"{data['meta']['n_layers']} layers), $\alpha$ = {th['alpha']:.2f} "
+                          f"({lab})")
         lt = bt[who].get("layout_theory", {})
         if lt.get("available"):
             r = np.asarray(lt["row"])
             ax.plot(x, np.where(r > 0, r, np.nan), color=plots.COLORS[i], ls=":", lw=1.4,
-                    label=f"layout theory, alpha = {lt['alpha']:.2f} ({lab})")
+                    label=rf"layout theory row, $\alpha$ = {lt['alpha']:.2f} ({lab})")
     plots.profile_axes(ax, L, ylabel="influence (share)")
     ax.legend()
     figs["profile"] = _png(fig)
@@ -1088,8 +1100,9 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
         out.append(f"<tr><td>{e(c['claim'])}</td>{_iv_cells(f'claims.{i}.interval', c['interval'])}"
                    f"<td>{_pct(c['level'])}</td>"
                    f'<td class="v-{e(c["verdict"].replace(" ", "-"))}">{e(c["verdict"])}'
-                   + (f' <span class="meta">({e(c["reason"])})</span>' if c.get("reason")
-                      else "") + "</td></tr>")
+                   + (' <span class="meta">('
+                      + _code_spans(e(_options_as_code(c["reason"]))) + ")</span>"
+                      if c.get("reason") else "") + "</td></tr>")
     out.append("</table>")
     out.append("<h2>1. Born vs trained</h2>")
     out.append(f"<p>Influence of each input position on the last token's final hidden state "

@@ -219,3 +219,108 @@ def test_every_posbias_command_shown_parses():
                 bad.append(f"{name}: {cmd!r}: {e}")
     assert seen >= 5, seen
     assert not bad, "\n".join(bad)
+
+
+# --- the reader's first minute (issue 43, item 7) ------------------------------------------
+#: The landing page's height at 1400 px wide before the findings came first (measured on
+#: 2026-12-03 in this test's viewport): the page must now be at most a third of it.
+LANDING_HEIGHT_BEFORE = 14_600
+VIEWPORT = {"width": 1400, "height": 900}
+
+_OVERFLOW_JS = """() => {
+  const col = document.querySelector('main .bd-article') || document.querySelector('main');
+  const right = col.getBoundingClientRect().right + 1;
+  const scrolls = e => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(e).overflowX);
+  const bad = [];
+  for (const e of col.querySelectorAll('*')) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.right <= right) continue;
+    let a = e.parentElement, boxed = false;
+    while (a && a !== col.parentElement) {
+      if (scrolls(a) && a.getBoundingClientRect().right <= right) { boxed = true; break; }
+      a = a.parentElement;
+    }
+    if (!boxed && !(scrolls(e) && r.right <= right)) {
+      bad.push(e.tagName.toLowerCase() + (e.className && e.className.baseVal === undefined ?
+               '.' + String(e.className).split(' ')[0] : '') + ' +' + Math.round(r.right - right) + 'px');
+    }
+  }
+  return bad;
+}"""
+
+
+def _open(browser, url):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(url, wait_until="load")
+    _wait_for_math(page)
+    return page
+
+
+def test_the_landing_page_leads_with_the_findings(browser, site_url):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(site_url + "/index.html")
+    page.wait_for_url(lambda u: not u.endswith("/index.html"), timeout=15000)
+    page.wait_for_load_state("load")
+    _wait_for_math(page)
+    box = page.eval_on_selector("#what-the-book-found", "e => e.getBoundingClientRect().top")
+    first = page.eval_on_selector("#what-the-book-found li",
+                                  "e => e.getBoundingClientRect().top")
+    # the findings' heading and their first item are in the first screen
+    assert box < VIEWPORT["height"] and first < VIEWPORT["height"] - 40, (box, first)
+    # every finding shows its verdict badge and a number
+    items = page.eval_on_selector_all("#what-the-book-found li", "els => els.map(e => "
+                                      "[e.innerText, e.querySelectorAll('.posbias-verdict').length])")
+    assert 5 <= len(items) <= 8 and all(n >= 1 and re.search(r"\d", t) for t, n in items), items
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    assert height <= LANDING_HEIGHT_BEFORE / 3, height
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "landing-1400x900.png"), full_page=False)
+    page.close()
+
+
+def test_no_element_runs_off_the_content_column(browser, pages):
+    """At 1400 x 900 no element of any page is wider than the content column unless it scrolls
+    inside its own box (a table, a code block, an equation)."""
+    problems = []
+    for url in pages:
+        page = _open(browser, url)
+        bad = page.evaluate(_OVERFLOW_JS)
+        if bad:
+            problems.append(f"{url.rsplit('/', 1)[-1]}: {sorted(set(bad))[:6]}")
+        page.close()
+    assert not problems, "\n".join(problems)
+
+
+def _contrast(fg, bg):
+    def lum(rgb):
+        c = [v / 255 for v in rgb]
+        c = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    a, b = sorted((lum(fg), lum(bg)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+def test_the_contrast_check_rejects_pale_grey():
+    assert _contrast((0x64, 0x64, 0x64), (255, 255, 255)) > 4.5
+    assert _contrast((0x99, 0x99, 0x99), (255, 255, 255)) < 4.5
+
+
+def test_captions_and_images_tell_what_they_show(browser, pages):
+    """Captions at WCAG AA contrast (4.5:1) against the page; every figure image has alt text
+    that is not its file name."""
+    problems = []
+    for url in pages:
+        page = _open(browser, url)
+        name = url.rsplit("/", 1)[-1]
+        colors = page.eval_on_selector_all(
+            "figcaption", "els => els.map(e => getComputedStyle(e.querySelector('p') || e).color)")
+        for c in colors:
+            rgb = [int(v) for v in re.findall(r"\d+", c)[:3]]
+            if _contrast(rgb, (255, 255, 255)) < 4.5:
+                problems.append(f"{name}: caption colour {c}")
+        alts = page.eval_on_selector_all("main figure img", "els => els.map(e => e.alt || '')")
+        for a in alts:
+            if not a.strip() or re.fullmatch(r"[\w./-]+\.(png|svg|jpe?g)", a.strip()):
+                problems.append(f"{name}: image alt text {a!r}")
+        page.close()
+    assert not problems, "\n".join(sorted(set(problems)))

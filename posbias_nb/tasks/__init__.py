@@ -9,10 +9,13 @@
                            answer placements, batches
 :mod:`.qa`                 real questions over real passages (Liu et al.'s multi-document QA),
                            BM25 distractors, and the readers of users' task files
+:mod:`.reorder`            remedies in the prompt: where each document goes (LangChain's and
+                           Haystack's fixed rules, Liu et al.'s query-aware prompt, orders read
+                           from a measured slot quality or an influence prior), BM25 ranking
 =========================  ==================================================================
 
 A tokenizer object is only called here; nothing in this package imports torch or a model.
 """
-from . import qa, retrieval, synthetic, text
+from . import qa, reorder, retrieval, synthetic, text
 
-__all__ = ["text", "retrieval", "synthetic", "qa"]
+__all__ = ["text", "retrieval", "synthetic", "qa", "reorder"]

@@ -73,19 +73,34 @@ NB_PAGES   := $(filter-out book/verdicts,$(CHAPTERS))
 # Recorded measurements (recorded/, made by `make record` from a cold run): a measurement the live
 # cache lacks is read from there; the namespaces of RECORDED_VERIFY are computed anew and must
 # agree with their recorded entries.  COLD=1 ignores them and measures everything.
+# Every run that reads them also measures a sample of them anew (bench/verify_plan.py): in every
+# namespace its cheapest entry, and where the namespace's code changed since recording
+# (posbias_nb.cache.code_digest), more entries within VERIFY_BUDGET seconds of recorded compute
+# (default posbias_nb.cache.VERIFY_BUDGET).
+# A disagreement fails the chapter that asked, naming namespace, key and the command below.
+# REMEASURE=ns,... (with record-new): those namespaces measured anew, their recorded entries replaced.
 COLD            ?=
 RECORDED_DIR    := $(CURDIR)/recorded/cache
-RECORDED_VERIFY ?= $(shell cat recorded/VERIFY 2>/dev/null)
+RECORDED_VERIFY ?=
 USE_RECORDED    := $(if $(COLD),,$(wildcard $(RECORDED_DIR)))
+VERIFY_BUDGET   ?=
+REMEASURE       ?=
+comma           := ,
 notebooks: setup
 	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo $(if $(USE_RECORDED),recorded,cold) ); \
-	rm -f _build/cache-events.jsonl; mkdir -p _build; \
+	rm -f _build/cache-events.jsonl _build/verify-keys.txt _build/verify-plan.json; mkdir -p _build; \
+	$(if $(USE_RECORDED),$(PY) bench/verify_plan.py plan --recorded recorded $(if $(VERIFY_BUDGET),--budget $(VERIFY_BUDGET)) \
+	  --out _build/verify-plan.json --keys _build/verify-keys.txt || exit 2;) \
 	POSBIAS_CACHE_LOG=$(CURDIR)/_build/cache-events.jsonl \
 	POSBIAS_RECORDED_DIR=$(USE_RECORDED) POSBIAS_RECORDED_VERIFY=$(RECORDED_VERIFY) \
+	POSBIAS_RECORDED_VERIFY_KEYS=$(if $(USE_RECORDED),$(CURDIR)/_build/verify-keys.txt) \
+	POSBIAS_RECORDED_IGNORE=$(REMEASURE) \
 	POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state $(PY) tests/nbrun.py \
 	  --workers $(NB_WORKERS) --threads $(NB_THREADS) --timeout $(NB_TIMEOUT) \
 	  --times _build/chapter-times.json $(if $(NB_PROFILE),--profile $(NB_PROFILE)) \
-	  --last book/verdicts.md $(NB_PAGES:%=%.md)
+	  --last book/verdicts.md $(NB_PAGES:%=%.md); rc=$$?; \
+	$(if $(USE_RECORDED),$(PY) bench/verify_plan.py summary --plan _build/verify-plan.json \
+	  --log _build/cache-events.jsonl || { [ $$rc = 0 ] && rc=1; };) exit $$rc
 	$(if $(NB_PROFILE),$(PY) bench/profile_chapters.py --from-kernels $(NB_PROFILE) \
 	  --label after --out bench/results/profile-after.json)
 	@if grep -q '"cache": "cold"' _build/chapter-times.json; then \
@@ -102,9 +117,11 @@ record: setup
 # after a change that needs new measurements (a new chapter, a changed design): every chapter
 # run reading recorded/, then what it measured added there and what no chapter read removed
 record-new: setup
+	$(foreach ns,$(subst $(comma), ,$(REMEASURE)),rm -rf "$(POSBIAS_CACHE_DIR)/$(ns)";)
 	$(MAKE) --no-print-directory notebooks
 	$(PY) bench/record_measurements.py --merge --cache "$(POSBIAS_CACHE_DIR)" \
-	  --log _build/cache-events.jsonl --times _build/chapter-times.json --out recorded
+	  --log _build/cache-events.jsonl --times _build/chapter-times.json --out recorded \
+	  $(if $(REMEASURE),--replace $(REMEASURE))
 
 build-book: setup $(MATHJAX)
 	mkdir -p _build; set -o pipefail; $(VENV)/bin/jupyter-book build . -W -n --keep-going 2>&1 | tee _build/build.log

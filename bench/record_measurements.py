@@ -25,9 +25,19 @@ corpus and description memos, the chapters' verdict rows, the locks.
   every chapter may remove anything (``--merge`` refuses a run whose
   ``chapter-times.json`` lists a failed chapter).
 
+Every entry also carries the digest of the code that computed it (``code``,
+:func:`posbias_nb.cache.code_digest` of its namespace when it was measured) and whether
+``make test`` reads it (``read``): ``bench/verify_plan.py`` chooses from these which entries a
+run measures anew.  ``--replace NS,...`` (``make record-new REMEASURE=NS``) takes the
+namespaces a run measured anew without reading recorded/ (``$POSBIAS_RECORDED_IGNORE``): their
+computed entries replace the recorded ones.  ``--backfill-code`` gives every entry without a
+digest the digest of the source at its recorded commit (``git show``), never today's, and every
+entry without a machine the machine of the run made at its commit; with ``--log`` it also sets
+``read`` from that run's cache events.
+
 ``make test`` then reads an entry from ``recorded/cache`` where the live cache has none
-(``$POSBIAS_RECORDED_DIR``, :mod:`posbias_nb.cache`), and computes the namespaces of
-``recorded/VERIFY`` anew, which must agree with the recorded entries.  ``make test COLD=1``
+(``$POSBIAS_RECORDED_DIR``, :mod:`posbias_nb.cache`), and computes the sample that
+``bench/verify_plan.py`` chose anew, which must agree with the recorded entries.  ``make test COLD=1``
 ignores the recorded entries and measures everything.
 """
 from __future__ import annotations
@@ -50,6 +60,68 @@ def _commit() -> str:
                               text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def files_at(commit: str) -> dict[str, str]:
+    """``{path relative to posbias_nb/: source}`` of the package's Python files at ``commit``."""
+    names = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit, "posbias_nb"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    out = {}
+    for n in names:
+        if n.endswith(".py"):
+            out[n[len("posbias_nb/"):]] = subprocess.run(
+                ["git", "show", f"{commit}:{n}"], cwd=ROOT, capture_output=True, text=True,
+                check=True).stdout
+    return out
+
+
+def backfill_code(entries: dict) -> int:
+    """Set ``code`` on every entry that lacks it, from the source at the entry's commit."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from posbias_nb import cache
+
+    memo, n = {}, 0
+    for k, v in entries.items():
+        if v.get("code"):
+            continue
+        ns = k.split("/")[0]
+        if v["commit"] not in memo:
+            memo[v["commit"]] = files_at(v["commit"])
+        v["code"] = cache.code_digest(ns, memo[v["commit"]])
+        n += 1
+    return n
+
+
+def fill_seconds(entries: dict, events: list, today: str, machine) -> int:
+    """Give a recorded entry whose cost was never measured (0 seconds: it was computed inside
+    another measurement) the seconds a run took to compute it anew (a ``computed`` event
+    followed by ``verified`` for the same key), with the date and machine of that measurement.
+    A ``verified`` event carries no seconds of its own."""
+    verified = {(e["ns"], e["key"]) for e in events if e["event"] == "verified"}
+    n = 0
+    for e in events:
+        if e["event"] != "computed" or (e["ns"], e["key"]) not in verified or not e["seconds"]:
+            continue
+        for k, v in entries.items():
+            if k.startswith(f"{e['ns']}/{e['key']}") and not v.get("compute_seconds"):
+                v["compute_seconds"] = round(e["seconds"], 2)
+                v["seconds_measured"] = today
+                v["seconds_machine"] = machine
+                n += 1
+    return n
+
+
+def backfill_machine(manifest: dict) -> int:
+    """Give every entry without one the machine of the run made at its commit (``runs``)."""
+    by_commit = {r["commit"]: r.get("machine") for r in manifest.get("runs", [])}
+    n = 0
+    for v in manifest["entries"].values():
+        if not v.get("machine") and by_commit.get(v["commit"]):
+            v["machine"] = by_commit[v["commit"]]
+            n += 1
+    return n
 
 
 def _events(log):
@@ -82,7 +154,38 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", action="store_true",
                     help="add what a run that read recorded/ measured, drop what it did not read")
     ap.add_argument("--commit", default=None, help="the commit the run was made on")
+    ap.add_argument("--replace", default="",
+                    help="namespaces the run measured anew (comma-separated): its entries "
+                         "replace the recorded ones")
+    ap.add_argument("--backfill-code", action="store_true",
+                    help="only give entries without a code digest the one of their commit")
     a = ap.parse_args(argv)
+    if a.backfill_code:
+        man_path = Path(a.out) / "MANIFEST.json"
+        man = json.loads(man_path.read_text())
+        n = backfill_code(man["entries"])
+        m = backfill_machine(man)
+        events = _events(a.log)
+        if events:
+            read = {f"{e['ns']}/{e['key']}" for e in events if e["event"] in ("recorded", "verified")}
+            for k, v in man["entries"].items():
+                v["read"] = v.get("read", False) or \
+                    f"{k.split('/')[0]}/{k.split('/')[1][:16]}" in read
+            times = json.loads(Path(a.times).read_text()) if a.times else {}
+            f = fill_seconds(man["entries"], events, time.strftime("%Y-%m-%d"),
+                             times.get("machine"))
+            print(f"{f} entries without seconds given those of their re-measurement")
+        for ns, sp in man.get("namespaces", {}).items():
+            sp["compute_seconds"] = round(sum(v["compute_seconds"] for k, v in
+                                              man["entries"].items() if k.split("/")[0] == ns), 1)
+        man["total_compute_seconds"] = round(sum(v["compute_seconds"]
+                                                 for v in man["entries"].values()), 1)
+        man_path.write_text(json.dumps(man, indent=1) + "\n")
+        print(f"{man_path}: code digests given to {n} entries, machines to {m}"
+              + (f", read flags from {a.log} ({sum(v['read'] for v in man['entries'].values())} "
+                 "read)" if events else ""))
+        return 0
+    replace = {x.strip() for x in a.replace.split(",") if x.strip()}
     src, out = Path(a.cache), Path(a.out)
     times = json.loads(Path(a.times).read_text()) if a.times else {}
     if not src.is_dir():
@@ -118,7 +221,14 @@ def main(argv=None) -> int:
         pre = _by_prefix(live)
         # what this run read from the live cache or computed, and recorded/ lacks (a verified
         # entry agrees with its recorded one, which stays as it was measured)
-        new = {pre[k]: live[pre[k]] for k in used - verified if k in pre and k not in rpre}
+        new = {pre[k]: live[pre[k]] for k in used - verified
+               if k in pre and (k not in rpre or k.split("/")[0] in replace)}
+        # a namespace measured anew: what the run did not compute of it is stale
+        for p, full in list(rpre.items()):
+            if p.split("/")[0] in replace and p not in used:
+                recorded[full].unlink()
+                entries.pop(full, None)
+                del rpre[p]
         # no chapter read it: stale, but only a run that started without a live cache can tell
         # (where the live cache answers, what only a recomputation reads, such as the inputs of
         # the verified namespaces, is never read)
@@ -130,12 +240,26 @@ def main(argv=None) -> int:
         else:
             print(f"--merge: the run started with a live cache ({times.get('cache')!r}): "
                   "entries are added, none removed")
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from posbias_nb import cache
+
     for k, f in new.items():
         ns, key = k.split("/")
         (dst / ns).mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, dst / ns / f.name)
         entries[k] = {"recorded": today, "commit": commit, "bytes": f.stat().st_size,
-                      "compute_seconds": round(seconds.get(f"{ns}/{key[:16]}", 0.0), 2)}
+                      "compute_seconds": round(seconds.get(f"{ns}/{key[:16]}", 0.0), 2),
+                      "machine": times.get("machine"),
+                      "code": cache.code_digest(ns) if ns in cache.NAMESPACE_CODE else None}
+    # what make test reads (bench/verify_plan.py samples from these), and the seconds of a
+    # verified entry whose own cost was never measured (computed inside another measurement)
+    read = {f"{e['ns']}/{e['key']}" for e in events if e["event"] in ("recorded", "verified")}
+    if events:
+        for k, v in entries.items():
+            v["read"] = f"{k.split('/')[0]}/{k.split('/')[1][:16]}" in read or k in new
+    fill_seconds(entries, events, today, times.get("machine"))
     for d in [p for p in dst.iterdir() if p.is_dir()] if dst.is_dir() else []:
         if not any(d.iterdir()):
             d.rmdir()

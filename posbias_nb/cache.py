@@ -15,19 +15,31 @@ move or clear it.
 entries in the same layout, recorded by an earlier cold run (``make record``; its
 ``MANIFEST.json`` says when, on which commit and machine, and what each entry cost).  A key
 absent from the cache folder is read from there (the cache event ``recorded``) instead of being
-computed.  The namespaces listed in ``$POSBIAS_RECORDED_VERIFY`` (comma-separated) are computed
-anyway and compared with the recorded entry (:func:`agree`); a difference raises
+computed.  The namespaces listed in ``$POSBIAS_RECORDED_VERIFY`` (comma-separated; none by
+default since every run samples every namespace, below) are computed anyway and compared with the recorded entry (:func:`agree`); a difference raises
 :class:`RecordedMismatch`, so a change of the code that moves a recorded number without changing
 its key fails the run instead of showing stale numbers.
+
+**The code is part of an entry's identity.**  Each namespace declares the modules that compute it
+(:data:`NAMESPACE_CODE`); :func:`code_digest` hashes their source and that of every module of the
+package they import (at any depth, inside functions too, package ``__init__`` files included),
+normalised by the ``ast`` module so that comments, docstrings and formatting do not count.  The
+modules that only present or store results (:data:`NOT_COMPUTING`) stay out.  ``make record``
+writes the digest beside every recorded entry; ``make test`` re-measures a sample of every
+namespace (``$POSBIAS_RECORDED_VERIFY_KEYS`` names a file of ``namespace/key`` lines, chosen by
+``bench/verify_plan.py``), more where the digest changed.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import io
 import json
 import os
 import tempfile
 import time
+from collections import Counter, defaultdict
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable, Mapping
@@ -35,7 +47,160 @@ from typing import Callable, Mapping
 import numpy as np
 
 __all__ = ["cache_dir", "recorded_dir", "key", "cached", "load", "load_recorded", "store", "lock",
-           "agree", "RecordedMismatch"]
+           "agree", "RecordedMismatch", "NAMESPACE_CODE", "NOT_COMPUTING", "code_modules",
+           "code_digest", "normalised_source", "verification_plan", "verification_summary"]
+
+#: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
+#: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
+#: ``tests/test_cache.py`` checks that every namespace the package caches under is declared and
+#: that its calling module is among its roots.
+NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
+    "capture-influence": ("measure.cached",),
+    "capture-win": ("measure.cached",),
+    "profile": ("measure.cached",),
+    "profile-shared": ("measure.cached",),
+    "init-logits": ("measure.logits",),
+    "fix-test": ("experiments.fix",),
+    "fix-tune": ("experiments.fix",),
+    "inference-channel": ("experiments.inference",),
+    "inference-channel-cli": ("experiments.inference",),
+    "inference-cost": ("experiments.inference",),
+    "inference-diagnostic": ("experiments.inference",),
+    "inference-prior": ("experiments.inference",),
+    "inference-prior-fit": ("experiments.inference",),
+    "inference-retrieval": ("experiments.inference",),
+    "inference-task": ("experiments.inference",),
+    "layouts-ablation": ("experiments.layouts",),
+    "layouts-layout": ("experiments.layouts",),
+    "realqa-jacobian": ("experiments.realqa",),
+    "replay": ("experiments.replay",),
+    "report": ("experiments.report",),
+    "report-remedy": ("experiments.report",),
+    "report-spans": ("experiments.report",),
+    "retrieval": ("experiments.retrieval",),
+    "retrieval-link": ("experiments.retrieval",),
+    "task": ("experiments.task",),
+    "train": ("experiments.remedies",),
+    "train-init": ("experiments.remedies",),
+}
+
+#: Modules that present, store or register results and compute none of them: a change there
+#: moves no recorded number, so it does not count as a change of any namespace's code.
+NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "experiments.design",
+                           "rollout.explorer"})
+
+_PKG = Path(__file__).resolve().parent
+
+
+@functools.lru_cache(maxsize=1024)
+def normalised_source(source: str) -> str:
+    """The source of a module as ``ast`` sees it, docstrings removed: comments, blank lines,
+    formatting and docstrings leave it unchanged; any change of what runs changes it."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=True, include_attributes=False)
+
+
+def _package_files(files: Mapping[str, str] | None) -> dict[str, str]:
+    """``{dotted module: source}`` of the package: today's files, or ``files`` (``{path relative
+    to the package: source}``, e.g. read from an earlier commit)."""
+    if files is None:
+        files = {str(p.relative_to(_PKG)): p.read_text() for p in _PKG.rglob("*.py")}
+    out = {}
+    for rel, src in files.items():
+        parts = rel[:-3].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = src
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(src: str) -> ast.Module:
+    return ast.parse(src)
+
+
+def _imports(mod: str, src: str, known: set[str]) -> set[str]:
+    """The package modules that ``mod`` imports (relative or absolute, at any depth of its code)."""
+    is_pkg = False  # a package's own ``from . import x`` resolves against itself
+    out = set()
+    pkg_parts = mod.split(".") if mod else []
+
+    def resolve(base: list[str], name: str | None) -> None:
+        dotted = ".".join(base + ([name] if name else []))
+        if name and dotted in known:
+            out.add(dotted)
+        elif ".".join(base) in known:
+            out.add(".".join(base))
+
+    tree = _parsed(src)
+    is_pkg = mod == "" or any(k.startswith(mod + ".") for k in known)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                here = pkg_parts if is_pkg else pkg_parts[:-1]
+                base = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+                base = base + (node.module.split(".") if node.module else [])
+            elif node.module and (node.module == "posbias_nb"
+                                  or node.module.startswith("posbias_nb.")):
+                base = node.module.split(".")[1:]
+            else:
+                continue
+            for a in node.names:
+                resolve(base, a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("posbias_nb."):
+                    resolve(a.name.split(".")[1:], None)
+    return out
+
+
+def code_modules(namespace: str, files: Mapping[str, str] | None = None) -> list[str]:
+    """The modules whose code computes ``namespace``: its declared roots and every package module
+    they import, with the ``__init__`` of every package on the way (its own source, not what it
+    imports for others), less :data:`NOT_COMPUTING`
+    (dotted, relative to the package; ``""`` is the package's own ``__init__``)."""
+    if namespace not in NAMESPACE_CODE:
+        raise ValueError(f"namespace {namespace!r} declares no code (cache.NAMESPACE_CODE)")
+    srcs = _package_files(files)
+    known = set(srcs)
+    seen: set[str] = set()
+    todo = [m for m in NAMESPACE_CODE[namespace] if m in known]
+    while todo:
+        m = todo.pop()
+        if m in seen or m in NOT_COMPUTING:
+            continue
+        seen.add(m)
+        todo += sorted(_imports(m, srcs[m], known))
+    # the __init__ of each package on the way runs too: its own code counts, not what it imports
+    # for others (a package that imports all its modules would otherwise tie every one of them
+    # to every namespace under it)
+    for m in list(seen):
+        parts = m.split(".") if m else []
+        seen |= {".".join(parts[:i]) for i in range(len(parts))
+                 if ".".join(parts[:i]) in known and ".".join(parts[:i]) not in NOT_COMPUTING}
+    return sorted(seen)
+
+
+def code_digest(namespace: str, files: Mapping[str, str] | None = None) -> str:
+    """SHA-256 (hex) of the normalised source (:func:`normalised_source`) of
+    :func:`code_modules` of ``namespace``: today's, or of ``files`` (an earlier commit's). A
+    declared root missing from the files counts as part of the code (its absence changes the
+    digest)."""
+    srcs = _package_files(files)
+    h = hashlib.sha256()
+    for m in NAMESPACE_CODE.get(namespace, ()):
+        if m not in srcs:
+            h.update(f"missing {m}\n".encode())
+    for m in code_modules(namespace, files):
+        h.update(f"{m}\n".encode())
+        h.update(normalised_source(srcs[m]).encode())
+    return h.hexdigest()
 
 
 def cache_dir() -> Path | None:
@@ -59,18 +224,64 @@ class RecordedMismatch(RuntimeError):
     """A measurement computed anew disagrees with its recorded entry."""
 
 
+#: Fields that measure the machine, not the computation (wall seconds, peak memory): a recorded
+#: entry and its re-measurement must both have them, but their values are not compared.  An
+#: array name or JSON key counts when its last component (after ``#``, ``/`` or ``.``) is one.
+MACHINE_FIELDS = ("seconds", "peak_mib", "peak_kb", "wall", "wall_s", "latency_s")
+
+
+def _machine_field(name: str) -> bool:
+    import re
+
+    return re.split(r"[#/.]", str(name))[-1] in MACHINE_FIELDS
+
+
+def _agree_json(a, b, where: str, rtol: float, out: list) -> None:
+    """Parsed JSON compared as :func:`agree` compares arrays: numbers within ``rtol`` of the
+    larger magnitude, everything else equal, :data:`MACHINE_FIELDS` present but not compared."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            out.append(f"{where}: keys {sorted(set(a) ^ set(b))} in only one of the two")
+        for k in sorted(set(a) & set(b), key=str):
+            if not _machine_field(k):
+                _agree_json(a[k], b[k], f"{where}/{k}", rtol, out)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{where}: {len(a)} items recorded, {len(b)} now")
+        else:
+            for i, (x, y) in enumerate(zip(a, b)):
+                _agree_json(x, y, f"{where}[{i}]", rtol, out)
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)) \
+            and not isinstance(a, bool) and not isinstance(b, bool):
+        fa, fb = float(a), float(b)
+        if np.isnan(fa) or np.isnan(fb):
+            if not (np.isnan(fa) and np.isnan(fb)):
+                out.append(f"{where}: NaN in only one of the two")
+        elif abs(fa - fb) > rtol * max(abs(fa), abs(fb)):
+            out.append(f"{where}: {fa!r} recorded, {fb!r} now")
+    elif a != b:
+        out.append(f"{where}: {str(a)[:60]!r} recorded, {str(b)[:60]!r} now")
+
+
 def agree(recorded: Mapping[str, np.ndarray], fresh: Mapping[str, np.ndarray],
           rtol: float = 1e-3) -> list[str]:
     """The differences between a recorded entry and the same computation made again: an empty
     list when they agree.  Same array names, shapes and dtypes kinds; integers, booleans and
     strings equal; floats within ``rtol`` of the largest magnitude of the recorded array (the
     same code on another machine rounds differently, a changed computation moves numbers by far
-    more).  NaNs must sit in the same places."""
+    more).  NaNs must sit in the same places.  A string array holding one JSON document is
+    compared field by field by the same rules (each number within ``rtol`` of itself).
+    :data:`MACHINE_FIELDS` (seconds, peak memory) must be present in both but are not compared:
+    they measure the machine, not the computation."""
     out = []
     if set(recorded) != set(fresh):
         return [f"arrays {sorted(set(recorded) ^ set(fresh))} in only one of the two"]
     for n in sorted(recorded):
         a, b = np.asarray(recorded[n]), np.asarray(fresh[n])
+        if _machine_field(n):
+            if a.shape != b.shape:
+                out.append(f"{n}: shape {a.shape} recorded, {b.shape} now")
+            continue
         if a.shape != b.shape:
             out.append(f"{n}: shape {a.shape} recorded, {b.shape} now")
         elif a.dtype.kind in "fc" or b.dtype.kind in "fc":
@@ -85,10 +296,23 @@ def agree(recorded: Mapping[str, np.ndarray], fresh: Mapping[str, np.ndarray],
             if err > rtol * scale:
                 out.append(f"{n}: differs by {err:.3g}, more than {rtol:g} of its largest "
                            f"magnitude {scale:.3g}")
+        elif a.shape == () and a.dtype.kind in "UO" and _json(a) is not None \
+                and _json(b) is not None:
+            diffs: list[str] = []
+            _agree_json(_json(a), _json(b), n, rtol, diffs)
+            out += diffs[:5] + ([f"{n}: and {len(diffs) - 5} more"] if len(diffs) > 5 else [])
         elif not np.array_equal(a, b):
             out.append(f"{n}: {int(np.sum(a != b)) if a.shape == b.shape else 'all'} entries "
                        f"differ")
     return out
+
+
+def _json(a: np.ndarray):
+    try:
+        v = json.loads(str(a[()]))
+    except (ValueError, TypeError):
+        return None
+    return v if isinstance(v, (dict, list)) else None
 
 
 def key(namespace: str, params: Mapping) -> str:
@@ -130,9 +354,10 @@ def store(namespace: str, params: Mapping, arrays: Mapping[str, np.ndarray]) -> 
         _log("mismatch" if diff else "verified", namespace, k)
         if diff:
             raise RecordedMismatch(
-                f"{namespace} entry {k[:16]} computed now disagrees with its recorded value: "
-                f"{'; '.join(diff[:3])}. The code that computes it changed but its key did not: "
-                f"bump its definition version, or record anew (make record)")
+                f"recorded namespace {namespace!r}, key {k}: computed now, it disagrees with its "
+                f"recorded value: {'; '.join(diff[:3])}. The code that computes it changed; if "
+                f"the change is meant, re-record the namespace: make record-new "
+                f"REMEASURE={namespace}")
     path = _path(namespace, k)
     if path is None:
         return
@@ -174,7 +399,7 @@ def load(namespace: str, params: Mapping) -> dict[str, np.ndarray] | None:
     if out is not None:
         _log("hit", namespace, k)
         return out
-    if namespace not in _verified():
+    if namespace not in _verified() and f"{namespace}/{k}" not in _verify_keys():
         out = load_recorded(namespace, params)
         if out is not None:
             _log("recorded", namespace, k)
@@ -188,7 +413,7 @@ def load_recorded(namespace: str, params: Mapping) -> dict[str, np.ndarray] | No
     A recorded file whose checksum does not match raises: the recorded folder is read-only and
     committed, so a bad file there is an error to see, not an entry to drop."""
     d = recorded_dir()
-    if d is None:
+    if d is None or namespace in _ignored():
         return None
     path = d / namespace / f"{key(namespace, params)}.npz"
     if not path.exists():
@@ -199,9 +424,38 @@ def load_recorded(namespace: str, params: Mapping) -> dict[str, np.ndarray] | No
     return out
 
 
+def _names(var: str) -> set[str]:
+    return {n.strip() for n in os.environ.get(var, "").split(",") if n.strip()}
+
+
 def _verified() -> set[str]:
-    return {n.strip() for n in os.environ.get("POSBIAS_RECORDED_VERIFY", "").split(",")
-            if n.strip()}
+    """Namespaces computed anew in full and compared with their recorded entries."""
+    return _names("POSBIAS_RECORDED_VERIFY")
+
+
+def _ignored() -> set[str]:
+    """Namespaces whose recorded entries are neither read nor compared (``make record-new
+    REMEASURE=...`` measures them anew to replace them)."""
+    return _names("POSBIAS_RECORDED_IGNORE")
+
+
+_VERIFY_KEYS: dict[str, frozenset[str]] = {}
+
+
+def _verify_keys() -> frozenset[str]:
+    """The entries (``namespace/key`` lines of the file ``$POSBIAS_RECORDED_VERIFY_KEYS``)
+    computed anew and compared with their recorded values: the sample that
+    ``bench/verify_plan.py`` chose for this run."""
+    f = os.environ.get("POSBIAS_RECORDED_VERIFY_KEYS", "")
+    if not f:
+        return frozenset()
+    if f not in _VERIFY_KEYS:
+        lines = Path(f).read_text().split()
+        bad = [x for x in lines if x.count("/") != 1]
+        if bad:
+            raise ValueError(f"{f}: lines must read namespace/key, got {bad[0]!r}")
+        _VERIFY_KEYS[f] = frozenset(lines)
+    return _VERIFY_KEYS[f]
 
 
 @contextmanager
@@ -254,3 +508,98 @@ def cached(
         _log("computed", namespace, k, time.perf_counter() - t0)
         store(namespace, params, out)
     return out
+
+
+#: The default budget of :func:`verification_plan`: seconds of recorded compute (on CI's two
+#: cores) that ``make test`` may spend re-measuring recorded entries beyond each namespace's
+#: cheapest one (``make test VERIFY_BUDGET=...`` changes it for one run).
+VERIFY_BUDGET = 600.0
+
+
+def verification_plan(manifest: dict, digests: dict[str, str], budget: float = VERIFY_BUDGET) -> dict:
+    """The sample of recorded entries that ``make test`` measures anew (``bench/verify_plan.py``
+    writes it for ``$POSBIAS_RECORDED_VERIFY_KEYS``).
+
+    The rule, fixed before any run it decides: in every namespace, the cheapest entry that
+    ``make test`` reads (its recorded ``compute_seconds``; an entry whose cost was never measured
+    is taken only where the namespace has no measured one); in the namespaces whose code digest
+    differs from the one recorded with an entry, further entries in order of cost while the
+    sample's recorded seconds in all stay within ``budget`` (the cheapest entries count first
+    and are taken even where they alone exceed it).
+
+    Returns the sample: ``{"keys": [...], "namespaces": {ns: {...}}}``.
+
+    ``manifest`` is ``recorded/MANIFEST.json``; ``digests`` the code digest of each namespace
+    today. An entry is a candidate if ``make test`` reads it (``read`` true, or absent in an
+    older manifest). Each namespace's line says how many entries it holds, whether its code
+    changed since they were recorded (any entry's ``code`` differs from today's digest; an entry
+    without a recorded digest counts as changed), which entries were chosen and their recorded
+    seconds."""
+    if budget < 0:
+        raise ValueError(f"budget must be >= 0 seconds, got {budget!r}")
+    by_ns: dict[str, list] = defaultdict(list)
+    for k, v in sorted(manifest.get("entries", {}).items()):
+        ns, key = k.split("/")
+        by_ns[ns].append((key, v))
+    unknown = sorted(set(by_ns) - set(digests))
+    if unknown:
+        raise ValueError(f"recorded namespaces {unknown} declare no code "
+                         "(posbias_nb.cache.NAMESPACE_CODE)")
+    out, extra = {}, []
+    for ns, items in sorted(by_ns.items()):
+        cands = [(key, v) for key, v in items if v.get("read", True)]
+        changed = any(v.get("code") != digests[ns] for _, v in items)
+        known = sorted((v["compute_seconds"], key) for key, v in cands
+                       if v.get("compute_seconds", 0) > 0)
+        if known:
+            first = [known[0]]
+        elif cands:
+            first = [(None, cands[0][0])]
+        else:
+            first = []
+        out[ns] = dict(entries=len(items), candidates=len(cands), changed=changed,
+                       chosen=[key for _, key in first],
+                       seconds=sum(s for s, _ in first if s is not None),
+                       unknown_cost=bool(first) and first[0][0] is None)
+        if changed:
+            extra += [(s, ns, key) for s, key in known[1:]]
+    spent = sum(v["seconds"] for v in out.values())
+    for s, ns, key in sorted(extra):
+        if spent + s > budget:
+            break
+        spent += s
+        out[ns]["chosen"].append(key)
+        out[ns]["seconds"] += s
+    keys = [f"{ns}/{key}" for ns in sorted(out) for key in out[ns]["chosen"]]
+    return dict(keys=keys, budget=budget, seconds=round(spent, 1), namespaces=out)
+
+
+def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str], list[str]]:
+    """One line per namespace (entries read from recorded/, re-measured, agreeing, whether its
+    code changed since recording) and the problems: a disagreement, or a chosen entry that no
+    chapter asked for (so its namespace went unchecked)."""
+    n = defaultdict(Counter)
+    seen = defaultdict(set)
+    for e in events:
+        n[e["ns"]][e["event"]] += 1
+        if e["event"] in ("verified", "mismatch"):
+            seen[e["ns"]].add(e["key"])
+    lines, problems = [], []
+    for ns, p in sorted(the_plan["namespaces"].items()):
+        c = n[ns]
+        got = c["verified"] + c["mismatch"]
+        lines.append(
+            f"{ns:22s} {p['entries']:3d} recorded, {c['recorded']:3d} read, {got:2d} re-measured, "
+            f"{c['verified']:2d} agreeing; code "
+            + ("changed since recording" + (", and its sample agrees" if got and not c['mismatch']
+                                            else "") if p["changed"] else "unchanged"))
+        if c["mismatch"]:
+            problems.append(f"{ns}: {c['mismatch']} re-measured entries disagree with recorded/ "
+                            f"(the chapter's error names the key): make record-new "
+                            f"REMEASURE={ns}")
+        missing = [k for k in p["chosen"] if k[:16] not in seen[ns]]
+        if missing:
+            problems.append(f"{ns}: chosen entries {[k[:16] for k in missing]} were asked for by "
+                            "no chapter, so it went unchecked; a run that reads recorded/ in "
+                            "full (make record-new) drops entries no chapter reads")
+    return lines, problems

@@ -1,0 +1,265 @@
+"""The code behind each recorded measurement is part of its identity (issue 44): the digest of a
+namespace's normalised source, the sample ``make test`` measures anew (bench/verify_plan.py),
+and a fake namespace recorded under one version of its code and read under another."""
+import ast
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posbias_nb import cache
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import record_measurements as rec  # noqa: E402
+
+
+SRC = '''"""A fake measurement."""
+import numpy as np
+
+SEED = 0  # the probes' seed
+
+
+def compute(n):
+    """n numbers from the seed."""
+    return {"x": np.random.default_rng(SEED).standard_normal(n)}
+'''
+# only a comment, a docstring and the layout differ
+SRC_COMMENT = SRC.replace("# the probes' seed", "# a new comment").replace(
+    '"""n numbers from the seed."""', '"""Other words."""\n').replace("(n)}", "(\n        n)}")
+# the code changed and so do the numbers (issue 44's seed constant)
+SRC_SEED = SRC.replace("SEED = 0", "SEED = 1")
+# the code changed, the numbers did not
+SRC_SAME = SRC.replace("standard_normal(n)", "standard_normal(size=n)")
+
+
+def test_normalised_source_ignores_comments_docstrings_and_layout():
+    n = cache.normalised_source
+    assert n(SRC) == n(SRC_COMMENT)
+    assert n(SRC) != n(SRC_SEED) and n(SRC) != n(SRC_SAME)
+    # a function whose body is only a docstring still parses
+    assert "Pass" in n('def f():\n    """doc"""\n')
+
+
+def _cached_namespaces():
+    """Every namespace literal passed to cache.cached/load/store in the package."""
+    found = {}
+    for f in (ROOT / "posbias_nb").rglob("*.py"):
+        tree = ast.parse(f.read_text())
+        consts = {t.targets[0].id: t.value.value for t in ast.walk(tree)
+                  if isinstance(t, ast.Assign) and len(t.targets) == 1
+                  and isinstance(t.targets[0], ast.Name) and isinstance(t.value, ast.Constant)}
+        for c in ast.walk(tree):
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) \
+                    and c.func.attr in ("cached", "load", "store") \
+                    and isinstance(c.func.value, ast.Name) and c.func.value.id in ("cache", "_cache") \
+                    and c.args:
+                a = c.args[0]
+                ns = a.value if isinstance(a, ast.Constant) else consts[a.id]
+                mod = ".".join(f.relative_to(ROOT / "posbias_nb").with_suffix("").parts)
+                found.setdefault(ns, set()).add(mod)
+    return found
+
+
+def test_every_cached_namespace_declares_the_module_that_computes_it():
+    found = _cached_namespaces()
+    assert len(found) >= 20
+    for ns, mods in found.items():
+        assert ns in cache.NAMESPACE_CODE, ns
+        assert mods <= set(cache.NAMESPACE_CODE[ns]), (ns, mods)
+    # every recorded namespace is declared
+    man = json.loads((ROOT / "recorded" / "MANIFEST.json").read_text())
+    assert {k.split("/")[0] for k in man["entries"]} <= set(cache.NAMESPACE_CODE)
+
+
+def test_code_modules_follow_imports_not_presentation():
+    mods = cache.code_modules("profile")
+    assert {"measure.cached", "measure.jacobian", "models.zoo", "tasks.text"} <= set(mods)
+    assert not set(mods) & cache.NOT_COMPUTING
+    assert "experiments.realqa" not in mods  # measure does not import experiments
+    assert "measure.jacobian" in cache.code_modules("realqa-jacobian")
+    with pytest.raises(ValueError, match="nope"):
+        cache.code_modules("nope")
+
+
+def _pkg(src):
+    return {"__init__.py": "", "fake.py": src}
+
+
+@pytest.fixture
+def fake_ns(monkeypatch):
+    monkeypatch.setitem(cache.NAMESPACE_CODE, "fake", ("fake",))
+    return "fake"
+
+
+def test_digest_of_a_fake_namespace(fake_ns):
+    d = cache.code_digest(fake_ns, _pkg(SRC))
+    assert d == cache.code_digest(fake_ns, _pkg(SRC_COMMENT))
+    assert d != cache.code_digest(fake_ns, _pkg(SRC_SEED))
+    assert d != cache.code_digest(fake_ns, _pkg(SRC_SAME))
+    # a module it imports counts; one it does not, does not
+    with_helper = {"__init__.py": "", "fake.py": "from . import helper\n" + SRC,
+                   "helper.py": "K = 1\n", "other.py": "K = 2\n"}
+    d2 = cache.code_digest(fake_ns, with_helper)
+    assert d2 != cache.code_digest(fake_ns, {**with_helper, "helper.py": "K = 3\n"})
+    assert d2 == cache.code_digest(fake_ns, {**with_helper, "other.py": "K = 4\n"})
+
+
+def _module(tmp_path, src, name):
+    f = tmp_path / f"{name}.py"
+    f.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, f)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def _record_fake(tmp_path, monkeypatch, ns):
+    """Record two entries of the fake namespace under SRC, with a manifest as make record
+    writes it (the code digest of SRC, the seconds each took)."""
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "cold"))
+    v1 = _module(tmp_path, SRC, "fake_v1")
+    for n in (3, 5):
+        cache.cached(ns, {"n": n}, lambda: v1.compute(n))
+    entries = {f"{ns}/{cache.key(ns, {'n': n})}": {
+        "recorded": "2026-12-03", "commit": "c", "bytes": 1, "compute_seconds": float(n),
+        "code": cache.code_digest(ns, _pkg(SRC)), "read": True} for n in (3, 5)}
+    monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(tmp_path / "cold"))
+    return {"entries": entries}
+
+
+def _run(tmp_path, monkeypatch, ns, manifest, src, name, budget=100.0):
+    """make test's part: plan under ``src``, then the chapter asks for both entries."""
+    p = cache.verification_plan(manifest, {ns: cache.code_digest(ns, _pkg(src))}, budget)
+    keys = tmp_path / f"keys-{name}.txt"
+    keys.write_text("".join(k + "\n" for k in p["keys"]))
+    log = tmp_path / f"log-{name}.jsonl"
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(keys))
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / f"live-{name}"))
+    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
+    mod = _module(tmp_path, src, f"fake_{name}")
+    err = None
+    try:
+        for n in (3, 5):
+            cache.cached(ns, {"n": n}, lambda: mod.compute(n))
+    except cache.RecordedMismatch as e:
+        err = e
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    return p, err, cache.verification_summary(p, events)
+
+
+def test_the_guard_on_a_fake_namespace(tmp_path, monkeypatch, fake_ns):
+    ns = fake_ns
+    man = _record_fake(tmp_path, monkeypatch, ns)
+    # only a comment changed: the cheapest entry is re-measured, agrees, the code is unchanged
+    p, err, (lines, problems) = _run(tmp_path, monkeypatch, ns, man, SRC_COMMENT, "comment")
+    assert err is None and not problems and not p["namespaces"][ns]["changed"]
+    assert len(p["keys"]) == 1 and p["keys"][0] == f"{ns}/{cache.key(ns, {'n': 3})}"
+    assert "1 re-measured" in lines[0] and "code unchanged" in lines[0]
+    # the seed changed: the code changed, the sample grows within the budget, and disagrees
+    p, err, (lines, problems) = _run(tmp_path, monkeypatch, ns, man, SRC_SEED, "seed")
+    assert p["namespaces"][ns]["changed"] and len(p["keys"]) == 2
+    assert err is not None
+    msg = str(err)
+    assert f"namespace {ns!r}" in msg and cache.key(ns, {"n": 3}) in msg
+    assert "differs by" in msg and f"make record-new REMEASURE={ns}" in msg
+    assert problems and f"REMEASURE={ns}" in problems[0]
+    # the code changed, its numbers did not: passes and says so
+    p, err, (lines, problems) = _run(tmp_path, monkeypatch, ns, man, SRC_SAME, "same")
+    assert err is None and not problems
+    assert "2 re-measured" in lines[0] and "changed since recording, and its sample agrees" in lines[0]
+    # a budget that holds only the cheapest entry takes only it
+    p, *_ = _run(tmp_path, monkeypatch, ns, man, SRC_SAME, "tight", budget=4.0)
+    assert p["keys"] == [f"{ns}/{cache.key(ns, {'n': 3})}"]
+
+
+def test_a_chosen_entry_no_chapter_asks_for_fails_the_summary():
+    p = {"namespaces": {"a": {"entries": 2, "changed": False, "chosen": ["k" * 64]}}}
+    lines, problems = cache.verification_summary(p, [{"ns": "a", "event": "recorded", "key": "j" * 16}])
+    assert "0 re-measured" in lines[0] and "asked for by no chapter" in problems[0]
+
+
+def test_plan_rules():
+    d = {"a": "A", "b": "B"}
+    man = {"entries": {
+        "a/1": {"compute_seconds": 5.0, "code": "A"}, "a/2": {"compute_seconds": 1.0, "code": "A"},
+        "a/3": {"compute_seconds": 0.5, "code": "A", "read": False},   # not read by make test
+        "b/1": {"compute_seconds": 0.0, "code": "old"}, "b/2": {"compute_seconds": 0.0},
+    }}
+    p = cache.verification_plan(man, d, budget=100)
+    assert p["namespaces"]["a"]["chosen"] == ["2"]          # unchanged: the cheapest read one
+    assert p["namespaces"]["b"]["chosen"] == ["1"] and p["namespaces"]["b"]["unknown_cost"]
+    assert p["namespaces"]["b"]["changed"]
+    with pytest.raises(ValueError, match="declare no code"):
+        cache.verification_plan({"entries": {"z/1": {"compute_seconds": 1.0}}}, d, 10)
+    with pytest.raises(ValueError, match="-1"):
+        cache.verification_plan(man, d, -1)
+
+
+def test_verify_keys_file_is_checked(tmp_path, monkeypatch):
+    f = tmp_path / "k.txt"
+    f.write_text("no-slash-here\n")
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(f))
+    monkeypatch.setattr(cache, "_VERIFY_KEYS", {})
+    with pytest.raises(ValueError, match="no-slash-here"):
+        cache._verify_keys()
+
+
+def test_backfill_reads_the_code_at_each_entry_commit(monkeypatch, fake_ns):
+    srcs = {"c1": _pkg(SRC), "c2": _pkg(SRC_SEED)}
+    monkeypatch.setattr(rec, "files_at", lambda c: srcs[c])
+    entries = {"fake/k1": {"commit": "c1"}, "fake/k2": {"commit": "c2"},
+               "fake/k3": {"commit": "c2", "code": "kept"}}
+    assert rec.backfill_code(entries) == 2
+    assert entries["fake/k1"]["code"] == cache.code_digest("fake", _pkg(SRC))
+    assert entries["fake/k2"]["code"] == cache.code_digest("fake", _pkg(SRC_SEED))
+    assert entries["fake/k3"]["code"] == "kept"
+
+
+def test_machine_fields_are_present_but_not_compared():
+    """Wall seconds and peak memory measure the machine: a re-measurement that differs only
+    there agrees; one that lacks them, or differs in a computed number, does not."""
+    rec = {"hidden-scaling#seconds": np.array(1.94), "hidden-scaling#peak_mib": np.array(65.2),
+           "hidden-scaling#logp": np.array([-1.0, -2.0])}
+    fresh = dict(rec, **{"hidden-scaling#seconds": np.array(3.9),
+                         "hidden-scaling#peak_mib": np.array(26.4)})
+    assert cache.agree(rec, fresh) == []
+    moved = dict(fresh, **{"hidden-scaling#logp": np.array([-1.0, -2.5])})
+    assert any("logp" in d for d in cache.agree(rec, moved))
+    lacking = {k: v for k, v in fresh.items() if not k.endswith("seconds")}
+    assert cache.agree(rec, lacking)
+
+
+def test_json_entries_are_compared_field_by_field():
+    import json
+
+    doc = {"meta": {"seconds": 12.0, "n": 3}, "curve": [1.0, 2.0], "verdict": "holds"}
+    same = dict(doc, meta={"seconds": 99.0, "n": 3}, curve=[1.0000001, 2.0])
+    a = {"json": np.array(json.dumps(doc))}
+    assert cache.agree(a, {"json": np.array(json.dumps(same))}) == []
+    for bad, what in ((dict(doc, verdict="fails"), "verdict"),
+                      (dict(doc, curve=[1.0, 2.1]), "curve[1]"),
+                      (dict(doc, meta={"seconds": 12.0, "n": 4}), "meta/n"),
+                      (dict(doc, extra=1), "extra")):
+        diffs = cache.agree(a, {"json": np.array(json.dumps(bad))})
+        assert diffs and what in " ".join(diffs), (what, diffs)
+
+
+def test_seconds_come_from_the_computation_not_the_verification():
+    entries = {"a/0123456789abcdef00": {"compute_seconds": 0.0},
+               "b/fedcba987654321000": {"compute_seconds": 0.0},
+               "c/aaaaaaaaaaaaaaaa00": {"compute_seconds": 7.0}}
+    events = [{"event": "computed", "ns": "a", "key": "0123456789abcdef", "seconds": 12.5},
+              {"event": "verified", "ns": "a", "key": "0123456789abcdef", "seconds": 0.0},
+              # computed but not a re-measurement of a recorded entry: no seconds given
+              {"event": "computed", "ns": "b", "key": "fedcba9876543210", "seconds": 3.0},
+              {"event": "computed", "ns": "c", "key": "aaaaaaaaaaaaaaaa", "seconds": 9.0},
+              {"event": "verified", "ns": "c", "key": "aaaaaaaaaaaaaaaa", "seconds": 0.0}]
+    assert rec.fill_seconds(entries, events, "2026-12-04", {"cpus": 2}) == 1
+    assert entries["a/0123456789abcdef00"]["compute_seconds"] == 12.5
+    assert entries["a/0123456789abcdef00"]["seconds_machine"] == {"cpus": 2}
+    assert entries["b/fedcba987654321000"]["compute_seconds"] == 0.0
+    assert entries["c/aaaaaaaaaaaaaaaa00"]["compute_seconds"] == 7.0   # measured: kept

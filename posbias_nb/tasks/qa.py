@@ -48,7 +48,7 @@ __all__ = ["FORMATS", "QA_INSTRUCTION", "Document", "QAExample", "KVExample", "T
            "read_task_file", "detect_format", "qa_prompt", "closedbook_prompt", "kv_example_prompt",
            "gold_positions", "position_documents", "position_records", "bm25_distractors",
            "ANSWER_PREFIX", "DUMMY_DOCUMENT", "DUMMY_RECORD", "document_char_spans",
-           "dummy_documents", "document_token_spans"]
+           "dummy_documents", "document_token_spans", "search_results"]
 
 FORMATS = ("liu-qa", "liu-kv", "plain")
 #: Liu et al.'s instruction (``prompts/qa.prompt``).
@@ -303,13 +303,18 @@ def qa_prompt(question: str, documents) -> str:
     Question: who?
     Answer:
     """
+    return f"{QA_INSTRUCTION}\n\n{search_results(question, documents)}\n\nQuestion: {question}\n" \
+        f"{ANSWER_PREFIX}"
+
+
+def search_results(question: str, documents) -> str:
+    """The documents as Liu et al.'s prompts list them, numbered from 1 as
+    ``Document [i](Title: ...) text``, one a line; ValueError without a question or documents."""
     docs = list(documents)
     if not str(question).strip() or not docs:
         raise ValueError(f"a QA prompt needs a question and documents, got {question!r} and "
                          f"{len(docs)} documents")
-    results = "\n".join(f"Document [{i + 1}](Title: {d.title}) {d.text}"
-                        for i, d in enumerate(docs))
-    return f"{QA_INSTRUCTION}\n\n{results}\n\nQuestion: {question}\n{ANSWER_PREFIX}"
+    return "\n".join(f"Document [{i + 1}](Title: {d.title}) {d.text}" for i, d in enumerate(docs))
 
 
 def closedbook_prompt(question: str) -> str:

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .qa import ANSWER_PREFIX, QA_INSTRUCTION, Document
+from .qa import ANSWER_PREFIX, QA_INSTRUCTION, Document, search_results
 
 __all__ = ["PROMPT_REMEDIES", "FIXED_RULES", "long_context_reorder", "lost_in_the_middle",
            "quality_order", "slot_ranking", "prior_slot_quality", "query_aware_prompt",
@@ -157,14 +157,8 @@ def query_aware_prompt(question: str, documents) -> str:
     Question: who?
     Answer:
     """
-    docs = list(documents)
-    if not str(question).strip() or not docs:
-        raise ValueError(f"a QA prompt needs a question and documents, got {question!r} and "
-                         f"{len(docs)} documents")
-    results = "\n".join(f"Document [{i + 1}](Title: {d.title}) {d.text}"
-                        for i, d in enumerate(docs))
-    return (f"{QA_INSTRUCTION}\n\nQuestion: {question}\n\n{results}\n\n"
-            f"Question: {question}\n{ANSWER_PREFIX}")
+    return (f"{QA_INSTRUCTION}\n\nQuestion: {question}\n\n{search_results(question, documents)}"
+            f"\n\nQuestion: {question}\n{ANSWER_PREFIX}")
 
 
 def bm25_ranking(question: str, documents) -> list[int]:

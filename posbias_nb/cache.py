@@ -343,11 +343,18 @@ def _path(namespace: str, k: str) -> Path | None:
     return None if d is None else d / namespace / f"{k}.npz"
 
 
-def store(namespace: str, params: Mapping, arrays: Mapping[str, np.ndarray]) -> None:
+def store(namespace: str, params: Mapping, arrays: Mapping[str, np.ndarray],
+          seconds: float | None = None) -> None:
     """Write ``arrays`` under the key of ``(namespace, params)``, atomically.  Where a recorded
     entry of the same key exists (a verified namespace, computed anew), the two must agree
-    (:func:`agree`), or :class:`RecordedMismatch` is raised and nothing is written."""
+    (:func:`agree`), or :class:`RecordedMismatch` is raised and nothing is written.
+
+    ``seconds``: what computing ``arrays`` took, for a caller that computes outside
+    :func:`cached` (several entries from one loaded model): logged as the entry's ``computed``
+    event, so that ``make record`` writes its cost into ``recorded/MANIFEST.json``."""
     k = key(namespace, params)
+    if seconds is not None:
+        _log("computed", namespace, k, float(seconds))
     rec = load_recorded(namespace, params)
     if rec is not None:
         diff = agree(rec, {n: np.asarray(v) for n, v in arrays.items()})

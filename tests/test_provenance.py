@@ -263,3 +263,17 @@ def test_seconds_come_from_the_computation_not_the_verification():
     assert entries["a/0123456789abcdef00"]["seconds_machine"] == {"cpus": 2}
     assert entries["b/fedcba987654321000"]["compute_seconds"] == 0.0
     assert entries["c/aaaaaaaaaaaaaaaa00"]["compute_seconds"] == 7.0   # measured: kept
+
+
+def test_an_entry_stored_outside_cached_logs_its_seconds(tmp_path, monkeypatch):
+    """capture-* and report store their entries themselves (several from one loaded model): the
+    seconds they pass become the entry's ``computed`` event, which make record writes as its
+    cost; without them nothing claims a cost."""
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
+    cache.store("fake-a", {"n": 1}, {"x": np.zeros(2)}, seconds=2.5)
+    cache.store("fake-b", {"n": 1}, {"x": np.zeros(2)})
+    ev = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [(e["event"], e["ns"], e["seconds"]) for e in ev] == [("computed", "fake-a", 2.5)]
+    assert ev[0]["key"] == cache.key("fake-a", {"n": 1})[:16]

@@ -67,6 +67,7 @@ import json
 import math
 import os
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -888,6 +889,7 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
     if hit is not None:
         data = json.loads(str(hit["json"]))
     else:
+        t0 = time.perf_counter()
         bar = tqdm(total=4, disable=not progress, file=sys.stderr, leave=False, unit="stage")
         try:
             bar.set_description("report: born vs trained")
@@ -933,7 +935,8 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         data["claims"] = _claims(data)
         data["summary"] = _summary(data, data["claims"])
         data = plain(data)
-        cache.store("report", key, {"json": np.array(json.dumps(data))})
+        cache.store("report", key, {"json": np.array(json.dumps(data))},
+                    seconds=time.perf_counter() - t0)
     data["summary"] = _summary(data, data["claims"])
     meta = data.pop("meta")
     who = "trained" if "trained" in data["born_trained"] else "born"

@@ -16,6 +16,7 @@ loads no model.
 from __future__ import annotations
 
 import sys
+import time
 from importlib import metadata
 
 import numpy as np
@@ -210,17 +211,19 @@ def _compute_many(model: str, weights: str, lengths, batch: int, seed: int,
     for L, p, need_c, need_i in todo:
         ids = text_batch(tok, L, batch, seed=seed, source="text", vocab_size=vocab)
         if need_c:
+            t0 = time.perf_counter()
             res = capture_model(m, ids)
             res["input_ids"] = ids
             res["n_heads"] = np.array(n_heads(m))
-            cache.store(_CAPTURE_NS, p, res)
+            cache.store(_CAPTURE_NS, p, res, seconds=time.perf_counter() - t0)
             out[("capture", L)] = res
         if need_i:
+            t0 = time.perf_counter()
             r = influence_profile(m, ids, target="argmax_prob", method="exact", seed=seed,
                                   progress=sys.stderr.isatty())
             res = {k: r[k] for k in ("influence", "batch_stderr", "per_sequence")}
             res["input_ids"] = ids
-            cache.store("capture-influence", p, res)
+            cache.store("capture-influence", p, res, seconds=time.perf_counter() - t0)
             out[("capture-influence", L)] = res
     return out
 

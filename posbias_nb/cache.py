@@ -41,6 +41,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -48,7 +49,8 @@ import numpy as np
 
 __all__ = ["cache_dir", "recorded_dir", "key", "cached", "load", "load_recorded", "store", "lock",
            "agree", "RecordedMismatch", "NAMESPACE_CODE", "NOT_COMPUTING", "code_modules",
-           "code_digest", "normalised_source", "verification_plan", "verification_summary"]
+           "code_digest", "normalised_source", "verification_plan", "verification_summary", "Parts",
+           "VERIFY_PARTS", "part_sample"]
 
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
@@ -327,13 +329,14 @@ def key(namespace: str, params: Mapping) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _log(event: str, namespace: str, k: str, seconds: float = 0.0) -> None:
+def _log(event: str, namespace: str, k: str, seconds: float = 0.0, **extra) -> None:
     """One JSON line per cache event, only where ``$POSBIAS_CACHE_LOG`` names a file."""
     out = os.environ.get("POSBIAS_CACHE_LOG")
     if not out:
         return
     line = json.dumps({"event": event, "ns": namespace, "key": k[:16],
-                       "seconds": round(seconds, 3), "tag": os.environ.get("POSBIAS_CACHE_TAG", "")})
+                       "seconds": round(seconds, 3), "tag": os.environ.get("POSBIAS_CACHE_TAG", ""),
+                       **extra})
     with open(out, "a") as f:
         f.write(line + "\n")
 
@@ -365,6 +368,10 @@ def store(namespace: str, params: Mapping, arrays: Mapping[str, np.ndarray],
                 f"recorded value: {'; '.join(diff[:3])}. The code that computes it changed; if "
                 f"the change is meant, re-record the namespace: make record-new "
                 f"REMEASURE={namespace}")
+    _write(namespace, k, arrays)
+
+
+def _write(namespace: str, k: str, arrays: Mapping[str, np.ndarray]) -> None:
     path = _path(namespace, k)
     if path is None:
         return
@@ -493,12 +500,69 @@ def lock(name: str):
     return _flock(d / ".locks" / f"{safe}.lock")
 
 
+@dataclass(frozen=True)
+class Parts:
+    """A measurement made of independent parts (one prompt each, each with its own seed), so
+    that a re-measurement of its recorded entry can sample parts instead of computing it whole.
+
+    ``count`` parts; ``compute(i)`` computes part ``i`` alone, as the whole computation does
+    (the whole computation must call the same function for each part, so the code exists once);
+    ``take(arrays, i)`` is part ``i`` of a whole entry, in the arrays ``compute(i)`` returns."""
+    count: int
+    compute: Callable[[int], Mapping[str, np.ndarray]]
+    take: Callable[[Mapping[str, np.ndarray], int], Mapping[str, np.ndarray]]
+
+
+#: How many parts of a recorded entry with :class:`Parts` a re-measurement computes.
+VERIFY_PARTS = 2
+
+
+def part_sample(namespace: str, k: str, count: int) -> list[int]:
+    """The parts of entry ``k`` that a re-measurement computes: the first, and one chosen by the
+    SHA-256 of the namespace's code digest and the key, so the same code samples the same parts
+    (bit-for-bit reruns) and a change of the code samples another."""
+    if count < 1:
+        raise ValueError(f"an entry of {count} parts cannot be sampled")
+    if count == 1:
+        return [0]
+    h = int(hashlib.sha256(f"{code_digest(namespace)}/{k}".encode()).hexdigest(), 16)
+    return [0, 1 + h % (count - 1)][:VERIFY_PARTS]
+
+
+def _verify_parts(namespace: str, k: str, rec: Mapping[str, np.ndarray], parts: Parts) -> None:
+    """Compute the sampled parts of a recorded entry anew and compare each with its part of
+    the recorded arrays; :class:`RecordedMismatch` names the part on a disagreement."""
+    chosen = part_sample(namespace, k, parts.count)
+    diff: list[str] = []
+    for i in chosen:
+        t0 = time.perf_counter()
+        fresh = {n: np.asarray(v) for n, v in parts.compute(i).items()}
+        _log("computed-part", namespace, k, time.perf_counter() - t0, part=i, parts=parts.count)
+        diff = agree({n: np.asarray(v) for n, v in parts.take(rec, i).items()}, fresh)
+        if diff:
+            break
+    _log("mismatch" if diff else "verified", namespace, k, parts=parts.count,
+         sampled=len(chosen))
+    if diff:
+        raise RecordedMismatch(
+            f"recorded namespace {namespace!r}, key {k}, part {i} of {parts.count}: computed "
+            f"now, it disagrees with its recorded value: {'; '.join(diff[:3])}. The code that "
+            f"computes it changed; if the change is meant, re-record the namespace: make "
+            f"record-new REMEASURE={namespace}")
+
+
 def cached(
-    namespace: str, params: Mapping, compute: Callable[[], Mapping[str, np.ndarray]]
+    namespace: str, params: Mapping, compute: Callable[[], Mapping[str, np.ndarray]],
+    parts: Parts | None = None,
 ) -> dict[str, np.ndarray]:
     """Return the stored result for ``(namespace, params)``, computing and storing it if absent
     (a recorded entry, see the module docstring, counts as present unless its namespace is
     verified, and a verified one must agree with what is computed now).
+
+    ``parts`` (:class:`Parts`): where the entry is one of the sample ``make test`` re-measures
+    (``$POSBIAS_RECORDED_VERIFY_KEYS``) and is recorded, only :data:`VERIFY_PARTS` of its parts
+    are computed anew (:func:`part_sample`) and compared with theirs in the recorded entry,
+    which is then returned; everywhere else the whole is computed.
 
     The computation holds :func:`lock` on its key, so a second process asking for the same
     result meanwhile waits and reads it instead of computing it again."""
@@ -510,6 +574,12 @@ def cached(
         hit = load(namespace, params)  # computed by another process while this one waited
         if hit is not None:
             return hit
+        if parts is not None and f"{namespace}/{k}" in _verify_keys():
+            rec = load_recorded(namespace, params)
+            if rec is not None:
+                _verify_parts(namespace, k, rec, parts)
+                _write(namespace, k, rec)
+                return rec
         t0 = time.perf_counter()
         out = {n: np.asarray(v) for n, v in compute().items()}
         _log("computed", namespace, k, time.perf_counter() - t0)
@@ -587,17 +657,21 @@ def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str],
     chapter asked for (so its namespace went unchecked)."""
     n = defaultdict(Counter)
     seen = defaultdict(set)
+    by_parts = defaultdict(list)
     for e in events:
         n[e["ns"]][e["event"]] += 1
         if e["event"] in ("verified", "mismatch"):
             seen[e["ns"]].add(e["key"])
+            if "parts" in e:
+                by_parts[e["ns"]].append(f"{e.get('sampled', '?')} of {e['parts']}")
     lines, problems = [], []
     for ns, p in sorted(the_plan["namespaces"].items()):
         c = n[ns]
         got = c["verified"] + c["mismatch"]
+        sampled = f" (by parts: {', '.join(by_parts[ns])})" if by_parts[ns] else ""
         lines.append(
-            f"{ns:22s} {p['entries']:3d} recorded, {c['recorded']:3d} read, {got:2d} re-measured, "
-            f"{c['verified']:2d} agreeing; code "
+            f"{ns:22s} {p['entries']:3d} recorded, {c['recorded']:3d} read, {got:2d} re-measured"
+            f"{sampled}, {c['verified']:2d} agreeing; code "
             + ("changed since recording" + (", and its sample agrees" if got and not c['mismatch']
                                             else "") if p["changed"] else "unchanged"))
         if c["mismatch"]:

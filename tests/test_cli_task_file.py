@@ -165,3 +165,44 @@ def test_a_progress_bar_while_measuring_and_none_with_quiet(tmp_path, capsys, BA
     assert "task" in err and "prompt" in err, err
     assert cli.main(argv + ["--seed", "1"]) == 0  # cached
     assert capsys.readouterr().err == ""
+
+
+def test_a_recorded_task_entry_is_re_measured_by_two_prompts(tmp_path, monkeypatch, model_dir):
+    """task_run scores each prompt through one function (cache.Parts): the whole run, recorded,
+    re-measured by two of its prompts agrees (same log p, same generation), computes nothing
+    else, and returns the recorded table; a recorded entry whose numbers differ fails."""
+    import numpy as np
+
+    from posbias_nb import cache
+
+    data = _file(tmp_path, _qa_rows(4))
+    kw = dict(documents=3, examples=2, max_new_tokens=3, weights="pretrained")
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
+    whole = task_mod.task_run(model_dir, data, **kw)
+    (f,) = (tmp_path / "rec" / "task").glob("*.npz")
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"task/{f.stem}\n")
+
+    def again(name):
+        log = tmp_path / f"{name}.jsonl"
+        for k, v in {"POSBIAS_RECORDED_DIR": tmp_path / "rec",
+                     "POSBIAS_RECORDED_VERIFY_KEYS": keys,
+                     "POSBIAS_CACHE_DIR": tmp_path / f"live-{name}",
+                     "POSBIAS_CACHE_LOG": log}.items():
+            monkeypatch.setenv(k, str(v))
+        got = task_mod.task_run(model_dir, data, **kw)
+        return got, [json.loads(x) for x in log.read_text().splitlines()]
+
+    got, ev = again("ok")
+    assert got.to_json() == whole.to_json()
+    parts = [e for e in ev if e["event"] == "computed-part"]
+    assert len(parts) == 2 and parts[0]["part"] == 0 and parts[0]["parts"] > 2
+    assert [e["event"] for e in ev if e["ns"] == "task"][-1] == "verified"
+    assert "computed" not in [e["event"] for e in ev]
+    # the counterexample: a recorded entry whose log p differs in every prompt
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
+    arrays = cache._read(f)
+    arrays["logprob"] = arrays["logprob"] + 0.5
+    cache._write("task", f.stem, arrays)
+    with pytest.raises(cache.RecordedMismatch, match="part 0 of"):
+        again("bad")

@@ -277,3 +277,63 @@ def test_an_entry_stored_outside_cached_logs_its_seconds(tmp_path, monkeypatch):
     ev = [json.loads(x) for x in log.read_text().splitlines()]
     assert [(e["event"], e["ns"], e["seconds"]) for e in ev] == [("computed", "fake-a", 2.5)]
     assert ev[0]["key"] == cache.key("fake-a", {"n": 1})[:16]
+
+
+def _parts_run(tmp_path, monkeypatch, rows, name):
+    """A fake entry of 5 independent parts (part i = rows(i)), recorded whole, then re-measured
+    by parts: returns (the error or None, the parts computed, the events)."""
+    ns = "fake-parts"
+    params = {"n": 5}
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
+    good = lambda i: {"x": np.arange(3.0) + i}  # noqa: E731
+    whole = lambda: {"x": np.stack([good(i)["x"] for i in range(5)])}  # noqa: E731
+    take = lambda a, i: {"x": a["x"][i]}  # noqa: E731
+    if not (tmp_path / "rec" / ns).exists():
+        cache.cached(ns, params, whole)
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"{ns}/{cache.key(ns, params)}\n")
+    log = tmp_path / f"{name}.jsonl"
+    for k, v in {"POSBIAS_RECORDED_DIR": tmp_path / "rec", "POSBIAS_RECORDED_VERIFY_KEYS": keys,
+                 "POSBIAS_CACHE_DIR": tmp_path / f"live-{name}", "POSBIAS_CACHE_LOG": log}.items():
+        monkeypatch.setenv(k, str(v))
+    asked = []
+
+    def one(i):
+        asked.append(i)
+        return rows(i)
+
+    err = None
+    try:
+        got = cache.cached(ns, params, whole, parts=cache.Parts(5, one, take))
+        assert np.array_equal(got["x"], whole()["x"])  # the recorded whole, returned
+    except cache.RecordedMismatch as e:
+        err = e
+    return err, asked, [json.loads(x) for x in log.read_text().splitlines()]
+
+
+def test_an_entry_of_parts_is_re_measured_by_a_sample_of_its_parts(tmp_path, monkeypatch):
+    """cache.Parts: a sampled entry computes VERIFY_PARTS of its parts (the first and one the
+    code digest chooses), compares each with its part of the recorded whole, logs their seconds
+    as computed-part (never as the entry's own cost) and returns the recorded whole; a part
+    that differs fails, naming the part and the command that re-records."""
+    monkeypatch.setitem(cache.NAMESPACE_CODE, "fake-parts", ("experiments.task",))
+    err, asked, ev = _parts_run(tmp_path, monkeypatch, lambda i: {"x": np.arange(3.0) + i}, "ok")
+    assert err is None and asked == cache.part_sample("fake-parts", cache.key(
+        "fake-parts", {"n": 5}), 5) and len(asked) == cache.VERIFY_PARTS and asked[0] == 0
+    assert [e["event"] for e in ev].count("computed-part") == 2
+    assert "computed" not in [e["event"] for e in ev]
+    (v,) = [e for e in ev if e["event"] == "verified"]
+    assert v["parts"] == 5 and v["sampled"] == 2
+    lines, problems = cache.verification_summary(
+        {"namespaces": {"fake-parts": {"entries": 1, "changed": False,
+                                       "chosen": [cache.key("fake-parts", {"n": 5})]}}}, ev)
+    assert not problems and "by parts: 2 of 5" in lines[0]
+    # the counterexample: the second sampled part computes other numbers
+    bad = asked[1]
+    err, _, ev = _parts_run(tmp_path, monkeypatch,
+                            lambda i: {"x": np.arange(3.0) + i + (i == bad)}, "bad")
+    assert err is not None and f"part {bad} of 5" in str(err)
+    assert "make record-new REMEASURE=fake-parts" in str(err)
+    assert [e["event"] for e in ev][-1] == "mismatch"
+    with pytest.raises(ValueError, match="0 parts"):
+        cache.part_sample("fake-parts", "k", 0)

@@ -228,15 +228,49 @@ def task_run(model, data, documents: int | None = None, positions=None,
                                          *qa.DUMMY_RECORD]}
                               if rem is not None and rem[0] == "attention-calibration" else {}))
 
+    rows = []  # (example, slot or "closed-book"/"oracle", text)
+    for e, it in enumerate(P["items"]):
+        rows += [(e, j, t) for j, t in enumerate(it["prompts"])]
+        rows += [(e, r, it[r]) for r in ("closed_book", "oracle") if r in it]
+    loaded: dict = {}
+
+    def ready() -> dict:
+        if not loaded:
+            m, tok, _ = ret._load(model, weights, seed)
+            codec = Codec(tok, m.get_input_embeddings().num_embeddings)
+            loaded.update(m=m, codec=codec, eos=ret._eos_ids(m, codec.tok),
+                          stop=_first_line_done(codec))
+        return loaded
+
+    def one(r: int, pid=None) -> dict:
+        """Prompt ``r`` scored and answered alone: what the whole entry holds at row ``r``,
+        so a re-measurement can sample prompts (cache.Parts)."""
+        L = ready()
+        e, kind, t = rows[r]
+        pid = _encode(L["codec"], t) if pid is None else pid
+        answers = [_answer_ids(L["codec"], a) for a in P["items"][e]["answers"]]
+        here = rem
+        if rem is not None and rem[0] == "attention-calibration":
+            # the closed-book and oracle prompts hold fewer than two documents: unchanged
+            here = None if isinstance(kind, str) else _calibration_here(L["m"], L["codec"],
+                                                                         rem, t, pid)
+        if here is None:
+            lps, g = score_and_generate(L["m"], pid, answers, max_new_tokens, stop=L["stop"],
+                                        eos=L["eos"])
+        else:
+            lps, g = _under_remedy(L["m"], here, pid, answers, max_new_tokens, L["stop"],
+                                   L["eos"])
+        return {"example": np.array(e),
+                "slot": np.array(kind if isinstance(kind, int) else
+                                 -1 if kind == "closed_book" else -2),
+                "logprob": np.array(float(max(lps))),  # the best of the gold answers
+                "output": np.array(L["codec"].decode(g), dtype=str),
+                "prompt_len": np.array(len(pid))}
+
     def compute():
         from tqdm import tqdm
 
-        m, tok, _ = ret._load(model, weights, seed)
-        codec = Codec(tok, m.get_input_embeddings().num_embeddings)
-        rows = []  # (example, slot or "closed-book"/"oracle", text)
-        for e, it in enumerate(P["items"]):
-            rows += [(e, j, t) for j, t in enumerate(it["prompts"])]
-            rows += [(e, r, it[r]) for r in ("closed_book", "oracle") if r in it]
+        codec = ready()["codec"]
         ids = [_encode(codec, t) for _, _, t in rows]
         longest = max(len(i) for i in ids) + max_new_tokens
         if info["max_length"] is not None and longest > info["max_length"]:
@@ -244,32 +278,17 @@ def task_run(model, data, documents: int | None = None, positions=None,
             raise ValueError(f"{over} of {len(ids)} prompts are too long for {info['name']} "
                              f"(context {info['max_length']} tokens): the longest takes "
                              f"{longest} with the answer budget; fewer --documents or --keys")
-        eos = ret._eos_ids(m, codec.tok)
-        stop = _first_line_done(codec)
-        lp, gens = np.zeros(len(rows)), []
-        bar = tqdm(list(zip(rows, ids)), disable=not progress, file=sys.stderr, leave=False,
+        bar = tqdm(range(len(rows)), disable=not progress, file=sys.stderr, leave=False,
                    desc="task", unit="prompt")
-        for r, ((e, kind, t), pid) in enumerate(bar):
-            answers = [_answer_ids(codec, a) for a in P["items"][e]["answers"]]
-            here = rem
-            if rem is not None and rem[0] == "attention-calibration":
-                # the closed-book and oracle prompts hold fewer than two documents: unchanged
-                here = None if isinstance(kind, str) else _calibration_here(m, codec, rem, t,
-                                                                             pid)
-            if here is None:
-                lps, g = score_and_generate(m, pid, answers, max_new_tokens, stop=stop, eos=eos)
-            else:
-                lps, g = _under_remedy(m, here, pid, answers, max_new_tokens, stop, eos)
-            lp[r] = max(lps)  # the best of the gold answers
-            gens.append(g)
-        text = [codec.decode(g) for g in gens]
-        return {"example": np.array([e for e, _, _ in rows]),
-                "slot": np.array([s if isinstance(s, int) else -1 if s == "closed_book" else -2
-                                  for _, s, _ in rows]),
-                "logprob": lp, "output": np.array(text, dtype=str),
-                "prompt_len": np.array([len(i) for i in ids])}
+        got = [one(r, ids[r]) for r in bar]
+        return {n: np.array([g[n] for g in got], dtype=str if n == "output" else None)
+                for n in ("example", "slot", "logprob", "output", "prompt_len")}
 
-    res = cache.cached("task", params, compute)
+    def take(arrays, r: int) -> dict:
+        return {n: np.asarray(arrays[n][r]) for n in ("example", "slot", "logprob", "output",
+                                                      "prompt_len")}
+
+    res = cache.cached("task", params, compute, parts=cache.Parts(len(rows), one, take))
     out = _result(res, P, info, weights, seed, max_new_tokens, model)
     if rem is not None:
         out.meta.update(remedy={"name": rem[0], "params": rem[1], "file": str(remedy_file)})

@@ -90,7 +90,7 @@ def test_paired_by_slot_is_the_mean_paired_difference_with_its_t_interval():
     assert np.allclose(d[:, 0], realqa.first_middle_last(_fake(lp.tolist()))["first"])
 
 
-def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch):
+def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch, tmp_path):
     """jacobian_prior: one profile per prompt, question-major, its share on the gold document
     per token.  With a fake profile that is 1 on the gold document's tokens and 0 elsewhere, the
     prior is the prompt's length over the document's (the span and the prompt line up); with a
@@ -143,3 +143,35 @@ def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch)
     mode["v"], seen[:] = "long", []
     with pytest.raises(RuntimeError, match="a profile of"):
         realqa.jacobian_prior("smollm2-135m", res)
+    # a sampled re-measurement computes two of the six prompts, seeded as in the whole
+    # (cache.Parts: prompt k alone is row k of the whole), and agrees with the recorded entry
+    import json
+
+    from posbias_nb import cache
+
+    mode["v"], seen[:] = "gold", []
+    rec = tmp_path / "rec"
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(rec))
+    whole = realqa.jacobian_prior("smollm2-135m", res)
+    (f,) = (rec / "realqa-jacobian").glob("*.npz")
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"realqa-jacobian/{f.stem}\n")
+    log = tmp_path / "log.jsonl"
+    for k, v in {"POSBIAS_RECORDED_DIR": rec, "POSBIAS_RECORDED_VERIFY_KEYS": keys,
+                 "POSBIAS_CACHE_DIR": tmp_path / "live", "POSBIAS_CACHE_LOG": log}.items():
+        monkeypatch.setenv(k, str(v))
+    seen[:] = []
+    calls = []
+    def _by_seed(m, ids, **kw):
+        k = kw["seed"] - D["prior_jacobian"]["seed"]
+        calls.append(k)
+        a, b, T = S[k // 3, k % 3]
+        row = np.zeros(T)
+        row[a:b] = 1.0
+        return {"per_sequence": row[None]}
+
+    monkeypatch.setattr(jacobian, "influence_profile", _by_seed)
+    assert np.array_equal(realqa.jacobian_prior("smollm2-135m", res), whole)
+    assert calls == cache.part_sample("realqa-jacobian", f.stem, 6) and len(calls) == 2
+    ev = [json.loads(x)["event"] for x in log.read_text().splitlines()]
+    assert ev.count("computed-part") == 2 and "verified" in ev and "computed" not in ev

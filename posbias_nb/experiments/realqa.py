@@ -336,27 +336,39 @@ def jacobian_prior(model, res, progress: bool = False, weights: str = "pretraine
               **({} if weights == "pretrained" else {"weights": weights, "init_seed": init}),
               **entry.library_versions()}
 
+    P = _prepared(res)
+    texts = [t for it in P["items"] for t in it["prompts"]]
+    loaded: dict = {}
+
+    def one(k: int) -> dict:
+        """Prompt ``k``'s profile alone (its probes seeded ``seed + k``): the whole entry is
+        these rows end to end, so a re-measurement can sample prompts (cache.Parts)."""
+        from ..measure.jacobian import influence_profile
+
+        if not loaded:
+            m, tok, _ = ret._load(model, weights, init)
+            loaded.update(m=m, codec=Codec(tok, m.get_input_embeddings().num_embeddings))
+        ids = task_mod._encode(loaded["codec"], texts[k])
+        r = influence_profile(loaded["m"], np.asarray(ids)[None], target="hidden",
+                              method="probes", probes=int(c["probes"]), seed=int(c["seed"]) + k)
+        return {"row": np.asarray(r["per_sequence"][0], dtype=np.float64)}
+
     def compute():
         import sys
 
         from tqdm import tqdm
 
-        from ..measure.jacobian import influence_profile
-
-        P = _prepared(res)
-        m, tok, _ = ret._load(model, weights, init)
-        codec = Codec(tok, m.get_input_embeddings().num_embeddings)
-        texts = [t for it in P["items"] for t in it["prompts"]]
-        rows = []
-        for k, t in enumerate(tqdm(texts, disable=not progress, file=sys.stderr, leave=False,
-                                   desc="jacobian", unit="prompt")):
-            ids = task_mod._encode(codec, t)
-            r = influence_profile(m, np.asarray(ids)[None], target="hidden", method="probes",
-                                  probes=int(c["probes"]), seed=int(c["seed"]) + k)
-            rows.append(np.asarray(r["per_sequence"][0], dtype=np.float64))
+        rows = [one(k)["row"] for k in tqdm(range(len(texts)), disable=not progress,
+                                            file=sys.stderr, leave=False, desc="jacobian",
+                                            unit="prompt")]
         return {"flat": np.concatenate(rows), "lens": np.array([len(r) for r in rows])}
 
-    got = cache.cached("realqa-jacobian", params, compute)
+    def take(arrays, k: int) -> dict:
+        ends = np.cumsum(arrays["lens"])
+        return {"row": np.asarray(arrays["flat"][ends[k] - arrays["lens"][k]:ends[k]])}
+
+    got = cache.cached("realqa-jacobian", params, compute,
+                       parts=cache.Parts(len(texts), one, take))
     ends = np.cumsum(got["lens"])
     out = np.zeros(S.shape[:2])
     for k, (e, n) in enumerate(zip(ends, got["lens"])):

@@ -59,9 +59,11 @@ unit-fast: setup
 unit-explore: setup
 	HYPOTHESIS_PROFILE=dev $(PY) -m pytest tests/ -q -m "not slow" -k property
 
-# every chapter executed once, NB_WORKERS at a time (tests/nbrun.py), into the jupyter-cache that
-# the book build then reads (execute_notebooks: cache): a cell error fails here; the build
-# executes nothing.  The verdict overview gathers the others' records, so it runs last.
+# every chapter executed once by nbval, NB_WORKERS at a time (pytest-xdist, one chapter per worker
+# and kernel, longest first; book/conftest.py reads each MyST chapter as the build does), into the
+# jupyter-cache that the book build then reads (execute_notebooks: cache): a cell error or a dead
+# kernel fails its chapter here, the others still run; the build executes nothing.  The verdict
+# overview gathers the others' records, so it runs last, in a second pytest run.
 NB_WORKERS ?= 2
 NB_THREADS ?= 1
 # NB_PROFILE=DIR: sample every kernel (bench/sampler.py), table it in bench/results/profile-after.json
@@ -69,6 +71,8 @@ NB_PROFILE ?=
 # one cell's limit: a cell that needs a measurement another chapter is computing waits for
 # it (posbias_nb.cache locks each key), which on a cold run can take most of an hour
 NB_TIMEOUT ?= 3600
+NB_PYTEST  := $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout $(NB_TIMEOUT) \
+              --chapter-times _build/chapter-times.json
 NB_PAGES   := $(filter-out book/verdicts,$(CHAPTERS))
 # Recorded measurements (recorded/, made by `make record` from a cold run): a measurement the live
 # cache lacks is read from there; the namespaces of RECORDED_VERIFY are computed anew and must
@@ -88,17 +92,18 @@ REMEASURE       ?=
 comma           := ,
 notebooks: setup
 	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo $(if $(USE_RECORDED),recorded,cold) ); \
-	rm -f _build/cache-events.jsonl _build/verify-keys.txt _build/verify-plan.json; mkdir -p _build; \
+	rm -rf _build/cache-events.jsonl _build/verify-keys.txt _build/verify-plan.json \
+	  _build/chapter-times.json _build/.jupyter_cache $(NB_PROFILE); mkdir -p _build; \
 	$(if $(USE_RECORDED),$(PY) bench/verify_plan.py plan --recorded recorded $(if $(VERIFY_BUDGET),--budget $(VERIFY_BUDGET)) \
 	  --out _build/verify-plan.json --keys _build/verify-keys.txt || exit 2;) \
 	POSBIAS_CACHE_LOG=$(CURDIR)/_build/cache-events.jsonl \
 	POSBIAS_RECORDED_DIR=$(USE_RECORDED) POSBIAS_RECORDED_VERIFY=$(RECORDED_VERIFY) \
 	POSBIAS_RECORDED_VERIFY_KEYS=$(if $(USE_RECORDED),$(CURDIR)/_build/verify-keys.txt) \
 	POSBIAS_RECORDED_IGNORE=$(REMEASURE) \
-	POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state $(PY) tests/nbrun.py \
-	  --workers $(NB_WORKERS) --threads $(NB_THREADS) --timeout $(NB_TIMEOUT) \
-	  --times _build/chapter-times.json $(if $(NB_PROFILE),--profile $(NB_PROFILE)) \
-	  --last book/verdicts.md $(NB_PAGES:%=%.md); rc=$$?; \
+	POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state $(if $(NB_PROFILE),NB_PROFILE_DIR=$(NB_PROFILE)) \
+	OMP_NUM_THREADS=$(NB_THREADS) MKL_NUM_THREADS=$(NB_THREADS) bash -c '\
+	  $(NB_PYTEST) -n $(NB_WORKERS) --dist loadfile $(NB_PAGES:%=%.md); rc=$$?; \
+	  $(NB_PYTEST) book/verdicts.md || rc=1; exit $$rc'; rc=$$?; \
 	$(if $(USE_RECORDED),$(PY) bench/verify_plan.py summary --plan _build/verify-plan.json \
 	  --log _build/cache-events.jsonl || { [ $$rc = 0 ] && rc=1; };) exit $$rc
 	$(if $(NB_PROFILE),$(PY) bench/profile_chapters.py --from-kernels $(NB_PROFILE) \

@@ -91,7 +91,7 @@ def _row(d: dict) -> dict:
 
 
 def from_kernels(folder: Path) -> dict:
-    """The rows of a ``tests/nbrun.py --profile FOLDER`` run: one ``NAME.samples.json`` per
+    """The rows of a ``make notebooks NB_PROFILE=FOLDER`` run: one ``NAME.samples.json`` per
     chapter, written by the sampler inside its kernel."""
     return {p.name[: -len(".samples.json")]: _row(json.loads(p.read_text()))
             for p in sorted(folder.glob("*.samples.json"))}
@@ -104,7 +104,7 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default=str(ROOT / "_build" / "profile"))
     ap.add_argument("--from-kernels", default=None,
-                    help="summarize the samples of a tests/nbrun.py --profile run in this folder "
+                    help="summarize the samples of a make notebooks NB_PROFILE=FOLDER run in this folder "
                          "(its cache log: cache.jsonl there) instead of running chapters")
     a = ap.parse_args(argv)
     if a.from_kernels:

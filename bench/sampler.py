@@ -3,7 +3,7 @@
 ``install(out)`` starts a thread that samples the main thread's Python stack every 20 ms and
 charges each sample to one category (bench/profile_chapters.py says which), counts model loads,
 forward passes and backward passes, and returns ``dump()``, which writes ``{"wall", "seconds",
-"counts"}`` to ``out``.  In a Jupyter kernel (``tests/nbrun.py --profile DIR`` installs it from
+"counts"}`` to ``out``.  In a Jupyter kernel (``make notebooks NB_PROFILE=DIR`` installs it from
 an IPython startup file) the dump runs after every cell, so the file is complete when the
 kernel stops.
 """

@@ -1,13 +1,20 @@
-"""The chapter runner of `make notebooks` (tests/nbrun.py): a raising cell fails the run, the
-executed notebooks land in the cache the book build reads, the gathering page runs last."""
+"""The chapters' runner of `make notebooks`: nbval under pytest with book/conftest.py, which reads
+each MyST chapter as the build does.  A raising cell fails its chapter and skips the chapter's
+later cells; a dead kernel fails its chapter at once and the others still run; the executed
+notebooks land in the cache the book build reads; a trailing ``;`` hides a value (cells sent
+with store_history, as nbclient sends them); the times file; the kernel profiler."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 import nbrun  # noqa: E402
 
@@ -24,101 +31,106 @@ kernelspec:
 
 # {title}
 
-```{{code-cell}} python
-{code}
-```
 """
 
 
-def _chapter(folder: Path, name: str, code: str) -> Path:
+def _chapter(folder: Path, name: str, *cells: str) -> Path:
     p = folder / f"{name}.md"
-    p.write_text(HEADER.format(title=name, code=code))
+    p.write_text(HEADER.format(title=name) + "".join(f"```{{code-cell}} python\n{c}\n```\n\n"
+                                                     for c in cells))
     return p
 
 
+_CONFTEST = f"""import importlib.util
+_s = importlib.util.spec_from_file_location("posbias_book_conftest", {str(ROOT / "book" / "conftest.py")!r})
+_m = importlib.util.module_from_spec(_s)
+_s.loader.exec_module(_m)
+globals().update({{k: v for k, v in vars(_m).items() if k.startswith("pytest_")}})
+"""
+
+
+def _run(tmp_path, chapters, *extra, workers=2, env=None):
+    """book/conftest.py as make notebooks runs it (the chapters here live in a folder of their
+    own, whose conftest.py is book/conftest.py's hooks)."""
+    jc, times = tmp_path / "jc", tmp_path / "times.json"
+    for d in {Path(c).parent for c in chapters}:
+        (d / "conftest.py").write_text(_CONFTEST)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "--rootdir", str(tmp_path), "-c", os.devnull, "--nbval-lax",
+           "--nbval-cell-timeout", "120", "--jupyter-cache", str(jc), "--chapter-times",
+           str(times), "--chapter-previous", str(tmp_path / "none.json"),
+           *(["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []), *extra,
+           *map(str, chapters)]
+    e = {**os.environ, **(env or {})}
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=e)
+    return r, jc, times
+
+
 @pytest.mark.slow
-def test_runner_fails_on_a_raising_cell_caches_the_rest_and_runs_the_gatherer_last(tmp_path,
-                                                                                   capsys):
+def test_a_failing_cell_or_a_dead_kernel_fails_its_chapter_alone(tmp_path):
     from jupyter_cache import get_cache
 
     book = tmp_path / "book"
     book.mkdir()
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    good = [_chapter(book, f"ch{i}", f"import time, pathlib\ntime.sleep(0.5)\n"
-                     f"pathlib.Path({str(marks)!r}, 'ch{i}').write_text('done')") for i in range(3)]
-    bad = _chapter(book, "bad", "x = 1\nraise RuntimeError('the cell that fails')")
-    # the gathering page asserts that every other chapter has already run
-    last = _chapter(book, "gather", f"import pathlib\nassert sorted(p.name for p in "
-                    f"pathlib.Path({str(marks)!r}).iterdir()) == ['ch0', 'ch1', 'ch2']")
+    good = [_chapter(book, f"ch{i}", "x = 41", "x + 1;", "x + 1") for i in range(2)]
+    bad = _chapter(book, "bad", "x = 1", "raise RuntimeError('the cell that fails')",
+                   "raise SystemExit('a cell after the failure ran')")
+    dead = _chapter(book, "dead", "import os", "os._exit(3)", "1")
     plain = book / "plain.md"
     plain.write_text("# no code here\n")
-    jc, times = tmp_path / "jc", tmp_path / "times.json"
-    rc = nbrun.main([*map(str, good), str(bad), str(plain), "--last", str(last), "--workers", "2",
-                     "--jupyter-cache", str(jc), "--times", str(times),
-                     "--previous", str(tmp_path / "none.json")])
-    err = capsys.readouterr().err
-    assert rc == 1
-    assert "FAILED bad" in err and "the cell that fails" in err
+    t0 = time.monotonic()
+    r, jc, times = _run(tmp_path, [*good, bad, dead, plain])
+    took = time.monotonic() - t0
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "the cell that fails" in out and "a cell after the failure ran" not in out
+    assert "died" in out and took < 100  # not the cell timeout (120 s) waited out
     t = json.loads(times.read_text())
-    assert t["failed"] == ["bad"] and set(t["seconds"]) == {"ch0", "ch1", "ch2", "bad", "gather"}
+    assert t["failed"] == ["bad", "dead"] and set(t["seconds"]) == {"ch0", "ch1", "bad", "dead"}
     assert t["workers"] == 2 and t["wall"] > 0
     cache = get_cache(str(jc))
-    for p in [*good, last]:  # what the book build will find: the executed notebook, outputs kept
-        assert cache.match_cache_notebook(nbrun.read_chapter(p)) is not None, p
-    with pytest.raises(KeyError):
-        cache.match_cache_notebook(nbrun.read_chapter(bad))
+    for p in good:  # what the book build will find: the executed notebook, outputs kept
+        nb = cache.get_cache_bundle(cache.match_cache_notebook(nbrun.read_chapter(p)).pk).nb
+        outs = [c.outputs for c in nb.cells if c.cell_type == "code"]
+        # the trailing ';' hides its value, as in the book build (nbval #194)
+        assert outs[1] == [] and outs[2][0]["data"]["text/plain"] == "42", outs
+        assert [c.execution_count for c in nb.cells if c.cell_type == "code"] == [1, 2, 3]
+    for p in (bad, dead):
+        with pytest.raises(KeyError):
+            cache.match_cache_notebook(nbrun.read_chapter(p))
+    # a second run (the verdict overview, after the others) adds to the times and the cache
+    r2, _, _ = _run(tmp_path, [_chapter(book, "gather", "1")], workers=1)
+    assert r2.returncode == 0, r2.stdout + r2.stderr
+    t2 = json.loads(times.read_text())
+    assert set(t2["seconds"]) == {"ch0", "ch1", "bad", "dead", "gather"}
+    assert t2["failed"] == ["bad", "dead"] and t2["wall"] > t["wall"]
+    assert cache.match_cache_notebook(nbrun.read_chapter(good[0])) is not None
 
 
 @pytest.mark.slow
-def test_runner_passes_when_every_cell_runs(tmp_path):
-    ch = _chapter(tmp_path, "one", "print('hello')")
-    assert nbrun.main([str(ch), "--workers", "1", "--jupyter-cache", str(tmp_path / "jc"),
-                       "--previous", str(tmp_path / "none.json")]) == 0
-
-
-def test_runner_refuses_a_missing_chapter_and_bad_workers(tmp_path):
-    with pytest.raises(SystemExit):
-        nbrun.main([str(tmp_path / "missing.md"), "--jupyter-cache", str(tmp_path / "jc")])
-    ch = _chapter(tmp_path, "one", "1")
-    with pytest.raises(SystemExit):
-        nbrun.main([str(ch), "--workers", "0", "--jupyter-cache", str(tmp_path / "jc")])
-
-
-def test_longest_first():
-    assert nbrun._order(["a.md", "b.md", "c.md"], {"a": 5.0, "b": 50.0}) == ["c.md", "b.md",
-                                                                           "a.md"]
-
-
-@pytest.mark.slow
-def test_runner_profiles_each_kernel(tmp_path):
-    """--profile: the sampler runs inside the kernel and leaves its totals after the last cell;
-    the executed notebook is still the chapter's own (the build finds it in the cache)."""
+def test_the_runner_profiles_each_kernel(tmp_path):
+    """NB_PROFILE_DIR: the sampler runs inside the kernel and leaves its totals after the last
+    cell; the executed notebook is still the chapter's own (the build finds it in the cache)."""
     from jupyter_cache import get_cache
 
-    ch = _chapter(tmp_path, "prof", "import time\nt = time.time()\nwhile time.time() - t < 0.5:\n"
-                  "    pass")
-    import os
-
+    ch = _chapter(tmp_path, "prof", "import time\nt = time.time()\nwhile time.time() - t < 0.5:"
+                  "\n    pass")
     prof = tmp_path / "prof-out"
-    jc = tmp_path / "jc"
-    before = {k: os.environ.get(k) for k in ("IPYTHONDIR", "POSBIAS_CACHE_LOG")}
-    assert nbrun.main([str(ch), "--workers", "1", "--jupyter-cache", str(jc), "--profile",
-                       str(prof), "--previous", str(tmp_path / "none.json")]) == 0
-    assert {k: os.environ.get(k) for k in before} == before  # the environment restored
+    r, jc, _ = _run(tmp_path, [ch], workers=1, env={"NB_PROFILE_DIR": str(prof)})
+    assert r.returncode == 0, r.stdout + r.stderr
     got = json.loads((prof / "prof.samples.json").read_text())
     assert got["wall"] > 0.4 and sum(got["seconds"].values()) > 0.3
     assert get_cache(str(jc)).match_cache_notebook(nbrun.read_chapter(ch)) is not None
 
 
 def test_cache_summary_counts_each_kind_of_event(tmp_path):
-    from posbias_nb import cache
     import numpy as np
+
+    from posbias_nb import cache
 
     assert nbrun.cache_summary(None) == "" and nbrun.cache_summary(tmp_path / "none") == ""
     log = tmp_path / "log.jsonl"
     env = {"POSBIAS_CACHE_DIR": str(tmp_path / "cold"), "POSBIAS_CACHE_LOG": str(log)}
-    import os
 
     old = {k: os.environ.get(k) for k in (*env, "POSBIAS_RECORDED_DIR")}
     try:

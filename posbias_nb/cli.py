@@ -326,8 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "with isgold), their key-value (ordered_kv_records, key, value), or "
                         "plain (question, answers, documents, gold: 0-based index)")
     k.add_argument("--documents", type=int, default=None,
-                   help=f"documents per prompt, QA files (default {TASK['documents']}): the "
-                        "file's own passages, then BM25 distractors from its other gold "
+                   help=f"documents per prompt, QA files (default: a plain file's own count, "
+                        f"the fewest of its examples'; {TASK['documents']} for Liu et al.'s): "
+                        "the file's own passages, then BM25 distractors from its other gold "
                         "passages, none with an answer")
     k.add_argument("--keys", type=int, default=None,
                    help="records per prompt, key-value files (default: all)")
@@ -366,7 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="your task file (the formats of `posbias task`): section 3 sweeps its "
                         "gold passage in place of the synthetic key-value task")
     r.add_argument("--task-documents", type=int, default=None, metavar="K",
-                   help="documents per prompt of a QA task file (default 10)")
+                   help="documents per prompt of a QA task file (default: a plain file's own "
+                        "count, the fewest of its examples'; 10 for Liu et al.'s)")
     r.add_argument("--remedy-file", default=None, metavar="FILE",
                    help="report the model patched by a remedy file (remedy.json of posbias "
                         "fix), refused on a model it was not made for")

@@ -206,3 +206,24 @@ def test_a_recorded_task_entry_is_re_measured_by_two_prompts(tmp_path, monkeypat
     cache._write("task", f.stem, arrays)
     with pytest.raises(cache.RecordedMismatch, match="part 0 of"):
         again("bad")
+
+
+def test_a_plain_file_brings_its_own_document_count(tmp_path, capsys, monkeypatch, BASE):
+    """issue 45: a plain file of 3 documents a question runs without --documents (its own
+    count, not Liu et al.'s 10); with one document a question it is refused in one line,
+    exit 2, before the model is touched."""
+    P = task_mod.prepare(_file(tmp_path, _plain_rows(3)), examples=2)
+    assert P["documents"] == 3 and P["positions"] == [0, 1, 2]
+    # the fewest of the chosen examples': one with 4 documents beside ones with 3
+    rows = _plain_rows(3)
+    rows[0]["documents"] = rows[0]["documents"] + ["noise extra"]
+    assert task_mod.prepare(_file(tmp_path, rows, "mixed.jsonl.gz"), examples=3)["documents"] == 3
+    one = [{"question": "what is it", "answers": ["thing"], "documents": ["it is thing"],
+            "gold": 0}] * 2
+
+    def boom(*a, **k):
+        raise AssertionError("the model was consulted before the file was checked")
+    monkeypatch.setattr(task_mod.entry, "checked", boom)
+    assert cli.main(BASE + ["--data", str(_file(tmp_path, one, "one.jsonl.gz"))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "at least 2 documents" in err[0], err

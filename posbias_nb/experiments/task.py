@@ -67,7 +67,9 @@ def prepare(data, documents: int | None = None, positions=None, examples: int | 
     ``oracle`` for QA).  ``select``: the 0-based indices of the file's examples to use, in
     that order (instead of ``examples`` drawn by ``seed``; a study's locked questions).
     ``pool_exclude``: indices whose gold passages may not serve as distractors (``posbias
-    fix``: the tuning prompts never hold a test example's passage).
+    fix``: the tuning prompts never hold a test example's passage).  ``documents=None``: a
+    plain file's own count (the fewest documents of its chosen examples), else
+    ``DEFAULTS["documents"]``.
 
     Raises
     ------
@@ -103,8 +105,15 @@ def prepare(data, documents: int | None = None, positions=None, examples: int | 
         if keys is not None:
             raise ValueError("--keys is for key-value files; a question-answering file takes "
                              "--documents")
-        k = DEFAULTS["documents"] if documents is None else \
-            positive_int("documents", documents, minimum=2)
+        if documents is None and fmt == "plain":
+            # a plain file brings its own documents: its count, the fewest of an example's
+            k = min(len(e.documents) for e in chosen)
+            if k < 2:
+                raise ValueError(f"a plain task file needs at least 2 documents a question to "
+                                 f"move the gold one; an example has {k}")
+        else:
+            k = DEFAULTS["documents"] if documents is None else \
+                positive_int("documents", documents, minimum=2)
     pos = qa.gold_positions(k) if positions is None else [int(p) for p in positions]
     if not pos or len(set(pos)) != len(pos) or min(pos) < 0 or max(pos) >= k:
         raise ValueError(f"positions must be distinct slots in 0..{k - 1}, got {positions!r}")

@@ -438,3 +438,47 @@ def test_scores_after_a_recorded_prefix_equal_full_passes(tiny, model):
             full.append(score_batch(m, [P], [A])[0][0])
     np.testing.assert_allclose(got, full, rtol=0, atol=2e-4)
     assert abs(full[1] - full[0]) > 1e-6 and abs(full[2] - full[0]) > 1e-6
+
+
+@pytest.mark.parametrize("model", ["smollm2-tiny", "gemma3-tiny"])
+def test_attention_sort_is_peysakhovich_and_lerers_algorithm(tiny, model):
+    """measure.positional.attention_sort against their attnSortLLM written out on HF's eager
+    attentions (adamlerer/synthwiki, llama_utils.py): each round, the last prompt token's
+    attention summed over each document's tokens, averaged over heads (getCitation's groupby)
+    and layers (getAttnScores), sorted highest first, reversed with best_doc_last; the next
+    round scores the new order."""
+    from posbias_nb.tasks import qa
+    from posbias_nb.tasks.retrieval import Codec
+
+    m = tiny[model]
+    codec = Codec(None, m.get_input_embeddings().num_embeddings)
+    docs = [qa.Document(f"Title {i}", f"Passage {i} says {'abc' * (i + 1)} here.")
+            for i in range(5)]
+    q = "what does passage three say"
+
+    def reference(rounds, best_last):
+        order, seen = list(range(len(docs))), []
+        for _ in range(rounds):
+            ids, spans = qa.document_token_spans(codec, qa.qa_prompt(q, [docs[i] for i in order]))
+            att = _eager_attentions(m, ids)
+            per_layer = [[x[0, :, -1, a:b].double().sum(-1).mean().item() for a, b in spans]
+                         for x in att]
+            s = np.mean(per_layer, axis=0)
+            seen.append(dict(zip(order, s)))
+            order = [order[i] for i in np.argsort(-s, kind="stable")]
+            if best_last:
+                order = order[::-1]
+        return order, seen
+
+    for rounds, best_last in ((3, True), (2, False)):
+        got = positional.attention_sort(m, codec, q, docs, rounds=rounds, best_last=best_last)
+        want, seen = reference(rounds, best_last)
+        assert got["order"] == want
+        for r in range(rounds):
+            for i, v in seen[r].items():
+                assert abs(got["scores"][r, i] - v) < 1e-6
+    assert positional.ATTENTION_SORT == {"rounds": 3, "best_last": True}
+    with pytest.raises(ValueError, match="empty document list"):
+        positional.attention_sort(m, codec, q, [])
+    with pytest.raises(ValueError, match="rounds"):
+        positional.attention_sort(m, codec, q, docs, rounds=0)

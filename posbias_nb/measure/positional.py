@@ -12,6 +12,8 @@ statistics in :mod:`posbias_nb.metrics`.
   with the channel scaled to 0.
 * :func:`calibrated_attention` -- Hsieh et al.'s calibrated attention of each document of a
   prompt: its attention minus that of a dummy document at the same place.
+* :func:`attention_sort` -- Peysakhovich and Lerer's attention sorting of a prompt's documents:
+  by the attention the first generated token gives them, re-sorted for a few rounds.
 * :func:`row_nll` -- the next-token loss of the last rows of held-out windows: the cost of a
   remedy.
 """
@@ -24,7 +26,7 @@ from ..models.patches import register_attention
 from ..models.remedies import row_probabilities
 
 __all__ = ["attention_rows", "layer_means", "positional_channel", "calibrated_attention",
-           "row_nll"]
+           "attention_sort", "ATTENTION_SORT", "row_nll"]
 
 _TAP = "posbias_rows"
 _tapped: dict = {}
@@ -202,6 +204,57 @@ def calibrated_attention(model, prompt_ids, spans, dummies) -> dict:
         else:
             dum[k] = pre.run(c, dids[c:])[a:b].mean()
     return {"attention": att, "dummy": dum, "relevance": att - dum}
+
+
+#: Peysakhovich and Lerer's defaults (``adamlerer/synthwiki``, ``eval_llama.py``):
+#: ``--attn_sort_iters 3`` rounds and ``--best_doc_last 1`` (the most attended document last,
+#: next to the question).
+ATTENTION_SORT = {"rounds": 3, "best_last": True}
+
+
+def attention_sort(model, codec, question: str, documents, rounds: int = ATTENTION_SORT["rounds"],
+                   best_last: bool = ATTENTION_SORT["best_last"]) -> dict:
+    r"""Peysakhovich and Lerer's attention sorting (2023; ``attnSortLLM`` in
+    ``adamlerer/synthwiki``'s ``llama_utils.py``) of the documents of one question.
+
+    Each round builds the question's prompt with the documents in the current order
+    (:func:`posbias_nb.tasks.qa.qa_prompt`), runs it once, and scores each document by the
+    attention that the prompt's last token (the one that generates the first answer token)
+    gives its tokens: summed over the document's tokens, averaged over heads and layers (their
+    ``getCitation`` then ``getAttnScores``).  The documents are sorted by that score, highest
+    first, and reversed where ``best_last`` (their ``best_doc_last``), and the next round scores
+    the new order.  ``rounds`` passes in all; the answer is then scored on the final order.
+
+    Departures: the prompt is this book's (Liu et al.'s QA template, rendered by ``codec``, the
+    chat template of an instruct model), not their "wizard" instruction prompt; the attention
+    is read with the model's own attention function (softcap and sliding windows included,
+    :func:`posbias_nb.models.remedies.row_probabilities`) where theirs patches Llama's.
+
+    Returns ``{"order": [...]`` (indices into ``documents``, first slot first), ``"scores"``
+    (``(rounds, K)``: each round's score of every document, indexed as ``documents``)``}``.
+    """
+    from ..tasks import qa
+    from .._validate import positive_int
+    from .prefix import Prefix
+
+    docs = list(documents)
+    if not docs:
+        raise ValueError("an empty document list: nothing to sort")
+    rounds = positive_int("rounds", rounds)
+    order = list(range(len(docs)))
+    scores = np.zeros((rounds, len(docs)))
+    for r in range(rounds):
+        ids, spans = qa.document_token_spans(codec, qa.qa_prompt(question,
+                                                                 [docs[i] for i in order]))
+        if len(spans) != len(docs):
+            raise ValueError(f"a prompt of {len(docs)} documents was read as {len(spans)}: a "
+                             "document's text holds another document header")
+        row = Prefix(model, ids).last_row
+        s = np.array([row[a:b].sum() for a, b in spans])
+        scores[r, order] = s
+        ranked = [order[i] for i in np.argsort(-s, kind="stable")]
+        order = ranked[::-1] if best_last else ranked
+    return {"order": order, "scores": scores}
 
 
 def row_nll(model, input_ids, start: int) -> np.ndarray:

@@ -482,3 +482,38 @@ def test_attention_sort_is_peysakhovich_and_lerers_algorithm(tiny, model):
         positional.attention_sort(m, codec, q, [])
     with pytest.raises(ValueError, match="rounds"):
         positional.attention_sort(m, codec, q, docs, rounds=0)
+
+
+@pytest.mark.parametrize("model", ["smollm2-tiny", "qwen2-tiny"])
+def test_question_likelihood_ranking_is_longllmlinguas(tiny, model):
+    """measure.positional.question_likelihood_ranking against LLMLingua's get_condition_ppl
+    ('after') and get_distance_longllmlingua written out: the document then the question and
+    its suffix, one pass each, the mean cross-entropy from the document's last token on,
+    ranked ascending; a document scored alone does not depend on the others."""
+    from posbias_nb.tasks import qa
+    from posbias_nb.tasks.retrieval import Codec
+
+    m = tiny[model]
+    codec = Codec(None, m.get_input_embeddings().num_embeddings)
+    docs = [qa.Document(f"T{i}", f"passage {i} {'xyz' * i}") for i in range(4)]
+    q = "which passage"
+    got = positional.question_likelihood_ranking(m, codec, q, docs)
+
+    def get_ppl(text, cond):  # LLMLingua's get_ppl, condition_mode="after"
+        ids = torch.as_tensor([codec.encode(text, prompt=True)[0]])
+        with torch.no_grad():
+            logits = m(ids).logits
+        loss = torch.nn.CrossEntropyLoss(reduction="none")(
+            logits[..., :-1, :].reshape(-1, logits.shape[-1]), ids[..., 1:].reshape(-1))
+        return loss[cond:].mean().item()
+
+    suffix = q + " We can get the answer to this question in the given documents."
+    want = [get_ppl(f"(Title: {d.title}) {d.text}" + suffix,
+                    len(codec.encode(f"(Title: {d.title}) {d.text}", prompt=True)[0]) - 1)
+            for d in docs]
+    assert np.allclose(got["nll"], want, atol=1e-5)
+    assert got["ranking"] == [i for _, i in sorted((v, i) for i, v in enumerate(want))]
+    alone = positional.question_likelihood_ranking(m, codec, q, docs[2:3])
+    assert abs(alone["nll"][0] - got["nll"][2]) < 1e-9
+    with pytest.raises(ValueError, match="empty document list"):
+        positional.question_likelihood_ranking(m, codec, q, [])

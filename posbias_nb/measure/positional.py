@@ -14,6 +14,8 @@ statistics in :mod:`posbias_nb.metrics`.
   prompt: its attention minus that of a dummy document at the same place.
 * :func:`attention_sort` -- Peysakhovich and Lerer's attention sorting of a prompt's documents:
   by the attention the first generated token gives them, re-sorted for a few rounds.
+* :func:`question_likelihood_ranking` -- LongLLMLingua's ranker: each document alone, scored by
+  the model's mean loss of the question that follows it.
 * :func:`row_nll` -- the next-token loss of the last rows of held-out windows: the cost of a
   remedy.
 """
@@ -26,7 +28,8 @@ from ..models.patches import register_attention
 from ..models.remedies import row_probabilities
 
 __all__ = ["attention_rows", "layer_means", "positional_channel", "calibrated_attention",
-           "attention_sort", "ATTENTION_SORT", "row_nll"]
+           "attention_sort", "ATTENTION_SORT", "question_likelihood_ranking",
+           "LONGLLMLINGUA_SUFFIX", "row_nll"]
 
 _TAP = "posbias_rows"
 _tapped: dict = {}
@@ -255,6 +258,56 @@ def attention_sort(model, codec, question: str, documents, rounds: int = ATTENTI
         ranked = [order[i] for i in np.argsort(-s, kind="stable")]
         order = ranked[::-1] if best_last else ranked
     return {"order": order, "scores": scores}
+
+
+#: What LongLLMLingua appends to the question (``get_distance_longllmlingua``).
+LONGLLMLINGUA_SUFFIX = " We can get the answer to this question in the given documents."
+
+
+def question_likelihood_ranking(model, codec, question: str, documents) -> dict:
+    r"""LongLLMLingua's question-aware ranking of documents (Jiang et al. 2024;
+    ``microsoft/LLMLingua``, ``PromptCompressor.get_rank_results`` with
+    ``rank_method="longllmlingua"`` and ``condition_in_question="after"``, its README's setting).
+
+    Each document alone, followed by the question and :data:`LONGLLMLINGUA_SUFFIX`, is one pass
+    of the model; its score is the mean negative log-likelihood of the question's tokens (their
+    ``get_condition_ppl``: the loss from the document's last token on, so the first question
+    token counts).  Lower is more relevant, and the ranking sorts ascending.  No document
+    shares a pass with another, so the ranking carries no position of the prompt.
+
+    The text is tokenized as LLMLingua tokenizes it: the model's tokenizer with its special
+    tokens and no chat template (``codec``'s bytes for a tokenizer-free model).  A document is
+    its text as Liu et al.'s prompt shows it, without its number: ``(Title: T) text``.
+
+    Returns ``{"ranking": [...]`` (indices into ``documents``, most relevant first),
+    ``"nll"`` (``(K,)``, nats per question token)``}``.
+    """
+    import torch
+
+    docs = list(documents)
+    if not docs:
+        raise ValueError("an empty document list: nothing to rank")
+
+    def ids(text):
+        if codec.tok is None:
+            return codec.encode(text, prompt=True)[0]
+        return list(codec.tok(text, add_special_tokens=True)["input_ids"])
+
+    device = next(model.parameters()).device
+    nll = np.zeros(len(docs))
+    q = question + LONGLLMLINGUA_SUFFIX
+    for k, d in enumerate(docs):
+        text = f"(Title: {d.title}) {d.text}"
+        cond = len(ids(text)) - 1
+        full = ids(text + q)
+        if len(full) <= cond + 1:
+            raise ValueError(f"document {k}: the question adds no token after it")
+        x = torch.as_tensor([full], dtype=torch.long, device=device)
+        with torch.no_grad():
+            logits = model(input_ids=x).logits[0, :-1].double()
+        loss = torch.nn.functional.cross_entropy(logits, x[0, 1:], reduction="none")
+        nll[k] = float(loss[cond:].mean())
+    return {"ranking": [int(i) for i in np.argsort(nll, kind="stable")], "nll": nll}
 
 
 def row_nll(model, input_ids, start: int) -> np.ndarray:

@@ -608,12 +608,16 @@ def _cli_params(model, name, setting, weights, length, row0):
     return {"temperature": float(setting["temperature"])}
 
 
-def _from_file(model, file, weights):
+def _from_file(model, file, weights, prompt: bool = False):
     """``(name, params)`` of a remedy file (:mod:`posbias_nb.models.remedy_file`), refused
-    unless it was made for ``model``: its fingerprint by name, then its loaded weights."""
+    unless it was made for ``model``: its fingerprint by name, then its loaded weights.  A
+    prompt remedy's file is refused unless ``prompt`` (the caller has documents to place)."""
     from ..models import remedy_file
+    from ..models.remedies import prompt_remedy_refused
 
     spec = remedy_file.read(file)
+    if spec["remedy"] in remedy_file.PROMPT_REMEDIES and not prompt:
+        raise ValueError(prompt_remedy_refused(file, spec["remedy"]))
     remedy_file.check_model(spec, file, name=model)
     m = entry.loaded(model, weights=weights, seed=0)[0]
     remedy_file.check_model(spec, file, model=m)

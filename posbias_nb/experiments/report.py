@@ -874,6 +874,10 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
             raise ValueError("--remedy-file with --task-data is not supported: posbias fix "
                              "already scores the remedy on your file (its index.html)")
         spec = _rf.read(remedy_file)
+        if spec["remedy"] in _rf.PROMPT_REMEDIES:
+            from ..models.remedies import prompt_remedy_refused
+
+            raise ValueError(prompt_remedy_refused(remedy_file, spec["remedy"]))
         _rf.check_model(spec, remedy_file, name=model)  # by fingerprint, before any load
         spec["_path"] = str(remedy_file)
         extra["remedy"] = _remedy_key(spec)

@@ -34,13 +34,15 @@ from .. import cache
 from .._validate import positive_int
 from ..measure import entry
 from ..measure.scoring import score_and_generate
+from ..models.remedy_file import PROMPT_REMEDIES
 from ..models.weights import _sha256
 from ..results import Result
 from ..tasks import qa
 from ..tasks.retrieval import Codec
 from . import retrieval as ret
 
-__all__ = ["task_run", "prepare", "CSV_COLUMNS", "OUTCOMES", "DEFAULTS"]
+__all__ = ["task_run", "prepare", "prompt_remedy", "reorder_documents", "CSV_COLUMNS", "OUTCOMES",
+           "DEFAULTS"]
 
 _DEF = "task-v2"  # bump when a definition below changes (v2: one prefill per prompt)
 CSV_COLUMNS = ("setting", "gold_document", "n", "accuracy", "accuracy_low", "accuracy_high",
@@ -136,15 +138,25 @@ def prepare(data, documents: int | None = None, positions=None, examples: int | 
             if len(distractors) < k - 1:
                 raise ValueError(f"line {e.line}: only {len(distractors)} distractors for "
                                  f"{k} documents")
+            placed = [qa.position_documents(e.gold_document, distractors, p) for p in pos]
             items.append({
-                "prompts": [qa.qa_prompt(e.question, qa.position_documents(
-                    e.gold_document, distractors, p)) for p in pos],
+                "prompts": [qa.qa_prompt(e.question, d) for d in placed],
+                "question": e.question, "documents": placed,
+                # the prompt's documents in the file's own order (a plain file's retriever
+                # order), its BM25 fillers after
+                "file_order": _file_order(e, distractors) if fmt == "plain" else None,
                 "answers": list(e.answers),
                 "wrong_answers": [],
                 "closed_book": qa.closedbook_prompt(e.question),
                 "oracle": qa.qa_prompt(e.question, [e.gold_document])})
     return {"format": fmt, "chosen": [int(exs[int(i)].line) for i in idx], "positions": pos,
             "documents": k, "items": items, "n_file": len(exs)}
+
+
+def _file_order(e, distractors) -> list:
+    docs = [e.gold_document] + list(distractors)
+    own = list(e.documents)
+    return sorted(docs, key=lambda d: own.index(d) if d in own else len(own) + docs.index(d))
 
 
 def _encode(codec, text):
@@ -227,7 +239,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
     P = prepare(path, documents, positions, examples, keys, seed, fmt, select)  # no model yet
     max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
     info = entry.checked(model, weights, 2, 1, seed)
-    rem = None if remedy_file is None else _remedy(model, remedy_file, weights)
+    rem = None if remedy_file is None else _remedy(model, remedy_file, weights, P)
     params = entry.run_key(info, weights, P["documents"], None, seed, text=False,
                            definition=_DEF, data=_sha256(path), format=P["format"],
                            chosen=P["chosen"], positions=P["positions"],
@@ -259,7 +271,20 @@ def task_run(model, data, documents: int | None = None, positions=None,
         pid = _encode(L["codec"], t) if pid is None else pid
         answers = [_answer_ids(L["codec"], a) for a in P["items"][e]["answers"]]
         here = rem
-        if rem is not None and rem[0] == "attention-calibration":
+        if rem is not None and rem[0] in PROMPT_REMEDIES:
+            here = None  # the prompt changes, the model does not
+            if not isinstance(kind, str):
+                it = P["items"][e]
+                t = prompt_remedy(rem[0], rem[1], it["question"], it["documents"][kind],
+                                  model=L["m"], codec=L["codec"],
+                                  file_order=it.get("file_order"))["prompt"]
+                pid = _encode(L["codec"], t)
+                if info["max_length"] is not None and \
+                        len(pid) + max_new_tokens > info["max_length"]:
+                    raise ValueError(f"under {rem[0]} a prompt takes {len(pid)} tokens with "
+                                     f"{max_new_tokens} to answer, beyond {info['name']}'s "
+                                     f"context of {info['max_length']}: fewer --documents")
+        elif rem is not None and rem[0] == "attention-calibration":
             # the closed-book and oracle prompts hold fewer than two documents: unchanged
             here = None if isinstance(kind, str) else _calibration_here(L["m"], L["codec"],
                                                                          rem, t, pid)
@@ -304,14 +329,133 @@ def task_run(model, data, documents: int | None = None, positions=None,
     return out
 
 
-def _remedy(model, file, weights):
-    """``(name, params)`` of a remedy file that ``task_run`` can apply to ``model``."""
+def _remedy(model, file, weights, P=None):
+    """``(name, params)`` of a remedy file that ``task_run`` can apply to ``model`` (and, for a
+    prompt remedy, to the prompts ``P`` of :func:`prepare`: a question-answering file, the slot
+    quality one number a document, the ``file`` ranker on a plain file)."""
     from ..models.remedies import check_applicable
     from .inference import _from_file
 
-    name, kw = _from_file(model, file, weights)
+    name, kw = _from_file(model, file, weights, prompt=True)
+    if name in PROMPT_REMEDIES:
+        if P is not None:
+            _check_prompt_remedy(name, kw, P, file)
+        return name, kw
     check_applicable(ret._load(model, weights, 0)[0], name)
     return name, kw
+
+
+def _check_prompt_remedy(name, kw, P, file):
+    where = Path(str(file)).name
+    if P["format"] == "liu-kv":
+        raise ValueError(f"{where} holds {name}, a prompt remedy for documents; a key-value "
+                         "file has records (use a question-answering file)")
+    q = kw.get("slot_quality")
+    if q is not None and len(q) != P["documents"]:
+        raise ValueError(f"{where}: a slot quality of {len(q)} slots for prompts of "
+                         f"{P['documents']} documents (--documents {len(q)}, or a file made "
+                         "for this count)")
+    if kw.get("ranker") == "file" and P["format"] != "plain":
+        raise ValueError(f"{where}: the 'file' ranker reads a plain file's own document order; "
+                         f"a {P['format']} file has none (use bm25 or question-likelihood)")
+
+
+def _as_document(d) -> qa.Document:
+    if isinstance(d, qa.Document):
+        return d
+    if isinstance(d, str):
+        return qa.Document("", d)
+    if isinstance(d, dict) and isinstance(d.get("text"), str):
+        return qa.Document(str(d.get("title", "")), d["text"])
+    raise ValueError(f"a document is a string, a {{'title', 'text'}} object or a "
+                     f"tasks.qa.Document; got {d!r}")
+
+
+def prompt_remedy(name: str, params: dict, question: str, documents, *, model=None,
+                  codec=None, file_order=None) -> dict:
+    """One prompt under the prompt remedy ``name``
+    (:data:`posbias_nb.models.remedy_file.PROMPT_REMEDIES`) with its file's ``params``:
+    ``{"documents"`` (in prompt order), ``"prompt"`` (Liu et al.'s QA prompt, or the query-aware
+    one)``}``.  ``documents``: as the prompt would hold them without the remedy.
+
+    A fixed rule or a slot quality places the documents in descending relevance by the file's
+    ranker (:data:`~posbias_nb.models.remedy_file.RANKERS`: BM25 of the question, ``file_order``
+    (the documents as a plain file lists them), or LongLLMLingua's question likelihood, which
+    needs ``model`` and ``codec``); attention sorting
+    (:func:`posbias_nb.measure.positional.attention_sort`) needs them too; ``query-aware`` keeps
+    the order and changes the template.
+    """
+    from ..models.remedy_file import PROMPT_REMEDIES as names
+    from ..tasks import reorder
+
+    if name not in names:
+        raise ValueError(f"{name!r} is not a prompt remedy; one of {', '.join(names)}")
+    docs = [_as_document(d) for d in documents]
+    if not docs:
+        raise ValueError("an empty document list: nothing to place")
+    if name == "query-aware":
+        return {"documents": docs, "prompt": reorder.query_aware_prompt(question, docs)}
+    if name == "attention-sort":
+        if model is None or codec is None:
+            raise ValueError("attention-sort reads the model's attention: give model and codec")
+        from ..measure.positional import ATTENTION_SORT, attention_sort
+
+        got = attention_sort(model, codec, question, docs,
+                             rounds=int(params.get("rounds", ATTENTION_SORT["rounds"])),
+                             best_last=bool(params.get("best_last", ATTENTION_SORT["best_last"])))
+        placed = [docs[i] for i in got["order"]]
+        return {"documents": placed, "prompt": qa.qa_prompt(question, placed)}
+    ranker = params["ranker"]
+    if ranker == "bm25":
+        ranked = [docs[i] for i in reorder.bm25_ranking(question, docs)]
+    elif ranker == "file":
+        if file_order is None:
+            raise ValueError("the 'file' ranker needs the documents in the file's own order")
+        ranked = [_as_document(d) for d in file_order]
+        if sorted(map(repr, ranked)) != sorted(map(repr, docs)):
+            raise ValueError("the file's order holds other documents than the prompt")
+    elif ranker == "question-likelihood":
+        if model is None or codec is None:
+            raise ValueError("the question-likelihood ranker runs the model: give model and "
+                             "codec")
+        from ..measure.positional import question_likelihood_ranking
+
+        ranked = [docs[i] for i in question_likelihood_ranking(model, codec, question,
+                                                                docs)["ranking"]]
+    else:
+        raise ValueError(f"unknown ranker {ranker!r}")
+    placed = reorder.reorder(name, ranked, quality=params.get("slot_quality"))
+    return {"documents": placed, "prompt": qa.qa_prompt(question, placed)}
+
+
+def reorder_documents(remedy_file, question: str, documents, model) -> dict:
+    """The one call for a retrieval pipeline: the caller's ``documents`` (strings, ``{"title",
+    "text"}`` objects or :class:`posbias_nb.tasks.qa.Document`, in the retriever's order) placed
+    by the prompt remedy of ``remedy_file`` for ``model`` (a zoo name, a directory or a hub id:
+    the file is refused, in one line, unless it was made for this model's fingerprint; a
+    ranker or rule that reads the model loads it and checks its weights too).  Returns
+    ``{"documents", "prompt"}`` (:func:`prompt_remedy`; the ``file`` ranker reads the given
+    order as the retriever's)."""
+    from ..models import remedy_file as rf
+
+    spec = rf.read(remedy_file)
+    if spec["remedy"] not in rf.PROMPT_REMEDIES:
+        raise ValueError(f"{Path(str(remedy_file)).name} holds {spec['remedy']}, which patches "
+                         "the model: apply it with posbias_nb.models.remedy")
+    rf.check_model(spec, remedy_file, name=model)
+    docs = [_as_document(d) for d in documents]
+    q = spec["params"].get("slot_quality")
+    if q is not None and len(q) != len(docs):
+        raise ValueError(f"{Path(str(remedy_file)).name}: a slot quality of {len(q)} slots "
+                         f"for {len(docs)} documents")
+    m = codec = None
+    if spec["remedy"] == "attention-sort" or spec["params"].get("ranker") == \
+            "question-likelihood":
+        m, tok, _ = entry.loaded(model, weights="pretrained", seed=0)
+        rf.check_model(spec, remedy_file, model=m)
+        codec = Codec(tok, m.get_input_embeddings().num_embeddings)
+    return prompt_remedy(spec["remedy"], spec["params"], question, docs, model=m, codec=codec,
+                         file_order=docs)
 
 
 def _calibration_here(m, codec, rem, text, pid):

@@ -87,6 +87,16 @@ OURS = ("hidden-scaling-all", "prior-calibration")
 _ATTN = "posbias_remedy"
 
 
+def prompt_remedy_refused(path, remedy: str) -> str:
+    """The one line that refuses a prompt remedy's file where no documents are (a model patch,
+    a text window, a synthetic task)."""
+    from pathlib import Path
+
+    return (f"{Path(str(path)).name} holds {remedy}, a prompt remedy: it changes where a task "
+            "file's documents go, not the model; apply it with posbias task --remedy-file or "
+            "posbias_nb.experiments.task.reorder_documents")
+
+
 def yu_layers(n_layers: int) -> list[int]:
     """Yu et al.'s layers for a stack of ``n_layers``: their configurations of 32-layer models
     scale layers 10 to 25 (0-based), so here ``round(10 T / 32) .. round(26 T / 32) - 1``.
@@ -640,10 +650,12 @@ def remedy(model, name: str, **params):
     """
     import torch
 
-    from .remedy_file import PER_PROMPT, check_model, is_remedy_file, read
+    from .remedy_file import PER_PROMPT, PROMPT_REMEDIES, check_model, is_remedy_file, read
 
     if is_remedy_file(name):
         spec = read(name)
+        if spec["remedy"] in PROMPT_REMEDIES:
+            raise ValueError(prompt_remedy_refused(name, spec["remedy"]))
         check_model(spec, name, model=model)
         extra = set(params) - PER_PROMPT[spec["remedy"]]
         if extra:

@@ -26,6 +26,14 @@ measure their synthetic key-value prompts with that task's own dummy pair
 (:data:`posbias_nb.tasks.retrieval.DUMMY_PAIR`): the relevance's scale, and so what a
 temperature does, can differ between the two.  Our prior calibration reads a fitted prior
 array and is not applied from a file.
+
+A **prompt remedy** (:data:`PROMPT_REMEDIES`, :mod:`posbias_nb.tasks.reorder`) changes the
+prompt, not the model: where each document goes (by a ranker, :data:`RANKERS`, and a fixed
+rule or the slot quality it learnt, one number a slot) or the template (``query-aware``).  Its
+file carries the same model block, so it is refused on another model; ``posbias task
+--remedy-file`` applies it to every prompt, and
+:func:`posbias_nb.experiments.task.reorder_documents` to the caller's own question and
+documents.  :func:`posbias_nb.models.remedy` and the commands without documents refuse it.
 """
 from __future__ import annotations
 
@@ -35,8 +43,8 @@ import math
 import numbers
 from pathlib import Path
 
-__all__ = ["FORMAT", "FILE_REMEDIES", "PER_PROMPT", "weights_digest", "write", "read", "check_model",
-           "is_remedy_file"]
+__all__ = ["FORMAT", "FILE_REMEDIES", "PROMPT_REMEDIES", "RANKERS", "PER_PROMPT", "weights_digest",
+           "write", "read", "check_model", "is_remedy_file"]
 
 FORMAT = "posbias-remedy/1"
 #: The remedies a file can carry, each with its parameters and their types.
@@ -45,14 +53,35 @@ FILE_REMEDIES = {
     "hidden-scaling-all": {"channel": "int", "scale": "float", "layers": "ints"},
     "ms-poe": {"lo": "float", "hi": "float", "layers": "ints", "assign": "str"},
     "attention-calibration": {"temperature": "float", "layers": "ints"},
+    # prompt remedies (posbias_nb.tasks.reorder): they change where the documents go, not the model
+    "long-context-reorder": {"ranker": "ranker"},
+    "lost-in-the-middle-ranker": {"ranker": "ranker"},
+    "query-aware": {},
+    "curve-order": {"ranker": "ranker", "slot_quality": "floats"},
+    "prior-order": {"ranker": "ranker", "slot_quality": "floats", "prior": "str"},
+    "attention-sort": {"rounds": "int", "best_last": "bool"},
 }
+#: The remedies of :data:`FILE_REMEDIES` that rewrite the prompt (the documents' order, or the
+#: template) instead of patching the model: ``posbias task --remedy-file`` and
+#: :func:`posbias_nb.experiments.task.reorder_documents` apply them; a command without documents
+#: refuses them.
+PROMPT_REMEDIES = ("long-context-reorder", "lost-in-the-middle-ranker", "query-aware",
+                   "curve-order", "prior-order", "attention-sort")
+#: What "descending relevance" means for a prompt remedy that orders by it: BM25 of the question
+#: against the prompt's documents, the order a plain task file gives them (its retriever's), or
+#: LongLLMLingua's question likelihood (:func:`posbias_nb.measure.positional.question_likelihood_ranking`).
+RANKERS = ("bm25", "file", "question-likelihood")
 _REQUIRED = {"hidden-scaling": {"channel", "scale"}, "hidden-scaling-all": {"channel", "scale"},
-             "ms-poe": set(), "attention-calibration": {"temperature"}}
+             "ms-poe": set(), "attention-calibration": {"temperature"},
+             "long-context-reorder": {"ranker"}, "lost-in-the-middle-ranker": {"ranker"},
+             "query-aware": set(), "curve-order": {"ranker", "slot_quality"},
+             "prior-order": {"ranker", "slot_quality", "prior"}, "attention-sort": set()}
 #: What a caller adds to a file's parameters where it applies it: the row where the prompt
 #: ends and hidden scaling's recorded context for all; each prompt's documents for the
 #: calibration.
 PER_PROMPT = {"hidden-scaling": {"start", "context"}, "hidden-scaling-all": set(),
-              "ms-poe": {"start"}, "attention-calibration": {"start", "spans", "relevance"}}
+              "ms-poe": {"start"}, "attention-calibration": {"start", "spans", "relevance"},
+              **{r: set() for r in PROMPT_REMEDIES}}
 
 
 def is_remedy_file(name) -> bool:
@@ -80,13 +109,26 @@ def _check_param(path, remedy, k, v):
     if kind is None:
         raise ValueError(f"{path}: {remedy} takes {', '.join(sorted(FILE_REMEDIES[remedy]))}; "
                          f"got parameter {k!r}")
+    real = lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool)  # noqa: E731
     ok = {"int": isinstance(v, int) and not isinstance(v, bool),
-          "float": isinstance(v, numbers.Real) and not isinstance(v, bool),
+          "float": real(v),
           "str": isinstance(v, str),
+          "bool": isinstance(v, bool),
+          "ranker": isinstance(v, str),
+          "floats": isinstance(v, list) and len(v) > 0 and all(real(x) and math.isfinite(x)
+                                                               for x in v),
           "ints": isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool)
                                                for x in v)}[kind]
     if not ok:
-        raise ValueError(f"{path}: parameter {k!r} of {remedy} must be {kind}, got {v!r}")
+        what = {"floats": "a non-empty list of finite numbers", "ranker": "a ranker name"}
+        raise ValueError(f"{path}: parameter {k!r} of {remedy} must be {what.get(kind, kind)}, "
+                         f"got {v!r}")
+    if kind == "ranker" and v not in RANKERS:
+        raise ValueError(f"{path}: unknown ranker {v!r}; one of {', '.join(RANKERS)}")
+    if k == "rounds" and v < 1:
+        raise ValueError(f"{path}: rounds of {remedy} must be at least 1, got {v!r}")
+    if k == "prior" and v not in ("born", "jacobian"):
+        raise ValueError(f"{path}: the prior of {remedy} is 'born' or 'jacobian', got {v!r}")
     if k == "temperature" and not (math.isfinite(v) and v > 0):
         raise ValueError(f"{path}: the temperature of {remedy} must be a positive number, "
                          f"got {v!r}")

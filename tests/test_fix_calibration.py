@@ -413,3 +413,50 @@ def test_report_under_a_calibration_file(tmp_path, capsys, model_dir):
     assert CALIBRATION_TEXT in obj["summary"]
     assert obj["meta"]["remedy"]["remedy"] == "attention-calibration"
     assert json.dumps(obj["task"], sort_keys=True) != json.dumps(plain["task"], sort_keys=True)
+
+
+def test_a_recorded_calibration_tuning_entry_is_re_measured_by_two_records(tmp_path,
+                                                                           monkeypatch,
+                                                                           model_dir):
+    """The calibration's tuning entry is its records end to end (fix._calibration_one, record
+    by record): recorded whole, it is re-measured by two records (cache.Parts), which agree,
+    and the same choice comes back; a recorded relevance moved by 0.5 fails naming the part."""
+    from posbias_nb import cache
+
+    f = tmp_path / "t.jsonl.gz"
+    with gzip.open(f, "wt") as fh:
+        for r in _qa_rows(30):
+            fh.write(json.dumps(r) + "\n")
+    kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9,
+              remedies=["attention-calibration"])
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
+    first = fix_mod.fix(model_dir, f, **kw)
+    cal = []
+    for p in (tmp_path / "rec" / "fix-tune").glob("*.npz"):
+        a = cache._read(p)
+        if "relevance" in a:
+            cal.append((p, a))
+    (path, arrays), = cal
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"fix-tune/{path.stem}\n")
+
+    def again(name):
+        log = tmp_path / f"{name}.jsonl"
+        for k, v in {"POSBIAS_RECORDED_DIR": tmp_path / "rec",
+                     "POSBIAS_RECORDED_VERIFY_KEYS": keys,
+                     "POSBIAS_CACHE_DIR": tmp_path / f"live-{name}",
+                     "POSBIAS_CACHE_LOG": log}.items():
+            monkeypatch.setenv(k, str(v))
+        res = fix_mod.fix(model_dir, f, **kw)
+        return res, [json.loads(x) for x in log.read_text().splitlines()]
+
+    res, ev = again("ok")
+    assert res["tuning"] == first["tuning"]
+    mine = [e for e in ev if e["ns"] == "fix-tune" and e["key"] == path.stem[:16]]
+    assert [e["event"] for e in mine].count("computed-part") == 2
+    assert mine[-1]["event"] == "verified" and mine[-1]["parts"] == len(arrays["slot"])
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
+    arrays["relevance"] = arrays["relevance"] + 0.5
+    cache._write("fix-tune", path.stem, arrays)
+    with pytest.raises(cache.RecordedMismatch, match="part 0 of"):
+        again("bad")

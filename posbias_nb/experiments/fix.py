@@ -250,12 +250,19 @@ def _calibration_scores(m, codec, part, rec, settings):
     lp, ok = np.zeros((len(settings), n)), np.zeros((len(settings), n), dtype=bool)
     rel = []
     for i in range(n):
-        pre, r = inference.calibrated_relevance(m, rec["prompts"][i], docs[i])
-        lp[:, i], ok[:, i] = (v[:, 0] for v in inference.score_remedy(
-            m, [rec["prompts"][i]], [rec["answers"][i]], "attention-calibration", settings,
-            base=False, spans=[docs[i][0]], relevance=[r], prefixes=[pre]))
+        lp[:, i], ok[:, i], r = _calibration_one(m, rec, docs[i], i, settings)
         rel.append(r)
     return lp, ok, np.array(rel)
+
+
+def _calibration_one(m, rec, docs_i, i, settings):
+    """Record ``i`` alone: its documents' relevance (eq. 4) and its log p and greedy match
+    under each setting; :func:`_calibration_scores` is these, record by record."""
+    pre, r = inference.calibrated_relevance(m, rec["prompts"][i], docs_i)
+    lp, ok = (v[:, 0] for v in inference.score_remedy(
+        m, [rec["prompts"][i]], [rec["answers"][i]], "attention-calibration", settings,
+        base=False, spans=[docs_i[0]], relevance=[r], prefixes=[pre]))
+    return lp, ok, r
 
 
 def _cal_key(key, part, **extra):
@@ -352,16 +359,33 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     res = cache.cached("fix-tune", dict(key, part="tune"), compute) if prompt_only else \
         cache.cached("fix-tune", dict(key, part="tune-base"), compute_base)
 
+    cal_settings = _settings_params("attention-calibration", GRID["attention-calibration"])
+
     def compute_cal():
         m, tok, codec, rec = _records(model, weights, seed, tune_part)
-        lp, _, rel = _calibration_scores(
-            m, codec, tune_part, rec, _settings_params("attention-calibration",
-                                                      GRID["attention-calibration"]))
+        lp, _, rel = _calibration_scores(m, codec, tune_part, rec, cal_settings)
         return {"example": rec["example"], "slot": rec["slot"], "logprob": lp,
                 "relevance": rel}
 
+    loaded: dict = {}
+
+    def cal_one(i: int) -> dict:  # record i alone (cache.Parts: make test samples records)
+        if not loaded:
+            m, tok, codec, rec = _records(model, weights, seed, tune_part)
+            loaded.update(m=m, rec=rec, docs=_documents(codec, tune_part, rec))
+        lp, _, r = _calibration_one(loaded["m"], loaded["rec"], loaded["docs"][i], i,
+                                    cal_settings)
+        return {"example": loaded["rec"]["example"][i], "slot": loaded["rec"]["slot"][i],
+                "logprob": lp, "relevance": r}
+
+    def cal_take(a, i: int) -> dict:
+        return {"example": a["example"][i], "slot": a["slot"][i], "logprob": a["logprob"][:, i],
+                "relevance": a["relevance"][i]}
+
+    n_rec = sum(len(it["prompts"]) for it in tune_part["items"])
     cal = cache.cached("fix-tune", _cal_key(key, "tune-calibration", grid=[
-        dict(s) for s in GRID["attention-calibration"]]), compute_cal) \
+        dict(s) for s in GRID["attention-calibration"]]), compute_cal,
+        parts=cache.Parts(n_rec, cal_one, cal_take)) \
         if "attention-calibration" in remedies else None
     n_ex = len(tune_part["items"])
     rec = {"example": np.asarray(res["example"]), "slot": np.asarray(res["slot"])}

@@ -94,6 +94,12 @@ def backfill_code(entries: dict) -> int:
     return n
 
 
+#: Why an entry's ``compute_seconds`` is null: what it cost was never measured alone.
+UNMEASURED = ("not measured: computed inside another measurement of the run that recorded it, "
+              "which logged no computation of its own; a run that re-measures it alone (make test's "
+              "sample, or make record) gives it its seconds (record_measurements --backfill-code)")
+
+
 def fill_seconds(entries: dict, events: list, today: str, machine) -> int:
     """Give a recorded entry whose cost was never measured (0 seconds: it was computed inside
     another measurement) the seconds a run took to compute it anew (a ``computed`` event
@@ -107,6 +113,7 @@ def fill_seconds(entries: dict, events: list, today: str, machine) -> int:
         for k, v in entries.items():
             if k.startswith(f"{e['ns']}/{e['key']}") and not v.get("compute_seconds"):
                 v["compute_seconds"] = round(e["seconds"], 2)
+                v.pop("seconds_note", None)
                 v["seconds_measured"] = today
                 v["seconds_machine"] = machine
                 n += 1
@@ -175,10 +182,19 @@ def main(argv=None) -> int:
             f = fill_seconds(man["entries"], events, time.strftime("%Y-%m-%d"),
                              times.get("machine"))
             print(f"{f} entries without seconds given those of their re-measurement")
+        unknown = 0
+        for v in man["entries"].values():
+            if v.get("compute_seconds") == 0:  # never measured alone: unknown, not free
+                v["compute_seconds"] = None
+                v["seconds_note"] = UNMEASURED
+                unknown += 1
+        if unknown:
+            print(f"{unknown} entries recorded with 0 s and never re-measured: now null "
+                  "(not measured)")
         for ns, sp in man.get("namespaces", {}).items():
-            sp["compute_seconds"] = round(sum(v["compute_seconds"] for k, v in
+            sp["compute_seconds"] = round(sum(v["compute_seconds"] or 0.0 for k, v in
                                               man["entries"].items() if k.split("/")[0] == ns), 1)
-        man["total_compute_seconds"] = round(sum(v["compute_seconds"]
+        man["total_compute_seconds"] = round(sum(v["compute_seconds"] or 0.0
                                                  for v in man["entries"].values()), 1)
         man_path.write_text(json.dumps(man, indent=1) + "\n")
         print(f"{man_path}: code digests given to {n} entries, machines to {m}"
@@ -250,7 +266,9 @@ def main(argv=None) -> int:
         (dst / ns).mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, dst / ns / f.name)
         entries[k] = {"recorded": today, "commit": commit, "bytes": f.stat().st_size,
-                      "compute_seconds": round(seconds.get(f"{ns}/{key[:16]}", 0.0), 2),
+                      # None, not 0, where this run's log holds no computation of it
+                      "compute_seconds": round(seconds[f"{ns}/{key[:16]}"], 2)
+                      if f"{ns}/{key[:16]}" in seconds else None,
                       "machine": times.get("machine"),
                       "code": cache.code_digest(ns) if ns in cache.NAMESPACE_CODE else None}
     # what make test reads (bench/verify_plan.py samples from these), and the seconds of a
@@ -268,7 +286,7 @@ def main(argv=None) -> int:
         s = spaces[k.split("/")[0]]
         s["entries"] += 1
         s["bytes"] += v["bytes"]
-        s["compute_seconds"] = round(s["compute_seconds"] + v["compute_seconds"], 1)
+        s["compute_seconds"] = round(s["compute_seconds"] + (v["compute_seconds"] or 0.0), 1)
     runs = list(old.get("runs", []))
     runs.append({"date": today, "commit": commit, "kind": "merge" if a.merge else "cold",
                  "added": len(new), "machine": times.get("machine"),
@@ -282,7 +300,8 @@ def main(argv=None) -> int:
         "runs": runs,
         "namespaces": dict(sorted(spaces.items())),
         "total_bytes": sum(v["bytes"] for v in entries.values()),
-        "total_compute_seconds": round(sum(v["compute_seconds"] for v in entries.values()), 1),
+        "total_compute_seconds": round(sum(v["compute_seconds"] or 0.0
+                                           for v in entries.values()), 1),
         "entries": dict(sorted(entries.items())),
     }
     out.mkdir(parents=True, exist_ok=True)

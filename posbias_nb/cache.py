@@ -627,7 +627,7 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
         cands = [(key, v) for key, v in items if v.get("read", True)]
         changed = any(v.get("code") != digests[ns] for _, v in items)
         known = sorted((v["compute_seconds"], key) for key, v in cands
-                       if v.get("compute_seconds", 0) > 0)
+                       if (v.get("compute_seconds") or 0) > 0)
         if known:
             first = [known[0]]
         elif cands:

@@ -337,3 +337,32 @@ def test_an_entry_of_parts_is_re_measured_by_a_sample_of_its_parts(tmp_path, mon
     assert [e["event"] for e in ev][-1] == "mismatch"
     with pytest.raises(ValueError, match="0 parts"):
         cache.part_sample("fake-parts", "k", 0)
+
+
+def test_a_cost_never_measured_is_null_not_zero(tmp_path):
+    """record_measurements --backfill-code: an entry recorded with 0 s that no run re-measured
+    alone reads null with the reason (not 0: it was not free); one that a run re-measured gets
+    that run's seconds; the plan treats null as unknown, never as the cheapest."""
+    man = {"namespaces": {"a": {}}, "entries": {
+        "a/0123456789abcdef00": {"compute_seconds": 0.0, "code": "x", "machine": {"cpus": 2},
+                                 "read": True},
+        "a/fedcba987654321000": {"compute_seconds": 0.0, "code": "x", "machine": {"cpus": 2},
+                                 "read": True},
+        "a/aaaaaaaaaaaaaaaa00": {"compute_seconds": 7.0, "code": "x", "machine": {"cpus": 2},
+                                 "read": True}}}
+    (tmp_path / "MANIFEST.json").write_text(json.dumps(man))
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in [
+        {"event": "computed", "ns": "a", "key": "0123456789abcdef", "seconds": 12.5},
+        {"event": "verified", "ns": "a", "key": "0123456789abcdef", "seconds": 0.0}]))
+    assert rec.main(["--cache", str(tmp_path), "--out", str(tmp_path), "--backfill-code",
+                     "--log", str(log)]) == 0
+    got = json.loads((tmp_path / "MANIFEST.json").read_text())
+    e = got["entries"]
+    assert e["a/0123456789abcdef00"]["compute_seconds"] == 12.5
+    assert "seconds_note" not in e["a/0123456789abcdef00"]
+    assert e["a/fedcba987654321000"]["compute_seconds"] is None
+    assert "not measured" in e["a/fedcba987654321000"]["seconds_note"]
+    assert got["namespaces"]["a"]["compute_seconds"] == 19.5
+    p = cache.verification_plan(got, {"a": "x"})
+    assert p["keys"] == ["a/aaaaaaaaaaaaaaaa00"]  # the cheapest measured, not the unknown one

@@ -62,6 +62,14 @@ def _crawl(browser, base):
     return sorted(set(order))
 
 
+def _wait_for_images(page):
+    """The page loaded and every image settled (loaded or broken): what the checks read.  Not
+    "networkidle", which waits for 500 ms without any request and timed out on a busy machine
+    (30 s, make test of 2026-12-04) with nothing missing."""
+    page.wait_for_load_state("load")
+    page.wait_for_function("Array.from(document.images).every(i => i.complete)")
+
+
 @pytest.fixture(scope="module")
 def pages(browser, site_url):
     found = _crawl(browser, site_url)
@@ -74,7 +82,7 @@ def test_home_page_screenshot(browser, site_url):
     page.goto(site_url + "/index.html")
     page.wait_for_url(lambda u: not u.endswith("/index.html"), timeout=15000)
     _wait_for_math(page)
-    page.wait_for_load_state("networkidle")
+    _wait_for_images(page)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "home.png"
     page.screenshot(path=str(shot), full_page=False)
@@ -94,7 +102,7 @@ def test_every_page_renders(browser, pages):
         page.on("requestfailed", lambda r: failed.append(r.url))
         page.goto(url)
         _wait_for_math(page)
-        page.wait_for_load_state("networkidle")
+        _wait_for_images(page)
         name = url.rsplit("/", 1)[-1]
         text = page.inner_text("main")
         # math typeset: no raw delimiters in the visible text, no MathJax errors

@@ -65,7 +65,11 @@ def _active(config) -> bool:
     return bool(getattr(o, "nbval", False) or getattr(o, "nbval_lax", False))
 
 
+_ON = {"controller": True}
+
+
 def pytest_configure(config):
+    _ON["controller"] = not hasattr(config, "workerinput")
     if _active(config) and os.environ.get("NB_PROFILE_DIR") and \
             not hasattr(config, "workerinput"):
         nbrun._profile_kernels(Path(os.environ["NB_PROFILE_DIR"]).resolve())
@@ -224,6 +228,24 @@ def _output(o) -> dict:
                                       execution_count=o.get("execution_count"))
     return nbformat.v4.new_output("display_data", data=o["data"],
                                   metadata=o.get("metadata", {}))
+
+
+def pytest_runtest_logreport(report):
+    """A failing cell is named at once, with the last line of its error (a recorded
+    measurement's disagreement names its namespace, key and the command that re-records),
+    instead of only in the summary after every chapter has run."""
+    if report.when != "call" or not report.failed or not _ON["controller"] or \
+            not report.nodeid.split("::")[0].endswith(".md"):
+        return
+    text = str(report.longrepr)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    hit = [ln for ln in lines if "RecordedMismatch" in ln or "disagrees" in ln]
+    why = (hit or lines or ["(no message)"])[-1]
+    import re
+
+    why = re.sub(r"\x1b\[[0-9;]*m", "", why)
+    sys.stderr.write(f"\nFAILED {report.nodeid}: {why[:600]}\n")
+    sys.stderr.flush()
 
 
 @pytest.hookimpl(optionalhook=True)

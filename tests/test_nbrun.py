@@ -85,6 +85,8 @@ def test_a_failing_cell_or_a_dead_kernel_fails_its_chapter_alone(tmp_path):
     assert r.returncode == 1, out
     assert "the cell that fails" in out and "a cell after the failure ran" not in out
     assert "died" in out and took < 100  # not the cell timeout (120 s) waited out
+    # each failing cell named as it fails, with its error's last line
+    assert "FAILED book/bad.md::Cell 1: RuntimeError: the cell that fails" in r.stderr
     t = json.loads(times.read_text())
     assert t["failed"] == ["bad", "dead"] and set(t["seconds"]) == {"ch0", "ch1", "bad", "dead"}
     assert t["workers"] == 2 and t["wall"] > 0

@@ -344,9 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--seed", type=int, default=TASK["seed"],
                    help="seed of the examples drawn (and of a random init)")
     k.add_argument("--remedy-file", default=None, metavar="FILE",
-                   help="a remedy file (remedy.json, written by posbias fix): every prompt "
-                        "scored and generated under its remedy; refused on a model it was not "
-                        "made for")
+                   help="a remedy file (remedy.json, written by posbias fix or "
+                        "models.remedy_file.write): every prompt scored and generated under its "
+                        "remedy, or, for a prompt remedy (a reorder, curve-order, prior-order, "
+                        "query-aware, attention-sort), with its documents placed by it; refused "
+                        "on a model it was not made for")
     k.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     _common(k)
     k.set_defaults(func=_cmd_task)

@@ -171,27 +171,19 @@ def test_a_recorded_task_entry_is_re_measured_by_two_prompts(tmp_path, monkeypat
     """task_run scores each prompt through one function (cache.Parts): the whole run, recorded,
     re-measured by two of its prompts agrees (same log p, same generation), computes nothing
     else, and returns the recorded table; a recorded entry whose numbers differ fails."""
-    import numpy as np
-
     from posbias_nb import cache
+    from remeasure import as_make_test, events
 
     data = _file(tmp_path, _qa_rows(4))
     kw = dict(documents=3, examples=2, max_new_tokens=3, weights="pretrained")
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
     whole = task_mod.task_run(model_dir, data, **kw)
     (f,) = (tmp_path / "rec" / "task").glob("*.npz")
-    keys = tmp_path / "keys.txt"
-    keys.write_text(f"task/{f.stem}\n")
 
     def again(name):
-        log = tmp_path / f"{name}.jsonl"
-        for k, v in {"POSBIAS_RECORDED_DIR": tmp_path / "rec",
-                     "POSBIAS_RECORDED_VERIFY_KEYS": keys,
-                     "POSBIAS_CACHE_DIR": tmp_path / f"live-{name}",
-                     "POSBIAS_CACHE_LOG": log}.items():
-            monkeypatch.setenv(k, str(v))
+        log = as_make_test(monkeypatch, tmp_path, tmp_path / "rec", [f"task/{f.stem}"], name)
         got = task_mod.task_run(model_dir, data, **kw)
-        return got, [json.loads(x) for x in log.read_text().splitlines()]
+        return got, events(log)
 
     got, ev = again("ok")
     assert got.to_json() == whole.to_json()

@@ -422,6 +422,7 @@ def test_a_recorded_calibration_tuning_entry_is_re_measured_by_two_records(tmp_p
     by record): recorded whole, it is re-measured by two records (cache.Parts), which agree,
     and the same choice comes back; a recorded relevance moved by 0.5 fails naming the part."""
     from posbias_nb import cache
+    from remeasure import as_make_test, events
 
     f = tmp_path / "t.jsonl.gz"
     with gzip.open(f, "wt") as fh:
@@ -437,18 +438,12 @@ def test_a_recorded_calibration_tuning_entry_is_re_measured_by_two_records(tmp_p
         if "relevance" in a:
             cal.append((p, a))
     (path, arrays), = cal
-    keys = tmp_path / "keys.txt"
-    keys.write_text(f"fix-tune/{path.stem}\n")
 
     def again(name):
-        log = tmp_path / f"{name}.jsonl"
-        for k, v in {"POSBIAS_RECORDED_DIR": tmp_path / "rec",
-                     "POSBIAS_RECORDED_VERIFY_KEYS": keys,
-                     "POSBIAS_CACHE_DIR": tmp_path / f"live-{name}",
-                     "POSBIAS_CACHE_LOG": log}.items():
-            monkeypatch.setenv(k, str(v))
+        log = as_make_test(monkeypatch, tmp_path, tmp_path / "rec", [f"fix-tune/{path.stem}"],
+                           name)
         res = fix_mod.fix(model_dir, f, **kw)
-        return res, [json.loads(x) for x in log.read_text().splitlines()]
+        return res, events(log)
 
     res, ev = again("ok")
     assert res["tuning"] == first["tuning"]

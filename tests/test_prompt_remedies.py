@@ -2,7 +2,6 @@
 document prompt's documents by the file's rule and ranker (an oracle built from
 ``tasks.reorder`` by hand), the one Python call on a plain list of documents, and every
 refusal as one line with exit status 2 (tiny random Llama, byte-level text)."""
-import gzip
 import json
 
 import pytest
@@ -15,25 +14,13 @@ from posbias_nb.experiments import task as task_mod  # noqa: E402
 from posbias_nb.measure import entry  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
 from posbias_nb.tasks import qa, reorder  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def no_cache(monkeypatch):
-    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+from test_cli_task_file import _file, no_cache  # noqa: E402,F401  (the cache off in every test)
 
 
 def _plain_rows(n):
     return [{"question": f"what is item {i}", "answers": [f"thing{i}"],
              "documents": [f"noise {i} apple", {"title": "Item", "text": f"Item {i} is thing{i}."},
                            f"noise {i} pear", f"noise {i} plum"], "gold": 1} for i in range(n)]
-
-
-def _file(tmp_path, rows, name="t.jsonl.gz"):
-    p = tmp_path / name
-    with gzip.open(p, "wt") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    return p
 
 
 def _write(tmp_path, model_dir, name, params, file="remedy.json"):

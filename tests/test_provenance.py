@@ -15,6 +15,7 @@ from posbias_nb import cache
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import record_measurements as rec  # noqa: E402
+from remeasure import as_make_test  # noqa: E402
 
 
 SRC = '''"""A fake measurement."""
@@ -290,12 +291,8 @@ def _parts_run(tmp_path, monkeypatch, rows, name):
     take = lambda a, i: {"x": a["x"][i]}  # noqa: E731
     if not (tmp_path / "rec" / ns).exists():
         cache.cached(ns, params, whole)
-    keys = tmp_path / "keys.txt"
-    keys.write_text(f"{ns}/{cache.key(ns, params)}\n")
-    log = tmp_path / f"{name}.jsonl"
-    for k, v in {"POSBIAS_RECORDED_DIR": tmp_path / "rec", "POSBIAS_RECORDED_VERIFY_KEYS": keys,
-                 "POSBIAS_CACHE_DIR": tmp_path / f"live-{name}", "POSBIAS_CACHE_LOG": log}.items():
-        monkeypatch.setenv(k, str(v))
+    log = as_make_test(monkeypatch, tmp_path, tmp_path / "rec", [f"{ns}/{cache.key(ns, params)}"],
+                       name)
     asked = []
 
     def one(i):

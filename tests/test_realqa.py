@@ -148,18 +148,14 @@ def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch,
     import json
 
     from posbias_nb import cache
+    from remeasure import as_make_test
 
     mode["v"], seen[:] = "gold", []
     rec = tmp_path / "rec"
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(rec))
     whole = realqa.jacobian_prior("smollm2-135m", res)
     (f,) = (rec / "realqa-jacobian").glob("*.npz")
-    keys = tmp_path / "keys.txt"
-    keys.write_text(f"realqa-jacobian/{f.stem}\n")
-    log = tmp_path / "log.jsonl"
-    for k, v in {"POSBIAS_RECORDED_DIR": rec, "POSBIAS_RECORDED_VERIFY_KEYS": keys,
-                 "POSBIAS_CACHE_DIR": tmp_path / "live", "POSBIAS_CACHE_LOG": log}.items():
-        monkeypatch.setenv(k, str(v))
+    log = as_make_test(monkeypatch, tmp_path, rec, [f"realqa-jacobian/{f.stem}"], "parts")
     seen[:] = []
     calls = []
     def _by_seed(m, ids, **kw):

@@ -191,7 +191,7 @@ def _cmd_fix(args):
 
     res = fix(args.model, args.data, documents=args.documents, examples=args.examples,
               seed=args.seed, weights=args.weights, quick=args.quick, edge_loss=args.edge_loss,
-              progress=not args.quiet, remedies=args.remedies)
+              progress=not args.quiet, remedies=args.remedies, rule=args.rule)
     paths = write_fix(res, args.out)
     got = res["winner"]
     print(f"posbias: wrote {', '.join(paths.values())}" + (
@@ -379,7 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory for index.html and report.json (checked before any work)")
     r.set_defaults(func=_cmd_report, format=None, out_dir=True)
 
-    from .experiments.fix import DEFAULTS as FIX, QUICK
+    from .experiments.fix import DEFAULTS as FIX, NETWORK_REMEDIES, QUICK, RULES
+    from .experiments.placement import PROMPT_REMEDIES as PLACE
 
     f = sub.add_parser("fix", help="choose an inference-time remedy on one part of your task "
                                    "file and judge it on another: index.html, fix.json and, if "
@@ -395,8 +396,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"examples drawn by --seed, split into a tuning and a test part "
                         f"(default {FIX['examples']}, {QUICK['examples']} with --quick)")
     f.add_argument("--edge-loss", type=float, default=FIX["edge_loss"],
-                   help="the largest mean log-p loss (nats) at the first and last gold slots a "
-                        "chosen setting may cost on the tuning part")
+                   help="with --rule middle: the largest mean log-p loss (nats) at the first "
+                        "and last gold slots a chosen setting may cost on the tuning part")
+    f.add_argument("--rule", choices=RULES, default=RULES[0],
+                   help="all-slots (default): choose and judge by the mean change of log p "
+                        "over every gold slot; middle: the first design's middle-slot rule, "
+                        "for the remedies inside the network only")
     f.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
                    help="installed pretrained weights or random initialization")
     f.add_argument("--seed", type=int, default=FIX["seed"],
@@ -405,10 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fewer and shorter prompts, a smaller channel search and cost "
                         "measurement (the same grids and rules)")
     f.add_argument("--remedies", default=None, metavar="A,B",
-                   help="the remedies searched, comma-separated (default all: hidden-scaling, "
-                        "ms-poe, attention-calibration; the calibration costs one extra pass "
-                        "per document and prompt; hidden scaling and Ms-PoE are measured "
-                        "together, so naming one still measures both)")
+                   help=f"the remedies searched, comma-separated (default all: inside the "
+                        f"network {', '.join(NETWORK_REMEDIES)}; in the prompt "
+                        f"{', '.join(PLACE)}; the calibration costs one extra pass per "
+                        f"document and prompt; hidden scaling and Ms-PoE are measured "
+                        f"together, so naming one still measures both; the fast path: "
+                        f"long-context-reorder,curve-order,prior-order)")
     f.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     f.add_argument("--out", required=True, metavar="DIR",
                    help="directory for index.html, fix.json and remedy.json (checked before "

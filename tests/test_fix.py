@@ -136,13 +136,14 @@ def test_fix_result_contract(run, model_dir):
     t = obj["tuning"]
     for r in fix_mod.REMEDIES:
         assert r in t
-        if t[r]["chosen"] is not None:
+        assert len(t[r]["all_gain"]) == len(t[r]["grid"]) or t[r]["grid"] and not t[r]["all_gain"]
+        if t[r]["chosen"] is not None:  # the all-slot rule: the best, and only if it gains
             j = t[r]["chosen"]
-            ok = [i for i, e in enumerate(t[r]["eligible"]) if e]
-            assert j in ok and t[r]["middle_gain"][j] == max(t[r]["middle_gain"][i] for i in ok)
+            assert t[r]["all_gain"][j] == max(t[r]["all_gain"]) > 0
             assert obj["test"][r]["verdict"] in ("holds", "fails", "inconclusive",
                                                  "not testable")
             assert len(obj["test"][r]["logprob_change"]) == len(obj["meta"]["gold_slots"])
+    assert len(obj["test"]["theory"]["claims"]) == 6  # every remedy searched: the theory's family
     # same arguments, same numbers (cached or not)
     again = fix_mod.fix(model_dir, f, **KW).to_json()
     assert json.dumps(again["test"], sort_keys=True) == json.dumps(obj["test"], sort_keys=True)
@@ -153,11 +154,14 @@ def test_choice_rule_respects_the_edge_loss(run, model_dir):
     eligible; with an unbounded one, every setting is."""
     f, res = run
     t = res["tuning"]["ms-poe"]
-    wide = fix_mod.fix(model_dir, f, edge_loss=1e9, **KW)["tuning"]["ms-poe"]
+    net = dict(KW, remedies=fix_mod.NETWORK_REMEDIES, rule="middle")
+    wide = fix_mod.fix(model_dir, f, edge_loss=1e9, **net)["tuning"]["ms-poe"]
     assert all(wide["eligible"])
     assert wide["chosen"] == int(np.argmax(wide["middle_gain"]))
-    strict = fix_mod.fix(model_dir, f, edge_loss=0.0, **KW)["tuning"]["ms-poe"]
+    strict = fix_mod.fix(model_dir, f, edge_loss=0.0, **net)["tuning"]["ms-poe"]
     assert strict["eligible"] == [e >= 0 for e in t["edge_change"]]
+    # the same tuning entries under either rule: the numbers the two rules read agree
+    assert strict["middle_gain"] == t["middle_gain"] and strict["all_gain"] == t["all_gain"]
 
 
 def test_no_winner_no_remedy_file_and_a_stale_one_removed(run, tmp_path):

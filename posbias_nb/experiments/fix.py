@@ -70,15 +70,26 @@ from ..tasks import qa
 from . import inference
 from .design import Design
 from . import retrieval as ret
+from . import placement
 from . import task as _task
 
-__all__ = ["DESIGN", "GRID", "REMEDIES", "DEFAULTS", "QUICK", "split", "fix_positions", "choose",
-           "evaluate", "fix", "write_fix", "calibration_recall", "select_remedies"]
+__all__ = ["DESIGN", "GRID", "REMEDIES", "NETWORK_REMEDIES", "RULES", "DEFAULTS", "QUICK",
+           "split", "fix_positions", "choose", "evaluate", "fix", "write_fix",
+           "calibration_recall", "select_remedies", "pick"]
 
 _DEF = "fix-v1"  # bump when a definition below changes the numbers
 _CAL_DEF = "fix-calibration-v1"  # the same for the attention calibration's entries
-#: The remedies searched, each by its paper's own method (chapter *Fixing it at inference time*).
-REMEDIES = ("hidden-scaling", "ms-poe", "attention-calibration")
+#: The remedies inside the network, each by its paper's own method (chapter *Fixing it at
+#: inference time*).
+NETWORK_REMEDIES = ("hidden-scaling", "ms-poe", "attention-calibration")
+#: Every remedy searched: those inside the network, then those in the prompt
+#: (:mod:`posbias_nb.experiments.placement`, the third design).
+REMEDIES = NETWORK_REMEDIES + placement.PROMPT_REMEDIES
+#: The rules that choose a setting and judge it (:func:`pick`): ``all-slots`` (the third
+#: design's, the default) judges what a user sees when the answer can be anywhere, the mean
+#: change of log p over every gold slot; ``middle`` is the first design's (the middle-slot gain
+#: of the settings within the edge loss), kept to read its verdicts as they were measured.
+RULES = ("all-slots", "middle")
 #: The remedies scored from the prompts alone (the first design's), cached together.
 _PROMPT_ONLY = ("hidden-scaling", "ms-poe")
 #: The grids searched on the tuning part.  Hidden scaling: the scales of Yu et al.'s
@@ -108,7 +119,8 @@ DESIGN = Design("fix", {
     "models": ["smollm2-135m", "gemma3-270m"],
     "data": "liu2023/nq-open-oracle.jsonl.gz",
     "call": {"quick": True, "seed": 0, "weights": "pretrained",
-             "edge_loss": DEFAULTS["edge_loss"], "test_share": DEFAULTS["test_share"]},
+             "edge_loss": DEFAULTS["edge_loss"], "test_share": DEFAULTS["test_share"],
+             "rule": "all-slots"},
     "sizes": dict(QUICK),
     "remedies": list(REMEDIES),
     "grid": {r: [dict(s) for s in g] for r, g in GRID.items()},
@@ -128,6 +140,41 @@ DESIGN = Design("fix", {
                      "Holm across the remedies at alpha",
              "remedy_file": "the remedy that holds with the largest middle gain; none if none "
                             "holds"},
+    # the third design (issue 45): the prompt remedies join the family, and every remedy is
+    # judged by what a user sees when the answer can be anywhere
+    "prompt_remedies": {
+        "grid": placement.grid("liu-qa"),
+        "rankers": list(placement.rankers("liu-qa")),
+        "qualities": {
+            "curve": "the mean log p of the gold answer per gold slot on the tuning part, the "
+                     "model as it is (every slot is a gold slot at the quick sizes)",
+            "born": f"the layout's last row at alpha = {placement.BORN_ALPHA} at each tuning "
+                    "prompt's length, summed over each slot's tokens, mean over the prompts",
+            "measured": "the Jacobian profile on text windows at the tuning prompts' mean "
+                        "length (probes {probes}, windows {windows}, length a multiple of "
+                        "{multiple}), each window normalised, spans mapped in proportion"
+                        .format(**placement.MEASURED_PRIOR)},
+        "scoring": "teacher-forced log p of the first gold answer after the rewritten prompt, "
+                   "paired with the model as it is by example and original gold slot; "
+                   "identical prompts scored once",
+        "accuracy": "best_subspan_em of a greedy generation to the first line (32 new tokens), "
+                    "Wilson over examples per slot, for the chosen settings on the test part",
+        "cost": "passes per prompt and the latency of one prompt at the central gold slot "
+                "(ranking, placement and scoring against one scoring pass), interleaved",
+        "theory": {**placement.THEORY,
+                   "family": "its own Holm family at alpha, on the test part, each claim's x "
+                             "the paired per-example difference of the all-slot change"}},
+    "rule_all_slots": {
+        "tuning": "per remedy, the setting with the largest mean log-p change over all gold "
+                  "slots (mean over slots, then over examples); a remedy whose best setting "
+                  "does not gain (<= 0) is not judged",
+        "test": "mean all-slot log-p change per example > 0, Student t over examples, Holm "
+                "across every remedy judged, inside the network and in the prompt, at alpha; "
+                "middle and edge changes reported beside",
+        "remedy_file": "the remedy that holds with the largest all-slot gain; none if none "
+                       "holds",
+        "first_rule": "the first design's middle-slot rule is kept for the three remedies "
+                      "inside the network and its verdicts shown as they were measured"},
     "alpha": 0.05,
     "compare": "the inference chapter's task verdicts of hidden scaling and Ms-PoE on the same "
                "model (key-value prompts): the same word or not, and why",
@@ -182,6 +229,34 @@ def fix_positions(k: int) -> list[int]:
     if k <= 5:
         return list(range(k))
     return sorted({int(v) for v in np.round(np.linspace(0, k - 1, 5))})
+
+
+def pick(all_gain, middle_gain, edge_change, rule: str, edge_loss: float) -> tuple:
+    """The tuning rule (:data:`RULES`) on one remedy's settings: ``(chosen index or None,
+    eligible flags, reason)``.  ``all-slots``: the largest mean all-slot gain, judged only where
+    it is above 0; ``middle``: the largest middle-slot gain among the settings whose edge change
+    is at least ``-edge_loss``.  Ties go to the earlier setting.
+
+    >>> pick([-0.1, 0.3, 0.3], [0.5, 0.2, 0.4], [-1.0, 0.0, 0.1], "all-slots", 0.25)[0]
+    1
+    >>> pick([-0.1, 0.3, 0.3], [0.5, 0.2, 0.4], [-1.0, 0.0, 0.1], "middle", 0.25)[0]
+    2
+    >>> pick([-0.1, -0.2], [0.5, 0.2], [0.0, 0.0], "all-slots", 0.25)
+    (None, [False, False], 'no setting raises the mean log p over all gold slots')
+    """
+    if rule == "all-slots":
+        elig = [bool(g > 0) for g in all_gain]
+        why = "no setting raises the mean log p over all gold slots"
+        key = all_gain
+    elif rule == "middle":
+        elig = [bool(e >= -float(edge_loss)) for e in edge_change]
+        why = f"no setting's mean edge change is at least -{float(edge_loss)} nats"
+        key = middle_gain
+    else:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    cands = [j for j in range(len(elig)) if elig[j]]
+    j = max(cands, key=lambda i: (key[i], -i)) if cands else None
+    return j, elig, None if j is not None else why
 
 
 def _slots(n_pos: int) -> dict:
@@ -303,7 +378,7 @@ def _fits_prefix(m, rec) -> bool:
 
 
 def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", info=None,
-           key=None, remedies=REMEDIES) -> dict:
+           key=None, remedies=REMEDIES, rule: str = "all-slots") -> dict:
     """Step 2 of the module docstring on the prepared tuning part: ``{remedy: {"grid",
     "middle_gain", "edge_change" (mean per setting), "eligible", "chosen" (index or None),
     "setting", "params" (the chosen setting's remedy parameters), "reason"}, "channel": {...}}``.
@@ -313,7 +388,13 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     tuning prompts at the middle slots); then every scale of the grid is scored with that
     channel and the edge rule and the middle gain pick the scale.  Cached.  ``remedies``: the
     ones searched (:func:`fix`'s ``remedies``); the others are not returned, and the
-    calibration, left out, is not measured (hidden scaling and Ms-PoE share one entry)."""
+    calibration, left out, is not measured (hidden scaling and Ms-PoE share one entry).
+
+    The prompt remedies (:mod:`posbias_nb.experiments.placement`) are scored on the same
+    records, each setting of their grid (:func:`posbias_nb.experiments.placement.grid`);
+    ``prompt`` holds their slot qualities and each ranker's top-1 rate.  ``rule``
+    (:data:`RULES`, :func:`pick`) chooses each remedy's setting; every remedy also reports
+    ``all_gain``, the mean change over all gold slots."""
     n_pos = len(tune_part["positions"])
     sl = _slots(n_pos)
     scales = [float(g["scale"]) for g in GRID["hidden-scaling"]]
@@ -413,31 +494,59 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
         scores["attention-calibration"] = np.asarray(cal["logprob"])
     out = {"channel": ch}
     base = _matrix(base_lp, rec, n_ex, n_pos)
+    grids = {r: [dict(s) for s in GRID[r]] for r in NETWORK_REMEDIES}
+    prompt = [r for r in remedies if r in placement.PROMPT_REMEDIES]
+    if prompt:
+        fmt = tune_part["format"]
+        pl = placement.on_tuning(model, weights, seed, tune_part, fmt, prompt, base, key)
+        if not (np.array_equal(pl["example"], rec["example"]) and
+                np.array_equal(pl["slot"], rec["slot"])):
+            raise ValueError("the prompt remedies' tuning records are not the other remedies'")
+        for r in prompt:
+            idx = [i for i, (n, _) in enumerate(pl["settings"]) if n == r]
+            grids[r] = [dict(pl["settings"][i][1]) for i in idx]
+            scores[r] = pl["logprob"][idx]
+        out["prompt"] = {"qualities": pl["qualities"], "rankers": pl["rankers"],
+                         "top1": placement.ranker_top1(pl["top1"], pl["example"],
+                                                       pl["rankers"]),
+                         "gold_slot": {f"{n}:{json.dumps(s, sort_keys=True)}":
+                                       [int(v) for v in g] for (n, s), g in
+                                       zip(pl["settings"], pl["gold_slot"])}}
     for name in remedies:
         if name not in scores:
-            out[name] = {"grid": [dict(s) for s in GRID[name]], "middle_gain": [],
-                         "edge_change": [], "eligible": [], "chosen": None, "setting": None,
+            out[name] = {"grid": grids[name], "middle_gain": [], "edge_change": [],
+                         "all_gain": [], "eligible": [], "chosen": None, "setting": None,
                          "params": None, "reason": ch["reason"]}
             continue
-        mids, edges = [], []
-        for j in range(len(GRID[name])):
+        mids, edges, alls = [], [], []
+        for j in range(len(grids[name])):
             d = _matrix(scores[name][j], rec, n_ex, n_pos) - base
             mids.append(float(d[:, sl["middle"]].mean(1).mean()))
             edges.append(float(d[:, sl["edges"]].mean(1).mean()))
-        elig = [e >= -float(edge_loss) for e in edges]
-        cands = [j for j in range(len(GRID[name])) if elig[j]]
-        j = max(cands, key=lambda i: (mids[i], -i)) if cands else None
-        out[name] = {"grid": [dict(s) for s in GRID[name]], "middle_gain": mids,
-                     "edge_change": edges, "eligible": elig, "chosen": j,
-                     "reason": None if j is not None else
-                     f"no setting's mean edge change is at least -{float(edge_loss)} nats",
-                     "setting": None if j is None else dict(GRID[name][j]),
+            alls.append(float(d.mean(1).mean()))
+        j, elig, why = pick(alls, mids, edges, rule, edge_loss)
+        out[name] = {"grid": grids[name], "middle_gain": mids, "edge_change": edges,
+                     "all_gain": alls, "eligible": elig, "chosen": j, "reason": why,
+                     "setting": None if j is None else dict(grids[name][j]),
                      "params": None if j is None else
+                     _prompt_params(name, grids[name][j], out.get("prompt"))
+                     if name in placement.PROMPT_REMEDIES else
                      _settings_params(name, [GRID[name][j]], ch["channel"])[0]}
     if cal is not None:
         out["attention-calibration"]["recall"] = calibration_recall(
             np.asarray(cal["relevance"]), rec["slot"], tune_part["positions"], rec["example"])
     return out
+
+
+def _prompt_params(name, setting, prompt) -> dict:
+    """A prompt remedy's file parameters: its setting, and for a quality order the slot quality
+    it learnt (the curve, or the prior named by the setting)."""
+    p = dict(setting)
+    if name == "curve-order":
+        p["slot_quality"] = list(prompt["qualities"]["curve"])
+    elif name == "prior-order":
+        p["slot_quality"] = list(prompt["qualities"][setting["prior"]])
+    return p
 
 
 def calibration_recall(relevance, slot, positions, example=None) -> dict:
@@ -559,15 +668,22 @@ def _cost(m, tok, name, kw, sizes, seed):
 
 
 def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info=None,
-             key=None, remedies=REMEDIES) -> dict:
+             key=None, remedies=REMEDIES, rule: str = "all-slots") -> dict:
     """Steps 3 and 4 of the module docstring on the prepared test part, for the remedies of
     ``chosen`` (:func:`choose`) that have a setting.  Cached, the timings included (they are
-    measured once, with the scores they belong to)."""
+    measured once, with the scores they belong to).  Each remedy's claim is its ``rule``'s
+    (:data:`RULES`): the mean all-slot change per example above 0, or the middle-slot gain.
+    A prompt remedy is paired with the model as it is on its own entry's passes, its accuracy
+    Liu et al.'s best_subspan_em of a greedy generation."""
     n_pos = len(test_part["positions"])
     sl = _slots(n_pos)
     names = [r for r in remedies if chosen[r]["chosen"] is not None]
     plain = {r: chosen[r]["params"] for r in names if r in _PROMPT_ONLY}
+    prompt = [r for r in names if r in placement.PROMPT_REMEDIES]
+    network = [r for r in names if r in NETWORK_REMEDIES]
     cal_name = "attention-calibration"
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
 
     def compute():
         m, tok, codec, rec = _records(model, weights, seed, test_part)
@@ -600,7 +716,28 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
             out[f"{name}#seconds"], out[f"{name}#peak_mib"] = T
         return out
 
-    res = dict(cache.cached("fix-test", dict(key, part="test", chosen=plain), compute))
+    theory = placement.theory_settings(remedies) if rule == "all-slots" else []
+    if prompt or theory:
+        pset = [(r, dict(chosen[r]["setting"])) for r in prompt]
+        pset += [t for t in theory if t not in pset]
+        pt = placement.on_test(model, weights, seed, test_part, test_part["format"], pset,
+                               chosen["prompt"]["qualities"], sizes, key)
+    if network or not (prompt or theory):
+        res = dict(cache.cached("fix-test", dict(key, part="test", chosen=plain), compute))
+    else:  # the prompt remedies alone: the model as it is from their own entry
+        res = {"example": pt["example"], "slot": pt["slot"], "base#logprob": pt["base_logprob"],
+               "base#correct": pt["base_correct"]}
+    if prompt or theory:
+        if not (np.array_equal(np.asarray(pt["example"]), np.asarray(res["example"])) and
+                np.array_equal(np.asarray(pt["slot"]), np.asarray(res["slot"]))):
+            raise ValueError("the prompt remedies' test records are not the other remedies'")
+        for r in prompt:
+            i = pt["settings"].index((r, dict(chosen[r]["setting"])))
+            res.update({f"{r}#logprob": pt["logprob"][i], f"{r}#correct": pt["correct"][i],
+                        f"{r}#base_logprob": pt["base_logprob"],
+                        f"{r}#base_correct": pt["base_correct"],
+                        f"{r}#gold_slot": pt["gold_slot"][i],
+                        f"{r}#seconds": pt["seconds"][:, i, :]})
 
     def compute_cal():
         m, tok, codec, rec = _records(model, weights, seed, test_part)
@@ -637,11 +774,17 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
     for name in names:
         lp = _matrix(np.asarray(res[f"{name}#logprob"]), rec, n_ex, n_pos)
         ok = _matrix(np.asarray(res[f"{name}#correct"], dtype=float), rec, n_ex, n_pos)
-        d = lp - base
+        is_prompt = name in placement.PROMPT_REMEDIES
+        b_lp, b_ok = (base, base_ok) if not is_prompt else (
+            _matrix(np.asarray(res[f"{name}#base_logprob"]), rec, n_ex, n_pos),
+            _matrix(np.asarray(res[f"{name}#base_correct"], dtype=float), rec, n_ex, n_pos))
+        d = lp - b_lp
         mid = d[:, sl["middle"]].mean(1)
-        sec, mem = np.asarray(res[f"{name}#seconds"]), np.asarray(res[f"{name}#peak_mib"])
+        every = d.mean(1)
+        sec = np.asarray(res[f"{name}#seconds"])
+        mem = np.asarray(res[f"{name}#peak_mib"]) if not is_prompt else None
         ratio = np.log(sec[:, 1] / sec[:, 0])
-        if name == cal_name:  # text without documents: the calibration changes nothing there
+        if name == cal_name or is_prompt:  # nothing on text without documents can move
             nll, nll_base = None, None
         else:
             nll_base = np.asarray(res[f"{name}#nll_base"])
@@ -653,26 +796,52 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
                          for j in range(n_pos)],
             "middle_gain_per_example": [float(v) for v in mid],
             "middle_gain": _iv(stats.mean_interval(mid)),
+            "all_gain_per_example": [float(v) for v in every],
+            "all_gain": _iv(stats.mean_interval(every)),
             "edge_change": _iv(stats.mean_interval(d[:, sl["edges"]].mean(1))),
-            "accuracy_change": [_iv(stats.paired_proportion_interval(ok[:, j], base_ok[:, j]))
+            "accuracy_change": [_iv(stats.paired_proportion_interval(ok[:, j], b_ok[:, j]))
                                 for j in range(n_pos)],
+            **({} if not is_prompt else {
+                "base_logprob": [_iv(stats.mean_interval(b_lp[:, j])) for j in range(n_pos)],
+                "base_accuracy": [_iv(stats.proportion_interval(int(b_ok[:, j].sum()), n_ex))
+                                  for j in range(n_pos)],
+                "accuracy_kind": "best_subspan_em of a greedy generation (Liu et al.)",
+                "gold_slot": [int(v) + 1 for v in np.asarray(res[f"{name}#gold_slot"])]}),
             "cost": {"nll_change": None if nll is None else _iv(stats.mean_interval(nll)),
                      "nll_base": None if nll is None else _iv(stats.mean_interval(nll_base)),
                      "nll_reason": None if nll is not None else
+                     "not measured: a prompt remedy leaves the model as it is, so its "
+                     "next-token loss on text cannot move" if is_prompt else
                      "not measured: offline text has no documents, which the calibration "
                      "alone reweights, so its next-token loss cannot move",
+                     "passes": _passes(name, chosen[name]["setting"], test_part["documents"]),
                      "latency_ratio": _iv(tuple(np.exp(v) for v in
                                                 stats.mean_interval(ratio))),
                      "seconds_base": float(np.median(sec[:, 0])),
                      "seconds": float(np.median(sec[:, 1])),
                      "peak_mib_change": _iv(stats.mean_interval(mem[:, 1] - mem[:, 0]))
-                     if np.all(np.isfinite(mem)) else None,
+                     if mem is not None and np.all(np.isfinite(mem)) else None,
                      "windows": 0 if nll is None else int(len(nll)), "prompts": int(len(sec)),
                      "latency_includes": "the relevance's extra passes (one per document) and "
                                          "the scoring pass" if name == cal_name else
-                                         "the scoring pass"}}
-        out["claims"][name] = dict(x=mid, threshold=0.0, direction="greater")
+                                         "the ranking, the placement and the scoring pass"
+                                         if is_prompt else "the scoring pass"}}
+        out["claims"][name] = dict(x=every if rule == "all-slots" else mid, threshold=0.0,
+                                   direction="greater")
     fam = stats.holm_family(out.pop("claims"), alpha=0.05) if names else {}
+    if theory:  # the theory's comparisons, a family of their own (placement.THEORY)
+        change = []
+        for r, st in theory:
+            i = pt["settings"].index((r, st))
+            d = _matrix(np.asarray(pt["logprob"][i]), rec, n_ex, n_pos) - \
+                _matrix(np.asarray(pt["base_logprob"]), rec, n_ex, n_pos)
+            change.append(d.mean(1))
+        out["theory"] = {"ranker": placement.THEORY["ranker"],
+                         "margin": placement.THEORY["margin"],
+                         "all_gain": {f"{r}:{placement.json_key(st)}":
+                                      _iv(stats.mean_interval(c)) for (r, st), c in
+                                      zip(theory, change)},
+                         "claims": placement.theory_family(change, theory)}
     for name in names:
         v = fam[name]
         out[name]["verdict"] = v["verdict"]
@@ -680,6 +849,20 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
         out[name]["p_holm"] = float(v["p_holm"]) if "p_holm" in v else None
         out[name]["level"] = float(v["level"]) if "level" in v else None
     return out
+
+
+def _passes(name, setting, k) -> int | None:
+    """Forward passes per prompt of a remedy with ``k`` documents, the scoring pass included:
+    one for a fixed rule, the curve, the prior or the template; one per document more for the
+    question likelihood (short passes, each document alone); the rounds of attention sorting
+    (the last round's order is scored); one per document more for the calibration."""
+    if name == "attention-calibration":
+        return 1 + int(k)
+    if name == "attention-sort":
+        return int(setting["rounds"]) + 1
+    if name in placement.PROMPT_REMEDIES:
+        return 1 + (int(k) if (setting or {}).get("ranker") == "question-likelihood" else 0)
+    return 1
 
 
 def _iv(t) -> dict:
@@ -690,7 +873,7 @@ def _iv(t) -> dict:
 def fix(model, data, documents: int | None = None, examples: int | None = None,
         seed: int = DEFAULTS["seed"], weights: str = "pretrained", quick: bool = False,
         edge_loss: float = DEFAULTS["edge_loss"], test_share: float = DEFAULTS["test_share"],
-        progress: bool = False, remedies=None) -> Result:
+        progress: bool = False, remedies=None, rule: str = "all-slots") -> Result:
     """Choose and judge a remedy for ``model`` on the task file ``data`` (module docstring).
 
     Parameters
@@ -716,7 +899,12 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         so leaving it out is the quick way to try the other two.  Hidden scaling and Ms-PoE
         are measured together, in one entry whose key is the first design's (so its recorded
         measurements serve): naming one of them measures both, and judges and returns only the
-        one named.
+        one named.  The prompt remedies (:mod:`posbias_nb.experiments.placement`) need a
+        question-answering file.
+    rule : str
+        :data:`RULES`: ``all-slots`` (the default) chooses and judges by the mean change of
+        log p over every gold slot; ``middle`` is the first design's rule (middle-slot gain,
+        the edge loss), for the remedies inside the network only.
 
     Returns
     -------
@@ -735,6 +923,12 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     from .. import __version__
 
     sel = select_remedies(remedies)
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    if rule == "middle" and set(sel) - set(NETWORK_REMEDIES):
+        raise ValueError("the middle rule is the first design's, for the remedies inside the "
+                         f"network ({', '.join(NETWORK_REMEDIES)}); the prompt remedies are "
+                         "judged over all gold slots")
     sizes = dict(QUICK if quick else DEFAULTS)
     path = Path(data)
     E = sizes["examples"] if examples is None else positive_int("examples", examples,
@@ -745,6 +939,11 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     if fmt == "liu-kv" and documents is not None:
         raise ValueError("--documents is for question-answering files; a key-value file uses "
                          "all its records")
+    if fmt == "liu-kv" and set(sel) & set(placement.PROMPT_REMEDIES):
+        raise ValueError(f"{path.name} is a key-value file; the prompt remedies "
+                         f"({', '.join(r for r in sel if r in placement.PROMPT_REMEDIES)}) "
+                         "place documents: name the remedies inside the network with "
+                         "--remedies, or give a question-answering file")
     k = None if fmt == "liu-kv" else (sizes["documents"] if documents is None else
                                       positive_int("documents", documents, minimum=2))
     chosen = _task._choose(len(exs), E, int(seed))
@@ -769,17 +968,18 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         bar.set_description("fix: tuning part")
         tune_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
                                   pool_exclude=test_idx)
-        choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key, sel)
+        choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key, sel, rule)
         bar.update()
         bar.set_description("fix: test part")
         test_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
                                   pool_exclude=tune_idx)
-        judged = evaluate(model, test_part, choice, sizes, seed, weights, info, key, sel)
+        judged = evaluate(model, test_part, choice, sizes, seed, weights, info, key, sel, rule)
         bar.update()
     finally:
         bar.close()
     holds = [r for r in REMEDIES if r in judged and judged[r]["verdict"] == "holds"]
-    winner = max(holds, key=lambda r: judged[r]["middle_gain"]["estimate"]) if holds else None
+    gain = "all_gain" if rule == "all-slots" else "middle_gain"
+    winner = max(holds, key=lambda r: judged[r][gain]["estimate"]) if holds else None
     table = {c: [] for c in ("remedy", "gold_slot", "setting", "logprob", "logprob_low",
                              "logprob_high", "change", "change_low", "change_high")}
     for r in REMEDIES:
@@ -803,10 +1003,15 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
             "definition": _DEF, "level": 0.95, "version": __version__, "remedies": list(sel),
             "scoring": "teacher-forced log p of the file's first gold answer; accuracy: its "
                        "greedy match token by token (not best_subspan_em of a free generation)",
+            "rule_name": rule,
             "rule": "tuning: the largest mean middle-slot gain among the settings whose mean "
                     "edge-slot change is at least -edge_loss; test: the mean middle-slot gain "
                     "per example greater than 0, Student t over examples, Holm across the "
-                    "remedies",
+                    "remedies" if rule == "middle" else
+                    "tuning: per remedy, the largest mean change of log p over all gold slots, "
+                    "judged only where it is above 0; test: the mean all-slot change per "
+                    "example greater than 0, Student t over examples, Holm across the "
+                    "remedies judged",
             **entry.library_versions()}
     data_out = dict(table, split={"seed": int(seed), "examples": len(chosen),
                                   "tune_lines": [exs[i].line for i in tune_idx],
@@ -825,10 +1030,16 @@ def _figure(obj):
     meta, test = obj["meta"], obj["test"]
     x = meta["gold_slots"]
     names = [r for r in REMEDIES if r in test]
-    fig, axes = plots.figure(ncols=max(len(names), 1), width=7.5, height=3.4, squeeze=False,
-                             sharey=True, layout="constrained")
+    cols = min(max(len(names), 1), 3)
+    rows_ = -(-max(len(names), 1) // cols)
+    fig, axes = plots.figure(nrows=rows_, ncols=cols, width=7.5, height=3.0 * rows_,
+                             squeeze=False, sharey=True, layout="constrained")
+    for ax in axes.reshape(-1)[max(len(names), 1):]:
+        ax.set_visible(False)
+    axes = axes.reshape(1, -1)
     for ax, r in zip(axes[0], names or [None]):
-        b = test["base"]["logprob"]
+        b = test["base"]["logprob"] if r is None else test[r].get("base_logprob",
+                                                                   test["base"]["logprob"])
         ax.errorbar(x, [v["estimate"] for v in b],
                     yerr=_yerr(b), marker="o", capsize=3, color=plots.COLORS[0],
                     label="as it is")
@@ -863,8 +1074,10 @@ def _page(obj, png) -> str:
     rows, sents = [], []
     for r in [r for r in REMEDIES if r in c]:
         ch = c[r]
-        grid = "; ".join(f"{json.dumps(s)}: middle {f(m)}, edges {f(e)}"
-                         for s, m, e in zip(ch["grid"], ch["middle_gain"], ch["edge_change"]))
+        grid = "; ".join(f"{json.dumps(s)}: all slots {f(a)}, middle {f(m)}, edges {f(e)}"
+                         for s, a, m, e in zip(ch["grid"], ch.get("all_gain") or
+                                               [float("nan")] * len(ch["grid"]),
+                                               ch["middle_gain"], ch["edge_change"]))
         if r not in t:
             sents.append(f"<li><b>{r}</b>: not judged on the test part: "
                          f"{html.escape(str(ch['reason']))} (tuning grid: "
@@ -874,20 +1087,28 @@ def _page(obj, png) -> str:
         cost = v["cost"]
         nll = ivs(cost["nll_change"], 4) if cost["nll_change"] is not None else \
             html.escape(cost["nll_reason"])
-        rows.append(f"<tr><td>{r}</td><td>{html.escape(json.dumps(ch['setting']))}</td>"
+        setting = {k: x for k, x in ch["setting"].items() if k != "slot_quality"}
+        rows.append(f"<tr><td>{r}</td><td>{html.escape(json.dumps(setting))}</td>"
+                    f"<td>{ivs(v.get('all_gain'))}</td>"
                     f"<td>{ivs(v['middle_gain'])}</td><td>{ivs(v['edge_change'])}</td>"
                     f"<td>{nll}</td>"
                     f"<td>{ivs(cost['latency_ratio'], 2).replace('+', '')}</td>"
                     f"<td>{ivs(cost['peak_mib_change'], 1)}</td><td>{v['verdict']}</td></tr>")
-        sents.append(f"<li><b>{r}</b> at {html.escape(json.dumps(ch['setting']))}: the mean "
-                     f"middle-slot gain of log p on the {t['n_examples']} test examples is "
-                     f"{ivs(v['middle_gain'])} (95% t; Holm level {v['level']}): "
+        claim = "middle-slot gain" if meta.get("rule_name") == "middle" else \
+            "change over all gold slots"
+        est = v["middle_gain"] if meta.get("rule_name") == "middle" else v["all_gain"]
+        sents.append(f"<li><b>{r}</b> at {html.escape(json.dumps(setting))}: the mean "
+                     f"{claim} of log p on the {t['n_examples']} test examples is "
+                     f"{ivs(est)} (95% t; Holm level {v['level']}): "
                      f"<b>{v['verdict']}</b>. Tuning grid: {html.escape(grid)}.</li>")
     win = obj["winner"]
     call = ("models.remedy(model, \"remedy.json\", spans=..., relevance=..., start=...)</code> "
             "with each prompt's document spans and their relevance (measure.positional."
             "calibrated_attention), or <code>--remedy-file remedy.json</code> for posbias "
             "task, retrieval and report") if win == "attention-calibration" else \
+        ("experiments.task.reorder_documents(\"remedy.json\", question, documents, model)"
+         "</code> on a pipeline's own documents, or <code>--remedy-file remedy.json</code> for "
+         "posbias task") if win in placement.PROMPT_REMEDIES else \
         "models.remedy(model, \"remedy.json\")</code>, or <code>--remedy-file remedy.json</code>"
     verdict = (f"<p><b>{win}</b> holds on the test part: <code>remedy.json</code> applies it "
                f"(<code>{call}).</p>") if win else \
@@ -900,6 +1121,12 @@ def _page(obj, png) -> str:
         f"\"{html.escape(meta['dummy'])}\" (one extra pass per document, counted in its "
         "latency); the remedy file carries the temperature, and the caller gives each "
         "prompt's spans and relevance. ")
+    top = (c.get("prompt") or {}).get("top1") or {}
+    cal_text += "".join(
+        f"The {html.escape(r)} ranker puts the gold passage first in {v['hits']} of "
+        f"{v['n']} tuning prompts ({100 * v['share']['estimate']:.0f}%, 95% Wilson "
+        f"{100 * v['share']['low']:.0f} to {100 * v['share']['high']:.0f}% over "
+        f"{v['units']} questions). " for r, v in top.items())
     rc = c.get("attention-calibration", {}).get("recall")
     cal_text += "" if not rc else (
         f"Its calibrated attention ranks the gold passage first in {rc['hits']} of the "
@@ -921,7 +1148,8 @@ test part, with 95% t intervals over examples" src="{png}" style="max-width:100%
 <p>What to see: where the remedy's curve sits above the unpatched one at the middle slots
 ({', '.join(map(str, meta['middle_slots']))}) without falling at the edges.</p>
 <h2>Cost</h2>
-<table><tr><th>remedy</th><th>setting</th><th>middle gain (nats)</th><th>edge change</th>
+<table><tr><th>remedy</th><th>setting</th><th>all-slot change (nats)</th>
+<th>middle gain</th><th>edge change</th>
 <th>next-token loss change (nats)</th><th>latency ratio</th><th>peak memory change (MiB)</th>
 <th>verdict</th></tr>{''.join(rows)}</table>
 <h2>What was tuned on what</h2>

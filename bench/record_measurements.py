@@ -75,6 +75,25 @@ def files_at(commit: str) -> dict[str, str]:
     return out
 
 
+def book_chapters() -> set[str]:
+    """The chapters the book executes: the ``book/NAME`` files of ``_toc.yml`` (the Makefile's
+    ``CHAPTERS``) that hold a code cell (the pages without one, the API and the references, run
+    nothing and are not timed), by name."""
+    import re
+
+    toc = (ROOT / "_toc.yml").read_text()
+    names = re.findall(r"^\s*(?:- )?(?:file|root):\s*book/(\S+)", toc, flags=re.M)
+    return {n for n in names
+            if "```{code-cell}" in (ROOT / "book" / f"{n}.md").read_text(encoding="utf-8")}
+
+
+def full_run(times: dict) -> bool:
+    """Whether ``chapter-times.json`` is of a run of every chapter (``make test``, ``make
+    notebooks``, ``make record-new``), not of some (``NB_PAGES=...``): only such a run tells
+    what the book reads, so only it may drop entries or set the ``read`` flags."""
+    return book_chapters() <= set(times.get("seconds", {}))
+
+
 def backfill_code(entries: dict) -> int:
     """Set ``code`` on every entry that lacks it, from the source at the entry's commit."""
     import sys
@@ -248,11 +267,14 @@ def main(argv=None) -> int:
         # no chapter read it: stale, but only a run that started without a live cache can tell
         # (where the live cache answers, what only a recomputation reads, such as the inputs of
         # the verified namespaces, is never read)
-        if times.get("cache") == "recorded":
+        if times.get("cache") == "recorded" and full_run(times):
             for p, full in rpre.items():
                 if p not in used:
                     recorded[full].unlink()
                     entries.pop(full, None)
+        elif not full_run(times):
+            print(f"--merge: a run of {len(times.get('seconds', {}))} chapters, not of every "
+                  "chapter: entries are added, none removed, the read flags kept")
         else:
             print(f"--merge: the run started with a live cache ({times.get('cache')!r}): "
                   "entries are added, none removed")
@@ -274,9 +296,12 @@ def main(argv=None) -> int:
     # what make test reads (bench/verify_plan.py samples from these), and the seconds of a
     # verified entry whose own cost was never measured (computed inside another measurement)
     read = {f"{e['ns']}/{e['key']}" for e in events if e["event"] in ("recorded", "verified")}
-    if events:
+    if events and (not a.merge or full_run(times)):
         for k, v in entries.items():
             v["read"] = f"{k.split('/')[0]}/{k.split('/')[1][:16]}" in read or k in new
+    elif events:  # a partial run: what it added is read (its chapters asked for it)
+        for k in new:
+            entries[k]["read"] = True
     fill_seconds(entries, events, today, times.get("machine"))
     for d in [p for p in dst.iterdir() if p.is_dir()] if dst.is_dir() else []:
         if not any(d.iterdir()):

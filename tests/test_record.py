@@ -13,9 +13,12 @@ import record_measurements as rec  # noqa: E402
 from posbias_nb import cache  # noqa: E402
 
 
-def _times(path, state, failed=()):
+def _times(path, state, failed=(), chapters=None):
+    """A chapter-times.json: of a run of every chapter of the book, or of ``chapters`` only."""
+    names = sorted(rec.book_chapters()) if chapters is None else list(chapters)
     path.write_text(json.dumps({"cache": state, "failed": list(failed), "machine": {"cpus": 2},
-                                "workers": 2, "threads": 1, "wall": 10.0}))
+                                "workers": 2, "threads": 1, "wall": 10.0,
+                                "seconds": {n: 1.0 for n in names}}))
     return path
 
 
@@ -48,6 +51,20 @@ def test_cold_record_then_merge(tmp_path, monkeypatch):
     cache.cached("ns-v", {"x": 1}, lambda: {"a": np.ones(2)})
     assert calls == []  # read from recorded/
     before_v = {k: v for k, v in man["entries"].items() if k.startswith("ns-v/")}
+    # a run of some chapters (make notebooks NB_PAGES=...) cannot tell what the book reads: it
+    # adds what it measured, removes nothing and keeps the read flags of the others
+    import shutil
+
+    scratch = tmp_path / "scratch"
+    shutil.copytree(out, scratch)
+    assert rec.main(["--merge", "--cache", str(tmp_path / "live2"), "--log", str(log), "--out",
+                     str(scratch), "--commit", "c2",
+                     "--times", str(_times(tmp_path / "t1.json", "recorded", (),
+                                           ["retrieval_inference"]))]) == 0
+    part = json.loads((scratch / "MANIFEST.json").read_text())
+    assert set(man["entries"]) < set(part["entries"])  # nothing removed, x=3 added
+    assert all(part["entries"][k]["read"] == v.get("read", part["entries"][k]["read"])
+               for k, v in man["entries"].items())
     with pytest.raises(SystemExit):  # a run with a failed chapter removes nothing
         rec.main(["--merge", "--cache", str(tmp_path / "live2"), "--log", str(log), "--out",
                   str(out), "--times", str(_times(tmp_path / "t2.json", "recorded", ["x"]))])

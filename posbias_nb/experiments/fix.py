@@ -12,19 +12,25 @@ steps, in order (:func:`fix`):
    passages (``pool_exclude``).  The test part's prompts are not built before the choice is
    made (``tests/test_fix.py`` plants a test example that raises when it is read).
 2. **The choice** (:func:`choose`), on the tuning part only.  Every setting of each remedy's
-   grid (:data:`GRID`) is scored against the model as it is: the teacher-forced log-probability
-   of the gold answer at every gold position.  Yu et al.'s positional channel is searched as in
-   the chapter (their three stages; stage 3 on the tuning prompts at the middle slots).  The
-   chosen setting has the largest mean gain at the **middle** slots (the central half of the
-   gold slots, :func:`posbias_nb.metrics.regions`) among those whose mean change at the **edge**
-   slots (the first and the last) is no worse than ``-edge_loss`` nats (declared with the run,
-   default :data:`DEFAULTS`).  A remedy no setting of which passes the edge rule is not judged.
+   grid (:data:`GRID`; the prompt remedies' :func:`posbias_nb.experiments.placement.grid`) is
+   scored against the model as it is: the teacher-forced log-probability of the gold answer at
+   every gold position.  Yu et al.'s positional channel is searched as in the chapter (their
+   three stages; stage 3 on the tuning prompts at the middle slots).  The rule (:func:`pick`,
+   :data:`RULES`): under ``all-slots`` (the third design's, the default) the chosen setting has
+   the largest mean change over **all** gold slots, and a remedy is judged only where it is
+   above 0 (a reorder moves the gold passage wherever its rank sends it, so what a user sees is
+   the mean over every slot the answer may hold); under ``middle`` (the first design's, kept to
+   read its verdicts) it has the largest mean gain at the **middle** slots (the central half of
+   the gold slots, :func:`posbias_nb.metrics.regions`) among those whose mean change at the
+   **edge** slots (the first and the last) is no worse than ``-edge_loss`` nats.
 3. **The judgement** (:func:`evaluate`), on the test part: each chosen setting against the
    model as it is, paired by example.  Per gold slot, the change of log p (Student t over
    examples) and the accuracy with and without (Wilson over examples).  The claim of each remedy
-   is "the mean middle-slot gain in log p per example is greater than 0"; the remedies form one
-   family, decided with Holm's correction (:func:`posbias_nb.stats.holm_family`, verdict words
-   from :func:`posbias_nb.stats.decide`).
+   is "the mean all-slot change (or middle-slot gain) in log p per example is greater than 0";
+   the remedies form one family, decided with Holm's correction
+   (:func:`posbias_nb.stats.holm_family`, verdict words from :func:`posbias_nb.stats.decide`).
+   Where every ranked prompt remedy is searched, the theory's comparisons
+   (:data:`posbias_nb.experiments.placement.THEORY`) form a second family.
 4. **The cost**, measured in the same run: the paired change of the next-token loss on offline
    text windows (the rows of the second half of each window; t over windows), and the latency
    and peak memory of one scoring pass per test prompt at the middle slots, with and without the
@@ -75,7 +81,7 @@ from . import task as _task
 
 __all__ = ["DESIGN", "GRID", "REMEDIES", "NETWORK_REMEDIES", "RULES", "DEFAULTS", "QUICK",
            "split", "fix_positions", "choose", "evaluate", "fix", "write_fix",
-           "calibration_recall", "select_remedies", "pick"]
+           "calibration_recall", "select_remedies", "pick", "slot_figure", "PROMPT_LABELS"]
 
 _DEF = "fix-v1"  # bump when a definition below changes the numbers
 _CAL_DEF = "fix-calibration-v1"  # the same for the attention calibration's entries
@@ -1051,6 +1057,59 @@ def _figure(obj):
         ax.set_ylabel("log p of the gold answer")
         ax.set_xticks(x)
         ax.legend(fontsize=8)
+    return fig
+
+
+#: Short labels of the prompt remedies (figures, tables).
+PROMPT_LABELS = {"long-context-reorder": "LangChain's reorder",
+                 "lost-in-the-middle-ranker": "Haystack's ranker",
+                 "query-aware": "query-aware (Liu et al.)",
+                 "curve-order": "curve order (ours)", "prior-order": "prior order (ours)",
+                 "attention-sort": "attention sorting (P. and L.)"}
+
+
+def slot_figure(results: dict):
+    """Chapter *Fixing it at inference time*, section "Where the documents go": for each model
+    (``{label: fix result}``, one column), the gold answer's log p (top) and its accuracy,
+    Liu et al.'s best_subspan_em (bottom), by the gold passage's original slot on the test
+    part, the model as it is and under each prompt remedy judged there (its chosen setting),
+    with 95% intervals (t over examples; Wilson)."""
+    from .. import plots
+
+    fig, axes = plots.figure(ncols=len(results), nrows=2, width=7.5, height=5.6,
+                             squeeze=False, sharex=True, layout="constrained")
+    for c, (label, r) in enumerate(results.items()):
+        test, x = r["test"], [p for p in r.meta["gold_slots"]]
+        names = [n for n in placement.PROMPT_REMEDIES if n in test]
+        base = test[names[0]] if names else None
+        for row, what in enumerate(("logprob", "accuracy")):
+            ax = axes[row][c]
+            series = ([("as it is", base[f"base_{what}"])] if base else []) + \
+                [(PROMPT_LABELS[n], test[n][what]) for n in names]
+            for i, (lab, ivs) in enumerate(series):
+                off = (i - (len(series) - 1) / 2) * 0.08
+                ax.errorbar([v + off for v in x], [v["estimate"] for v in ivs], yerr=_yerr(ivs),
+                            marker="os^vDP<>"[i % 8], capsize=2, ms=4,
+                            color=plots.COLORS[i % len(plots.COLORS)], label=lab,
+                            ls="-" if i == 0 else "--", lw=1.2 if i == 0 else 0.9)
+            ax.set_xticks(x)
+            if row == 0:
+                ax.set_title(label)
+                ax.set_ylabel("log p of the gold answer (nats)")
+            else:
+                ax.set_xlabel("slot of the gold passage before the remedy")
+                ax.set_ylabel("accuracy (best_subspan_em)")
+                ax.set_ylim(-0.05, 1.05)
+            if not names:
+                ax.text(0.5, 0.5, "no prompt remedy gained on the tuning part",
+                        transform=ax.transAxes, ha="center", va="center", fontsize=8)
+    handles, labels = {}, []
+    for ax in axes.reshape(-1):
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                   ncols=min(4, len(handles)), fontsize=8)
     return fig
 
 

@@ -280,11 +280,11 @@ def _example(m, codec, item, positions, settings, orders, fmt, answer, generate=
     return res
 
 
-def _part_run(ns, key, model, weights, seed, part, settings, qualities, fmt, generate,
+def _part_run(key, model, weights, seed, part, settings, qualities, fmt, generate,
               timing=0):
     """The cached measurement of ``settings`` on ``part``, by examples (:class:`cache.Parts`):
     arrays ``(settings, records)`` in the records' order (example-major), ``top1`` ``(rankers,
-    records)``."""
+    records)``; namespace ``fix-test`` with ``generate`` (the test part), else ``fix-tune``."""
     positions = part["positions"]
     orders = _orders(settings, qualities)
     loaded: dict = {}
@@ -329,7 +329,10 @@ def _part_run(ns, key, model, weights, seed, part, settings, qualities, fmt, gen
             out["seconds"] = np.asarray(a["seconds"])[e]
         return out
 
-    return cache.cached(ns, key, compute, parts=cache.Parts(len(part["items"]), one, take))
+    parts = cache.Parts(len(part["items"]), one, take)
+    if generate:
+        return cache.cached("fix-test", key, compute, parts=parts)
+    return cache.cached("fix-tune", key, compute, parts=parts)
 
 
 def _timed(m, codec, item, positions, settings, orders, fmt, answer) -> np.ndarray:
@@ -383,7 +386,7 @@ def on_tuning(model, weights, seed, part, fmt, remedies, base, key) -> dict:
     k = dict(key, part="tune-prompt", settings=settings, born_alpha=BORN_ALPHA,
              measured_prior=MEASURED_PRIOR,
              slot_orders={q: reorder.slot_ranking(v) for q, v in qual.items()})
-    res = _part_run("fix-tune", k, model, weights, seed, part, settings, qual, fmt, False)
+    res = _part_run(k, model, weights, seed, part, settings, qual, fmt, False)
     return {"settings": settings, "logprob": np.asarray(res["logprob"]),
             "gold_slot": np.asarray(res["gold_slot"]), "top1": np.asarray(res["top1"]),
             "example": np.asarray(res["example"]), "slot": np.asarray(res["slot"]),
@@ -403,7 +406,7 @@ def on_test(model, weights, seed, part, fmt, settings, qualities, sizes, key) ->
     k = dict(key, part="test-prompt", settings=settings, born_alpha=BORN_ALPHA,
              slot_orders={q: reorder.slot_ranking(v) for q, v in qual.items()},
              max_new_tokens=n_new, timing=int(sizes["timing_prompts"]))
-    res = _part_run("fix-test", k, model, weights, seed, part, settings, qual, fmt, n_new,
+    res = _part_run(k, model, weights, seed, part, settings, qual, fmt, n_new,
                     timing=int(sizes["timing_prompts"]))
     return {n: np.asarray(v) for n, v in res.items()} | {"settings": settings}
 

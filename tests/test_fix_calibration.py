@@ -206,9 +206,10 @@ def test_fix_searches_and_judges_the_calibration(run, model_dir):
 
     f, res = run
     t = res["tuning"]["attention-calibration"]
-    assert [s["temperature"] for s in t["grid"]] == [5e-5, 5e-4, 5e-3]
-    assert len(t["middle_gain"]) == 3 and t["chosen"] == int(np.argmax(t["middle_gain"]))
-    assert t["params"] == {"temperature": t["grid"][t["chosen"]]["temperature"]}
+    # the paper's reading at three temperatures, then ours (issue 46) at each
+    assert [s["temperature"] for s in t["grid"]] == [5e-5, 5e-4, 5e-3] * 4
+    assert len(t["middle_gain"]) == 12 and t["chosen"] == int(np.argmax(t["all_gain"]))
+    assert t["params"] == t["grid"][t["chosen"]]
     v = res["test"]["attention-calibration"]
     assert v["verdict"] in ("holds", "fails", "inconclusive", "not testable")
     assert v["cost"]["nll_change"] is None and "no documents" in v["cost"]["nll_reason"]
@@ -271,14 +272,17 @@ def test_a_calibration_remedy_file_round_trip_and_restore(run, tmp_path, model_d
     p, a = list(range(5, 40)), [7, 8]
     kw = dict(start=len(p) - 1, spans=[(2, 10), (10, 20), (20, 30)],
               relevance=[0.05, -0.02, 0.0])
+    if spec["params"].get("normaliser") == "shared":  # ours: the documents' mean attention
+        kw["attention"] = [0.02, 0.01, 0.03]
     with models.remedy(m, paths["remedy"], **kw):
         via_file = score_batch(m, [p], [a])
-    with models.remedy(m, "attention-calibration", **spec["params"], **kw):
+    own = {k: v for k, v in spec["params"].items() if k != "dummy"}
+    with models.remedy(m, "attention-calibration", **own, **kw):
         direct = score_batch(m, [p], [a])
     plain = score_batch(m, [p], [a])
     assert via_file[0][0] == direct[0][0] and via_file[0][0] != plain[0][0]
     assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
-    with pytest.raises(ValueError, match="a caller may add relevance, spans, start"):
+    with pytest.raises(ValueError, match="a caller may add attention, relevance, spans, start"):
         with models.remedy(m, paths["remedy"], temperature=1.0, **kw):
             pass
     page = (tmp_path / "fix" / "index.html").read_text()

@@ -397,6 +397,119 @@ def test_attention_calibration_layer_equals_eq5(tiny, model):
     assert T >= 1
 
 
+@pytest.mark.parametrize("model", TINY)
+def test_shared_normaliser_layer_equals_its_eq5(tiny, model):
+    """Ours (issue 46): eq. 5 with the shared normaliser, by hand on the eager probabilities:
+    every head's document mass times one factor alpha_k / mean A_k per document, the row's
+    total on the documents kept."""
+    m = tiny[model]
+    layer = len(models.decoder_layers(m)) - 1
+    a = models.decoder_layers(m)[layer].self_attn
+    ids = _ids(L=13)
+    start = 10
+    spans = [(1, 3), (3, 6), (6, 9)]
+    rel = np.array([[0.02, -0.01, 0.0], [0.0, 0.03, -0.02]])
+    shared = np.array([[0.05, 0.02, 0.08], [0.03, 0.06, 0.01]])
+    t = 0.01
+    base = _capture(m, layer, ids)
+    kw = dict(layers=[layer], start=start, spans=spans, relevance=rel, temperature=t)
+    got = _capture(m, layer, ids, remedy(m, "attention-calibration", normaliser="shared",
+                                          attention=shared, **kw))
+    per_head = _capture(m, layer, ids, remedy(m, "attention-calibration", **kw))
+    att = _eager_attentions(m, ids[0].tolist()), _eager_attentions(m, ids[1].tolist())
+    with torch.no_grad():
+        _, _, v = _qkv(a, base["h"])
+    H = a.q_proj.out_features // a.head_dim
+    v = v.repeat_interleave(H // v.shape[1], 1)
+    alpha = calibration_weights(rel, t)
+    o = torch.zeros(2, H, 13, a.head_dim, dtype=torch.float64)
+    for b in range(2):
+        p = att[b][layer][0].double().clone()
+        g = alpha[b] / shared[b]
+        for h in range(H):
+            for i in range(start, 13):
+                S = np.array([float(p[h, i, s0:s1].sum()) for s0, s1 in spans])
+                C = S.sum() / (g * S).sum()
+                for k, (s0, s1) in enumerate(spans):
+                    p[h, i, s0:s1] = C * g[k] * p[h, i, s0:s1]
+        o[b] = p @ v[b]
+    with torch.no_grad():
+        want = _out(a, o)
+    _close(got["out"][:, start:], want[:, start:])
+    torch.testing.assert_close(got["out"][:, :start], base["out"][:, :start], rtol=0, atol=0)
+    assert _moved(per_head["out"][:, start:], want[:, start:].float())  # the paper's is not it
+
+
+def test_shared_normaliser_is_the_identity_where_alpha_follows_the_mean_attention():
+    """The shared normaliser changes nothing where alpha is proportional to the documents' mean
+    attention (bit for bit up to float64 rounding), hence at a uniform alpha over documents of
+    equal mean attention; the paper's per-head normaliser at the same alpha moves every head
+    whose document shares differ from alpha N; and a uniform alpha over documents of unequal
+    mean attention is no identity under either (it flattens the mean attention)."""
+    from posbias_nb.models.remedies import _document_calibrated
+    g = torch.Generator().manual_seed(0)
+    p = torch.softmax(torch.randn(1, 4, 3, 14, generator=g, dtype=torch.float64), -1)
+    D = torch.zeros(1, 3, 14, dtype=torch.float64)
+    D[0, 0, 1:4], D[0, 1, 4:8], D[0, 2, 8:10] = 1, 1, 1
+    rows = torch.tensor([11])
+
+    def run(alpha, shared):
+        doc = {"members": D, "alpha": torch.tensor(np.array([alpha]), dtype=torch.float64),
+               "shared": None if shared is None else torch.tensor([shared],
+                                                                  dtype=torch.float64)}
+        return _document_calibrated(p, doc, 11, rows)
+
+    def tv(a, b):
+        return float((a - b).abs().sum(-1).max() / 2)
+    mean_a = [0.07, 0.03, 0.11]  # any positive means
+    follow = np.array(mean_a) / np.sum(mean_a)
+    torch.testing.assert_close(run(follow, mean_a), p, rtol=0, atol=1e-15)
+    torch.testing.assert_close(run([1 / 3] * 3, [0.05] * 3), p, rtol=0, atol=1e-15)
+    assert tv(run(follow, None), p) > 0.01  # per head: every head's shares overwritten
+    assert tv(run([1 / 3] * 3, mean_a), p) > 0.01  # uniform alpha, unequal means: it moves
+    # each head keeps its own preference: the ratio of two documents' mass changes by one
+    # factor, the same in every head and row
+    new = run([0.6, 0.3, 0.1], mean_a)
+    r = (new[..., 1:4].sum(-1) / new[..., 4:8].sum(-1)) / (p[..., 1:4].sum(-1) /
+                                                            p[..., 4:8].sum(-1))
+    torch.testing.assert_close(r, torch.full_like(r, (0.6 / 0.07) / (0.3 / 0.03)), rtol=1e-12,
+                               atol=0)
+
+
+@pytest.mark.parametrize("model", ["smollm2-tiny", "gemma3-tiny"])
+def test_shared_normaliser_on_a_model_at_its_fixed_point(tiny, model):
+    """On a tiny model: relevance t log(mean attention) gives alpha proportional to it, and the
+    shared normaliser leaves the layer's output as it is; the paper's reading moves it."""
+    m = tiny[model]
+    layer = len(models.decoder_layers(m)) - 1
+    ids = _ids(L=13)
+    spans = [(1, 3), (3, 6), (6, 9)]
+    mean_a = np.array([[0.05, 0.02, 0.08], [0.03, 0.06, 0.01]])
+    t = 0.5
+    kw = dict(layers=[layer], start=10, spans=spans, relevance=t * np.log(mean_a),
+              temperature=t)
+    base = _capture(m, layer, ids)
+    same = _capture(m, layer, ids, remedy(m, "attention-calibration", normaliser="shared",
+                                           attention=mean_a, **kw))
+    torch.testing.assert_close(same["out"], base["out"], rtol=1e-5,
+                               atol=1e-6 * float(base["out"].abs().max()))
+    moved = _capture(m, layer, ids, remedy(m, "attention-calibration", **kw))
+    assert _moved(moved["out"][:, 10:], base["out"][:, 10:])
+
+
+def test_shared_normaliser_refusals(tiny):
+    m = tiny["smollm2-tiny"]
+    kw = dict(spans=[(1, 3), (3, 6)], relevance=[0.0, 0.1], temperature=1.0, start=8)
+    for extra, words in (({"normaliser": "global"}, "normaliser must be one of"),
+                         ({"normaliser": "shared"}, "needs attention="),
+                         ({"normaliser": "shared", "attention": [0.1]}, "one value per"),
+                         ({"normaliser": "shared", "attention": [0.1, 0.0]}, "positive"),
+                         ({"attention": [0.1, 0.2]}, "read only by the shared")):
+        with pytest.raises(ValueError, match=words):
+            with remedy(m, "attention-calibration", **kw, **extra):
+                pass
+
+
 def test_eq5_keeps_the_document_total_and_the_pattern_inside():
     from posbias_nb.models.remedies import _document_calibrated
     g = torch.Generator().manual_seed(0)

@@ -50,8 +50,15 @@ text (:func:`posbias_nb.tasks.qa.document_char_spans`: Liu et al.'s ``Document [
 passages, or the records of a key-value prompt), and each is replaced in turn by a fixed dummy
 document (:data:`posbias_nb.tasks.qa.DUMMY_DOCUMENT`; the paper asks only that the dummy be
 consistent and does not publish its text) for the one extra pass per document that eq. 4 needs.
-Its remedy file carries the temperature and the layers; the caller gives each prompt's spans and
-relevance (``models.remedy(model, "remedy.json", spans=..., relevance=...)``).  Its cost on
+Under the all-slot rule (the fourth design, issue 46) the search also covers two choices the paper
+leaves open, each switched alone and both (:data:`CAL_VARIANTS`): ours, the **length-matched
+dummy** (:func:`posbias_nb.tasks.qa.length_matched_dummies`: as many tokens as the document it
+replaces) and the **shared normaliser** of eq. 5 (``normaliser="shared"`` of
+:func:`posbias_nb.models.remedy`); ``rule="middle"`` searches the paper's reading alone, as the
+first design did.  Its remedy file carries the temperature, the layers and, for a variant, its
+dummy and normaliser; the caller gives each prompt's spans and relevance (and, for the shared
+normaliser, the documents' mean attention: ``models.remedy(model, "remedy.json", spans=...,
+relevance=..., attention=...)``).  Its cost on
 offline text is not measured: text without documents is left unchanged by it, so the next-token
 loss cannot move; its latency includes the extra passes.  Its measurements are cached apart from
 the other two remedies' (their entries, measured under the first design, are read as they are).
@@ -96,6 +103,10 @@ REMEDIES = NETWORK_REMEDIES + placement.PROMPT_REMEDIES
 #: change of log p over every gold slot; ``middle`` is the first design's (the middle-slot gain
 #: of the settings within the edge loss), kept to read its verdicts as they were measured.
 RULES = ("all-slots", "middle")
+#: The attention calibration's readings (dummy, normaliser) searched by the fourth design (issue
+#: 46): the paper's first, then ours, each choice alone and both together.
+CAL_VARIANTS = (("paper", "per-head"), ("length-matched", "per-head"), ("paper", "shared"),
+                ("length-matched", "shared"))
 #: The remedies scored from the prompts alone (the first design's), cached together.
 _PROMPT_ONLY = ("hidden-scaling", "ms-poe")
 #: The grids searched on the tuning part.  Hidden scaling: the scales of Yu et al.'s
@@ -105,9 +116,15 @@ _PROMPT_ONLY = ("hidden-scaling", "ms-poe")
 GRID = {
     "hidden-scaling": tuple(dict(s) for s in inference.GRID["hidden-scaling"]),
     "ms-poe": ({"lo": 1.2, "hi": 1.8}, {"lo": 1.0, "hi": 1.5}, {"lo": 1.5, "hi": 2.5}),
-    # the paper's t = 5e-5 and one and two decades above it (the inference chapter's grid)
-    "attention-calibration": tuple(dict(s) for s in inference.GRID["attention-calibration"]),
+    # the paper's t = 5e-5 and one and two decades above it (the inference chapter's grid), the
+    # paper's reading first; then each of ours (CAL_VARIANTS, the fourth design) at each of them
+    "attention-calibration": tuple(dict(s) for s in inference.GRID["attention-calibration"]) +
+    tuple(dict(s, dummy=d, normaliser=n) for d, n in CAL_VARIANTS[1:]
+          for s in inference.GRID["attention-calibration"]),
 }
+#: The settings of the paper's reading (its one dummy document, eq. 5 normalised per head): the
+#: first of the calibration's grid, the only ones the first design's ``middle`` rule searches.
+_CAL_PAPER = len(inference.GRID["attention-calibration"])
 #: The defaults of ``posbias fix`` (and of :func:`fix`).
 DEFAULTS = {"examples": 48, "documents": 10, "test_share": 2 / 3, "seed": 0,
             "edge_loss": 0.25, "cost_windows": 8, "cost_length": 512, "timing_prompts": 8,
@@ -170,6 +187,25 @@ DESIGN = Design("fix", {
         "theory": {**placement.THEORY,
                    "family": "its own Holm family at alpha, on the test part, each claim's x "
                              "the paired per-example difference of the all-slot change"}},
+    # the fourth design (issue 46): the calibration's two open choices, before the premise is
+    # blamed; each of ours alone and both, at each temperature, in the calibration's grid
+    "calibration_variants": {
+        "combinations": [list(c) for c in CAL_VARIANTS],
+        "length_matched_dummy": "document k replaced by 'Document [k](Title: Dummy) ' and the "
+                                "paper dummy's sentences repeated, cut after a whole number of "
+                                "their tokens so that its token span equals document k's in "
+                                "the prompt it sits in",
+        "shared_normaliser": "eq. 5 divided by the last prompt row's attention to the document, "
+                             "averaged over its tokens, every layer and head (eq. 4's Attn), "
+                             "one factor per document for every head; the row's total on "
+                             "the documents kept",
+        "described": "on the tuning part, per dummy: recall@1 of the gold passage (clustered "
+                     "over questions, against chance 1/K) and the top document's slot counts; "
+                     "per combination and temperature: the mean change of log p at the middle "
+                     "and edge slots and over all slots",
+        "judged": "the twelve settings are the calibration's grid under the all-slot rule; the "
+                  "chosen one goes to the test part in the one Holm family with the other "
+                  "remedies; the middle rule (first design) searches the paper's three alone"},
     "rule_all_slots": {
         "tuning": "per remedy, the setting with the largest mean log-p change over all gold "
                   "slots (mean over slots, then over examples); a remedy whose best setting "
@@ -303,18 +339,22 @@ def _check_context(info, rec, name):
 def _settings_params(name, settings, channel=None):
     if name == "hidden-scaling":
         return [{"channel": int(channel), "scale": float(s["scale"])} for s in settings]
-    if name == "attention-calibration":
-        return [{"temperature": float(s["temperature"])} for s in settings]
+    if name == "attention-calibration":  # a variant names its dummy and normaliser
+        return [dict({"temperature": float(s["temperature"])},
+                     **{k: str(s[k]) for k in ("dummy", "normaliser") if k in s})
+                for s in settings]
     return [{"lo": float(s["lo"]), "hi": float(s["hi"])} for s in settings]
 
 
-def _documents(codec, part, rec) -> list:
+def _documents(codec, part, rec, dummy: str = "paper") -> list:
     """For each record of ``part`` (:func:`_records`' order): the token spans of its documents
-    and Hsieh et al.'s dummy prompts (:func:`posbias_nb.experiments.inference.prompt_documents`)."""
+    and Hsieh et al.'s dummy prompts with ``dummy``
+    (:func:`posbias_nb.experiments.inference.prompt_documents`)."""
     texts = [t for it in part["items"] for t in it["prompts"]]
     if len(texts) != len(rec["prompts"]):
         raise ValueError(f"{len(texts)} prompt texts for {len(rec['prompts'])} records")
-    out = [inference.prompt_documents(codec, t, want) for t, want in zip(texts, rec["prompts"])]
+    out = [inference.prompt_documents(codec, t, want, dummy)
+           for t, want in zip(texts, rec["prompts"])]
     k = part.get("documents")
     bad = [len(sp) for sp, _ in out if k is not None and len(sp) != k]
     if bad:
@@ -323,27 +363,60 @@ def _documents(codec, part, rec) -> list:
     return out
 
 
+def _dummies_of(settings) -> list:
+    """The dummies that ``settings`` of the calibration read (the paper's where none is named),
+    in :data:`posbias_nb.experiments.inference.DUMMIES`' order."""
+    want = {s.get("dummy", "paper") for s in settings}
+    return [d for d in inference.DUMMIES if d in want]
+
+
 def _calibration_scores(m, codec, part, rec, settings):
     """Log p and greedy match of every record under each of ``settings`` of the attention
-    calibration (``(len(settings), n)`` each), and the relevance of its documents ``(n, K)``."""
-    docs = _documents(codec, part, rec)
+    calibration (``(len(settings), n)`` each), and the relevance of its documents ``(n, K)``
+    (measured with the dummy of the first setting)."""
+    ds = _dummies_of(settings)
+    docs = {d: _documents(codec, part, rec, d) for d in ds}
     n = len(rec["prompts"])
     lp, ok = np.zeros((len(settings), n)), np.zeros((len(settings), n), dtype=bool)
     rel = []
     for i in range(n):
-        lp[:, i], ok[:, i], r = _calibration_one(m, rec, docs[i], i, settings)
-        rel.append(r)
+        lp[:, i], ok[:, i], cal = _calibration_record(m, rec, {d: docs[d][i] for d in ds}, i,
+                                                      settings)
+        rel.append(cal[settings[0].get("dummy", "paper")]["relevance"])
     return lp, ok, np.array(rel)
 
 
 def _calibration_one(m, rec, docs_i, i, settings):
-    """Record ``i`` alone: its documents' relevance (eq. 4) and its log p and greedy match
-    under each setting; :func:`_calibration_scores` is these, record by record."""
-    pre, r = inference.calibrated_relevance(m, rec["prompts"][i], docs_i)
-    lp, ok = (v[:, 0] for v in inference.score_remedy(
-        m, [rec["prompts"][i]], [rec["answers"][i]], "attention-calibration", settings,
-        base=False, spans=[docs_i[0]], relevance=[r], prefixes=[pre]))
-    return lp, ok, r
+    """Record ``i`` alone under the paper's reading: its documents' relevance (eq. 4) and its
+    log p and greedy match under each setting."""
+    lp, ok, cal = _calibration_record(m, rec, {"paper": docs_i}, i, settings)
+    return lp, ok, cal["paper"]["relevance"]
+
+
+def _calibration_record(m, rec, docs, i, settings):
+    """Record ``i`` alone: for each dummy of ``docs`` (``{dummy: (spans, dummy prompts)}``), its
+    documents' calibrated attention (eq. 4: :func:`~posbias_nb.measure.positional.calibrated_attention`'s
+    ``attention``, ``dummy`` and ``relevance``), from one recorded pass of the prompt; and its log
+    p and greedy match under each setting (``(len(settings),)`` each), each read with its own
+    dummy's relevance and, for the shared normaliser, its documents' mean attention."""
+    from ..measure.prefix import Prefix
+
+    pre = Prefix(m, rec["prompts"][i])
+    cal = {d: inference.calibrated_relevance(m, pre, docs[d], full=True)[1] for d in docs}
+    lp, ok = np.zeros(len(settings)), np.zeros(len(settings), dtype=bool)
+    groups: dict = {}
+    for j, s in enumerate(settings):
+        groups.setdefault((s.get("dummy", "paper"), s.get("normaliser", "per-head")),
+                          []).append(j)
+    for (d, norm), js in groups.items():
+        kws = [{k: v for k, v in settings[j].items() if k != "dummy"} for j in js]
+        if norm == "shared":
+            kws = [dict(kw, attention=list(cal[d]["attention"])) for kw in kws]
+        got = inference.score_remedy(
+            m, [rec["prompts"][i]], [rec["answers"][i]], "attention-calibration", kws,
+            base=False, spans=[docs[d][0]], relevance=[cal[d]["relevance"]], prefixes=[pre])
+        lp[js], ok[js] = got[0][:, 0], got[1][:, 0]
+    return lp, ok, cal
 
 
 def _cal_key(key, part, **extra):
@@ -446,7 +519,10 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     res = cache.cached("fix-tune", dict(key, part="tune"), compute) if prompt_only else \
         cache.cached("fix-tune", dict(key, part="tune-base"), compute_base)
 
-    cal_settings = _settings_params("attention-calibration", GRID["attention-calibration"])
+    cal_settings = _settings_params("attention-calibration",
+                                    GRID["attention-calibration"][:_CAL_PAPER])
+    var_settings = _settings_params("attention-calibration",
+                                    GRID["attention-calibration"][_CAL_PAPER:])
 
     def compute_cal():
         m, tok, codec, rec = _records(model, weights, seed, tune_part)
@@ -459,7 +535,7 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     def cal_one(i: int) -> dict:  # record i alone (cache.Parts: make test samples records)
         if not loaded:
             m, tok, codec, rec = _records(model, weights, seed, tune_part)
-            loaded.update(m=m, rec=rec, docs=_documents(codec, tune_part, rec))
+            loaded.update(m=m, rec=rec, codec=codec, docs=_documents(codec, tune_part, rec))
         lp, _, r = _calibration_one(loaded["m"], loaded["rec"], loaded["docs"][i], i,
                                     cal_settings)
         return {"example": loaded["rec"]["example"][i], "slot": loaded["rec"]["slot"][i],
@@ -471,9 +547,39 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
 
     n_rec = sum(len(it["prompts"]) for it in tune_part["items"])
     cal = cache.cached("fix-tune", _cal_key(key, "tune-calibration", grid=[
-        dict(s) for s in GRID["attention-calibration"]]), compute_cal,
+        dict(s) for s in GRID["attention-calibration"][:_CAL_PAPER]]), compute_cal,
         parts=cache.Parts(n_rec, cal_one, cal_take)) \
         if "attention-calibration" in remedies else None
+
+    def var_one(i: int) -> dict:  # ours (the fourth design): both dummies, the three variants
+        if "vdocs" not in loaded:
+            if not loaded:
+                m, tok, codec, rec = _records(model, weights, seed, tune_part)
+                loaded.update(m=m, rec=rec, codec=codec, docs=_documents(codec, tune_part, rec))
+            loaded["vdocs"] = {"paper": loaded["docs"], "length-matched": _documents(
+                loaded["codec"], tune_part, loaded["rec"], "length-matched")}
+        r = loaded["rec"]
+        lp, _, c = _calibration_record(loaded["m"], r, {d: v[i] for d, v in
+                                                         loaded["vdocs"].items()}, i,
+                                       var_settings)
+        out = {"example": r["example"][i], "slot": r["slot"][i], "logprob": lp}
+        for d in inference.DUMMIES:
+            for q in ("attention", "dummy", "relevance"):
+                out[f"{q}#{d}"] = c[d][q]
+        return out
+
+    def var_take(a, i: int) -> dict:
+        return {k: (v[:, i] if k == "logprob" else v[i]) for k, v in a.items()}
+
+    def compute_var():
+        parts = [var_one(i) for i in range(n_rec)]
+        return {k: np.stack([p[k] for p in parts], axis=1 if k == "logprob" else 0)
+                for k in parts[0]}
+
+    var = cache.cached("fix-tune", _cal_key(key, "tune-calibration-variants", grid=[
+        dict(s) for s in GRID["attention-calibration"][_CAL_PAPER:]], filler=qa.DUMMY_FILLER),
+        compute_var, parts=cache.Parts(n_rec, var_one, var_take)) \
+        if "attention-calibration" in remedies and rule == "all-slots" else None
     n_ex = len(tune_part["items"])
     rec = {"example": np.asarray(res["example"]), "slot": np.asarray(res["slot"])}
     if cal is not None and not (np.array_equal(np.asarray(cal["example"]), rec["example"]) and
@@ -496,11 +602,17 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
                        "quarter of the layers"
     if prompt_only:
         scores["ms-poe"] = np.asarray(res["ms-poe#logprob"])
+    if var is not None and not (np.array_equal(np.asarray(var["example"]), rec["example"]) and
+                                np.array_equal(np.asarray(var["slot"]), rec["slot"])):
+        raise ValueError("the calibration variants' tuning records are not the other remedies'")
     if cal is not None:
-        scores["attention-calibration"] = np.asarray(cal["logprob"])
+        scores["attention-calibration"] = np.asarray(cal["logprob"]) if var is None else \
+            np.concatenate([np.asarray(cal["logprob"]), np.asarray(var["logprob"])])
     out = {"channel": ch}
     base = _matrix(base_lp, rec, n_ex, n_pos)
     grids = {r: [dict(s) for s in GRID[r]] for r in NETWORK_REMEDIES}
+    if var is None:  # the first design's rule: the paper's reading alone
+        grids["attention-calibration"] = grids["attention-calibration"][:_CAL_PAPER]
     prompt = [r for r in remedies if r in placement.PROMPT_REMEDIES]
     if prompt:
         fmt = tune_part["format"]
@@ -521,18 +633,25 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     for name in remedies:
         if name not in scores:
             out[name] = {"grid": grids[name], "middle_gain": [], "edge_change": [],
-                         "all_gain": [], "eligible": [], "chosen": None, "setting": None,
+                         "intervals": [], "all_gain": [], "eligible": [], "chosen": None,
+                         "setting": None,
                          "params": None, "reason": ch["reason"]}
             continue
-        mids, edges, alls = [], [], []
+        mids, edges, alls, ivs = [], [], [], []
         for j in range(len(grids[name])):
             d = _matrix(scores[name][j], rec, n_ex, n_pos) - base
-            mids.append(float(d[:, sl["middle"]].mean(1).mean()))
-            edges.append(float(d[:, sl["edges"]].mean(1).mean()))
-            alls.append(float(d.mean(1).mean()))
+            per = {"middle": d[:, sl["middle"]].mean(1), "edges": d[:, sl["edges"]].mean(1),
+                   "all": d.mean(1)}
+            mids.append(float(per["middle"].mean()))
+            edges.append(float(per["edges"].mean()))
+            alls.append(float(per["all"].mean()))
+            # a description of the tuning part (t over its examples); the rule reads the means
+            ivs.append({k: _iv(stats.mean_interval(v)) if n_ex > 1 else None
+                        for k, v in per.items()})
         j, elig, why = pick(alls, mids, edges, rule, edge_loss)
         out[name] = {"grid": grids[name], "middle_gain": mids, "edge_change": edges,
-                     "all_gain": alls, "eligible": elig, "chosen": j, "reason": why,
+                     "all_gain": alls, "intervals": ivs, "eligible": elig, "chosen": j,
+                     "reason": why,
                      "setting": None if j is None else dict(grids[name][j]),
                      "params": None if j is None else
                      _prompt_params(name, grids[name][j], out.get("prompt"))
@@ -541,6 +660,14 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     if cal is not None:
         out["attention-calibration"]["recall"] = calibration_recall(
             np.asarray(cal["relevance"]), rec["slot"], tune_part["positions"], rec["example"])
+    if var is not None:  # each dummy's ranking (the normaliser does not change it)
+        out["attention-calibration"]["recall_by_dummy"] = {
+            d: calibration_recall(np.asarray(var[f"relevance#{d}"]), rec["slot"],
+                                  tune_part["positions"], rec["example"])
+            for d in inference.DUMMIES}
+        out["attention-calibration"]["paper_relevance_agrees"] = bool(np.allclose(
+            np.asarray(var["relevance#paper"]), np.asarray(cal["relevance"]), rtol=0,
+            atol=1e-9))
     return out
 
 
@@ -563,11 +690,12 @@ def calibration_recall(relevance, slot, positions, example=None) -> dict:
     the question of each prompt ``example`` (default: each prompt its own).  Returns
     ``hits``, ``n``, the share with its interval over questions
     (:func:`posbias_nb.stats.unit_proportion_interval`: the prompts of one question are not
-    independent), ``units``, ``chance`` (1/K) and the share per gold slot.
+    independent), ``units``, ``chance`` (1/K), the share per gold slot and ``top``, how many
+    prompts rank each document slot first (where the calibration sends the attention).
 
     >>> r = calibration_recall([[0.3, 0.1], [0.0, 0.2], [0.5, 0.1]], [0, 1, 1], [0, 1])
-    >>> r["hits"], r["n"], r["chance"], r["by_slot"]
-    (2, 3, 0.5, [1.0, 0.5])
+    >>> r["hits"], r["n"], r["chance"], r["by_slot"], r["top"]
+    (2, 3, 0.5, [1.0, 0.5], [2, 1])
     """
     R = np.asarray(relevance, dtype=float)
     slot = np.asarray(slot, dtype=np.int64)
@@ -584,7 +712,8 @@ def calibration_recall(relevance, slot, positions, example=None) -> dict:
     return {"hits": int(hit.sum()), "n": int(hit.size), "chance": 1.0 / R.shape[1],
             "units": int(units.size),
             "share": _iv(stats.unit_proportion_interval([hit[ex == u].mean() for u in units])),
-            "by_slot": [float(hit[slot == j].mean()) for j in range(pos.size)]}
+            "by_slot": [float(hit[slot == j].mean()) for j in range(pos.size)],
+            "top": np.bincount(R.argmax(1), minlength=R.shape[1]).tolist()}
 
 
 def _peak_kb():
@@ -651,9 +780,12 @@ def _timed_calibration(m, codec, part, rec, i, name, kw):
     def ctx():
         if name is None:
             return contextlib.nullcontext()
-        docs = inference.prompt_documents(codec, text, p)
-        _, rel = inference.calibrated_relevance(m, p, docs)
-        return remedy(m, name, **kw, start=len(p) - 1, spans=docs[0], relevance=rel)
+        docs = inference.prompt_documents(codec, text, p, kw.get("dummy", "paper"))
+        _, c = inference.calibrated_relevance(m, p, docs, full=True)
+        extra = {"attention": list(c["attention"])} \
+            if kw.get("normaliser", "per-head") == "shared" else {}
+        return remedy(m, name, **{k: v for k, v in kw.items() if k != "dummy"}, **extra,
+                      start=len(p) - 1, spans=docs[0], relevance=c["relevance"])
     return _seconds_and_peak(m, p, a, ctx)
 
 

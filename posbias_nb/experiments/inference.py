@@ -47,7 +47,7 @@ __all__ = ["DESIGN", "CHAPTER", "ARMS", "GRID", "FAMILIES", "channel", "text_pri
            "task_arms", "prior_arms", "cost_arms", "summary", "decisions", "diagnostics",
            "remedy_run",
            "retrieval_remedy_run", "parse_params", "slots", "arm_params", "score_remedy",
-           "prompt_documents", "calibrated_relevance"]
+           "prompt_documents", "calibrated_relevance", "DUMMIES"]
 
 _DEF = "inference-v3"  # bump when a definition below changes (the design has its own hash)
 
@@ -323,7 +323,7 @@ def _last_rows_fn(m, arm, params, spans, rel):
     def f(start, context):
         if kind == "hidden-scaling":
             return models.remedy(m, kind, start=start, context=context, **params)
-        if kind == "attention-calibration":
+        if kind == "attention-calibration":  # params may name the shared normaliser
             return models.remedy(m, kind, start=start, spans=spans, relevance=rel, **params)
         return models.remedy(m, kind, start=start, **params)
     return f
@@ -746,29 +746,44 @@ def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, sp
     return lp, ok
 
 
-def prompt_documents(codec, text: str, ids=None) -> tuple[list, list]:
+#: The dummies of the attention calibration: the paper's one fixed dummy document
+#: (:data:`posbias_nb.tasks.qa.DUMMY_DOCUMENT`) and ours, a dummy as long as each document it
+#: replaces (:func:`posbias_nb.tasks.qa.length_matched_dummies`).
+DUMMIES = ("paper", "length-matched")
+
+
+def prompt_documents(codec, text: str, ids=None, dummy: str = "paper") -> tuple[list, list]:
     """The token spans of the documents of the prompt ``text`` (a QA or key-value task prompt,
     :func:`posbias_nb.tasks.qa.document_token_spans`) and Hsieh et al.'s dummy prompts, each
-    document replaced in turn by the dummy (:func:`posbias_nb.tasks.qa.dummy_documents`), as
+    document replaced in turn by the dummy (``dummy="paper"``:
+    :func:`posbias_nb.tasks.qa.dummy_documents`; ``"length-matched"``, ours:
+    :func:`posbias_nb.tasks.qa.length_matched_dummies`), as
     :func:`~posbias_nb.measure.positional.calibrated_attention` reads them.  ``ids``: the
     prompt's ids as the caller encoded them, which must be these."""
+    if dummy not in DUMMIES:
+        raise ValueError(f"dummy must be one of {', '.join(DUMMIES)}, got {dummy!r}")
     got, spans = qa.document_token_spans(codec, text)
     if ids is not None and list(got) != list(map(int, ids)):
         raise ValueError(f"a prompt's documents were read from another encoding than its ids "
                          f"({len(got)} tokens against {len(ids)})")
     dums = []
-    for alt, cs in qa.dummy_documents(text):
+    alts = qa.dummy_documents(text) if dummy == "paper" else \
+        qa.length_matched_dummies(codec, text)
+    for alt, cs in alts:
         dids, (sp,) = qa.document_token_spans(codec, alt, [cs])
         dums.append({"prompt_ids": dids, "span": sp})
     return spans, dums
 
 
-def calibrated_relevance(m, ids, docs):
+def calibrated_relevance(m, ids, docs, full: bool = False):
     """One prompt's recorded pass (:class:`~posbias_nb.measure.prefix.Prefix`) and the
     calibrated attention of its documents (Hsieh et al.'s eq. 4), ``docs`` from
-    :func:`prompt_documents`."""
-    pre = Prefix(m, ids)
-    return pre, calibrated_attention(m, pre, docs[0], docs[1])["relevance"]
+    :func:`prompt_documents`; with ``full``, the whole of
+    :func:`~posbias_nb.measure.positional.calibrated_attention`'s answer (``attention``,
+    ``dummy``, ``relevance``) instead of the relevance."""
+    pre = ids if isinstance(ids, Prefix) else Prefix(m, ids)
+    got = calibrated_attention(m, pre, docs[0], docs[1])
+    return pre, got if full else got["relevance"]
 
 
 def retrieval_remedy_run(model, name: str | None, params: dict | None = None,

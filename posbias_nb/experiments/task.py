@@ -460,12 +460,16 @@ def reorder_documents(remedy_file, question: str, documents, model) -> dict:
 
 def _calibration_here(m, codec, rem, text, pid):
     """The calibration file ``rem`` with the spans and relevance of this document prompt's
-    documents (Hsieh et al.'s eq. 4, measured on it) and its recorded pass (``prefix``)."""
+    documents (Hsieh et al.'s eq. 4, measured on it with the file's dummy), their mean
+    attention for the shared normaliser, and its recorded pass (``prefix``)."""
     from .inference import calibrated_relevance, prompt_documents
 
-    docs = prompt_documents(codec, text, pid)
-    pre, rel = calibrated_relevance(m, pid, docs)
-    return rem[0], dict(rem[1], spans=docs[0], relevance=rel, prefix=pre)
+    kw = dict(rem[1])
+    docs = prompt_documents(codec, text, pid, kw.pop("dummy", "paper"))
+    pre, c = calibrated_relevance(m, pid, docs, full=True)
+    if kw.get("normaliser", "per-head") == "shared":
+        kw["attention"] = list(c["attention"])
+    return rem[0], dict(kw, spans=docs[0], relevance=c["relevance"], prefix=pre)
 
 
 def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):

@@ -52,7 +52,21 @@ paper's equations (``tests/test_remedy_oracles.py``); two are variants of ours, 
 
   with :math:`S_k` the document's attention mass in that row and head, :math:`A_k = S_k/N_k`
   its mean per token (eq. 5): the total on the documents is unchanged, the pattern inside a
-  document is kept, the other tokens (instruction, question) are untouched.
+  document is kept, the other tokens (instruction, question) are untouched.  This is the
+  paper's reading of eq. 5's :math:`\mathrm{Attn}_{original}(x^{doc}_k)` per head and row
+  (``normaliser="per-head"``, the default): every patched head's document shares become
+  :math:`\propto \alpha_k N_k`, whatever that head attended to before.
+  ``normaliser="shared"`` (**the shared normaliser**, ours, issue 46) divides instead by the
+  quantity the paper calls :math:`\mathrm{Attn}` elsewhere, the last prompt row's attention to
+  the document averaged over its tokens, every layer and head (``attention=``, what
+  :func:`~posbias_nb.measure.positional.calibrated_attention` returns as ``"attention"``):
+  :math:`a'_{k,i} = C\,(\alpha_k/\bar A_k)\,a_{k,i}`, :math:`C` again keeping the row's
+  total on the documents.  Every head's document mass is multiplied by one factor per
+  document, so each head keeps its own preference among documents; the operator is the
+  identity where :math:`\alpha \propto \bar A` (the calibration's target equals the model's
+  own mean attention), hence at a uniform :math:`\alpha` where the documents' mean attention
+  is equal, but not at a uniform :math:`\alpha` in general (it then flattens the mean attention
+  over documents, which is the calibration's purpose).
 * ``"prior-calibration"`` (**ours**, after Hsieh et al.): in the given ``layers``, the
   attention of every query row from ``start`` on is reweighted token by token by the model's
   content-free positional prior :math:`K_{l,h}(i, j)` (attention averaged over offline text),
@@ -76,12 +90,15 @@ import numpy as np
 
 from .patches import decoder_layers, register_attention, rope_modules
 
-__all__ = ["REMEDIES", "OURS", "remedy", "check_applicable", "ms_poe_ratios", "outlier_share",
+__all__ = ["REMEDIES", "OURS", "NORMALISERS", "remedy", "check_applicable", "ms_poe_ratios", "outlier_share",
            "yu_layers", "ms_poe_layers", "later_layers", "row_probabilities",
            "calibration_weights"]
 
 REMEDIES = ("hidden-scaling", "ms-poe", "attention-calibration", "hidden-scaling-all",
             "prior-calibration")
+#: The readings of eq. 5's normaliser of the attention calibration: the paper's, per head and
+#: row (``per-head``), and ours, the layer-and-head mean attention to the document (``shared``).
+NORMALISERS = ("per-head", "shared")
 #: The variants of ours (named apart from the papers' methods).
 OURS = ("hidden-scaling-all", "prior-calibration")
 _ATTN = "posbias_remedy"
@@ -430,10 +447,17 @@ def _document_calibrated(probs, doc, first, starts):
     p = probs.double()
     S = torch.einsum("bhrl,bkl->bhrk", p, D)  # each document's mass per row and head
     live = S > 0
-    aN = torch.where(live, (alpha * N)[:, None, None, :], torch.zeros((), dtype=p.dtype))
-    C = S.sum(-1, keepdim=True) / aN.sum(-1, keepdim=True).clamp_min(1e-300)
-    f = torch.where(live, C * alpha[:, None, None, :] * N[:, None, None, :]
-                    / S.clamp_min(1e-300), torch.zeros((), dtype=p.dtype))
+    zero = torch.zeros((), dtype=p.dtype)
+    if doc.get("shared") is None:  # the paper's reading: each head's own A_k = S_k / N_k
+        aN = torch.where(live, (alpha * N)[:, None, None, :], zero)
+        C = S.sum(-1, keepdim=True) / aN.sum(-1, keepdim=True).clamp_min(1e-300)
+        f = torch.where(live, C * alpha[:, None, None, :] * N[:, None, None, :]
+                        / S.clamp_min(1e-300), zero)
+    else:  # the shared normaliser (ours): one factor alpha_k / mean A_k for every head
+        g = (alpha / doc["shared"].expand(B, -1).to(probs.device))[:, None, None, :]
+        gS = torch.where(live, g * S, zero)
+        C = S.sum(-1, keepdim=True) / gS.sum(-1, keepdim=True).clamp_min(1e-300)
+        f = torch.where(live, C * g, zero)
     inside = D.sum(1).clamp(max=1.0)  # (B, Lk): 1 on document tokens
     mult = torch.einsum("bhrk,bkl->bhrl", f, D) + (1.0 - inside)[:, None, None, :]
     new = p * mult
@@ -525,7 +549,8 @@ def _start_param(v):
 _ALLOWED = {"hidden-scaling": {"channel", "scale", "layers", "start", "context"},
             "hidden-scaling-all": {"channel", "scale", "layers"},
             "ms-poe": {"lo", "hi", "layers", "start", "assign", "ratios"},
-            "attention-calibration": {"spans", "relevance", "temperature", "layers", "start"},
+            "attention-calibration": {"spans", "relevance", "temperature", "layers", "start",
+                                      "normaliser", "attention"},
             "prior-calibration": {"prior", "row0", "tau", "start", "layers"}}
 
 
@@ -607,8 +632,28 @@ def _doc_state(params, torch):
             D[b, k, t0:t1] = 1.0
     if np.any(D.sum(1) > 1):
         raise ValueError("attention-calibration: document spans overlap")
+    norm = params.get("normaliser", "per-head")
+    if norm not in NORMALISERS:
+        raise ValueError(f"normaliser must be one of {', '.join(NORMALISERS)}, got {norm!r}")
+    shared = None
+    if norm == "shared":
+        if params.get("attention") is None:
+            raise ValueError("the shared normaliser needs attention= (each document's mean "
+                             "attention over layers and heads, calibrated_attention's "
+                             "'attention')")
+        a = np.asarray(params["attention"], dtype=float)
+        if a.ndim == 1:
+            a = a[None]
+        if a.ndim != 2 or a.shape[-1] != S.shape[1] or a.shape[0] not in (1, B) or \
+                not np.all(np.isfinite(a)) or np.any(a <= 0):
+            raise ValueError(f"attention must be positive, one value per document "
+                             f"({S.shape[1]}) and sequence; got {params['attention']!r}")
+        shared = torch.tensor(np.array(a), dtype=torch.float64)
+    elif params.get("attention") is not None:
+        raise ValueError("attention= is read only by the shared normaliser "
+                         "(normaliser='shared')")
     return {"members": torch.tensor(D, dtype=torch.float64),
-            "alpha": torch.tensor(np.array(alpha), dtype=torch.float64)}
+            "alpha": torch.tensor(np.array(alpha), dtype=torch.float64), "shared": shared}
 
 
 @contextlib.contextmanager
@@ -630,7 +675,9 @@ def remedy(model, name: str, **params):
     * ``attention-calibration``: ``spans`` (``(K, 2)`` or ``(B, K, 2)`` token ranges of the
       documents), ``relevance`` (``(K,)`` or ``(B, K)``: the calibrated attention),
       ``temperature`` (> 0), ``start`` (first calibrated row, after every document; default
-      the last), ``layers`` (default :func:`later_layers`).
+      the last), ``layers`` (default :func:`later_layers`), ``normaliser`` (:data:`NORMALISERS`,
+      default ``per-head``) and, for ``shared``, ``attention`` (``(K,)`` or ``(B, K)``: each
+      document's mean attention over its tokens, layers and heads).
     * ``prior-calibration``: ``prior`` (array ``(len(layers), n_heads, R, L)``: the
       content-free attention of query rows ``row0 .. row0+R-1`` to every key, in each
       calibrated layer), ``row0`` (int), ``tau`` (float >= 0), ``start`` (first calibrated
@@ -663,7 +710,10 @@ def remedy(model, name: str, **params):
             raise ValueError(f"a remedy file's parameters are its own; to a file of "
                              f"{spec['remedy']} a caller may add {allowed}, got "
                              f"{sorted(extra)!r}")
-        with remedy(model, spec["remedy"], **spec["params"], **params):
+        own = dict(spec["params"])
+        if spec["remedy"] == "attention-calibration":  # the dummy says how the caller
+            own.pop("dummy", None)                     # measured relevance=, not the operator
+        with remedy(model, spec["remedy"], **own, **params):
             yield
         return
     if name not in REMEDIES:

@@ -18,7 +18,10 @@ unknown or of the wrong type, or when it is applied to a model whose digest (in 
 fingerprint (on the command line, by name) differs from the recorded one.  A file of Hsieh et
 al.'s attention calibration carries its temperature and layers; the documents' spans and their
 calibrated attention belong to each prompt, so the caller gives them where it applies the file
-(``models.remedy(model, "remedy.json", spans=..., relevance=...)``).  Its temperature was
+(``models.remedy(model, "remedy.json", spans=..., relevance=...)``; for the shared normaliser,
+``attention=`` too).  A file of one of our variants (``posbias fix``'s fourth design) names its
+``normaliser`` and its ``dummy`` (``length-matched``: the relevance is measured with
+:func:`posbias_nb.tasks.qa.length_matched_dummies`, as ``posbias task`` does).  Its temperature was
 chosen on relevances measured with the dummy document of ``posbias fix``
 (:data:`posbias_nb.tasks.qa.DUMMY_DOCUMENT`, or :data:`~posbias_nb.tasks.qa.DUMMY_RECORD` for a
 key-value file; ``posbias task`` uses the same), while ``posbias retrieval`` and ``report``
@@ -52,7 +55,8 @@ FILE_REMEDIES = {
     "hidden-scaling": {"channel": "int", "scale": "float", "layers": "ints"},
     "hidden-scaling-all": {"channel": "int", "scale": "float", "layers": "ints"},
     "ms-poe": {"lo": "float", "hi": "float", "layers": "ints", "assign": "str"},
-    "attention-calibration": {"temperature": "float", "layers": "ints"},
+    "attention-calibration": {"temperature": "float", "layers": "ints", "normaliser": "str",
+                              "dummy": "str"},
     # prompt remedies (posbias_nb.tasks.reorder): they change where the documents go, not the model
     "long-context-reorder": {"ranker": "ranker"},
     "lost-in-the-middle-ranker": {"ranker": "ranker"},
@@ -80,7 +84,8 @@ _REQUIRED = {"hidden-scaling": {"channel", "scale"}, "hidden-scaling-all": {"cha
 #: ends and hidden scaling's recorded context for all; each prompt's documents for the
 #: calibration.
 PER_PROMPT = {"hidden-scaling": {"start", "context"}, "hidden-scaling-all": set(),
-              "ms-poe": {"start"}, "attention-calibration": {"start", "spans", "relevance"},
+              "ms-poe": {"start"}, "attention-calibration": {"start", "spans", "relevance",
+                                                              "attention"},
               **{r: set() for r in PROMPT_REMEDIES}}
 
 
@@ -129,6 +134,12 @@ def _check_param(path, remedy, k, v):
         raise ValueError(f"{path}: rounds of {remedy} must be at least 1, got {v!r}")
     if k == "prior" and v not in ("born", "jacobian"):
         raise ValueError(f"{path}: the prior of {remedy} is 'born' or 'jacobian', got {v!r}")
+    if k == "normaliser" and v not in ("per-head", "shared"):
+        raise ValueError(f"{path}: the normaliser of {remedy} is 'per-head' or 'shared', "
+                         f"got {v!r}")
+    if k == "dummy" and v not in ("paper", "length-matched"):
+        raise ValueError(f"{path}: the dummy of {remedy} is 'paper' or 'length-matched', "
+                         f"got {v!r}")
     if k == "temperature" and not (math.isfinite(v) and v > 0):
         raise ValueError(f"{path}: the temperature of {remedy} must be a positive number, "
                          f"got {v!r}")

@@ -47,7 +47,8 @@ __all__ = ["FORMATS", "QA_INSTRUCTION", "Document", "QAExample", "KVExample", "T
            "normalize_answer", "best_subspan_em", "first_line", "classify_output",
            "read_task_file", "detect_format", "qa_prompt", "closedbook_prompt", "kv_example_prompt",
            "gold_positions", "position_documents", "position_records", "bm25_distractors",
-           "ANSWER_PREFIX", "DUMMY_DOCUMENT", "DUMMY_RECORD", "document_char_spans",
+           "ANSWER_PREFIX", "DUMMY_DOCUMENT", "DUMMY_RECORD", "DUMMY_FILLER",
+           "length_matched_dummies", "document_char_spans",
            "dummy_documents", "document_token_spans", "search_results"]
 
 FORMATS = ("liu-qa", "liu-kv", "plain")
@@ -420,6 +421,72 @@ def dummy_documents(text: str, dummy=None) -> list[tuple[str, tuple[int, int]]]:
         if probe in text:
             raise ValueError(f"the dummy document {probe!r} occurs in the prompt")
         out.append((text[:c0] + new + text[c1:], (c0, c0 + len(new))))
+    return out
+
+
+#: The length-matched dummy's filler (ours, issue 46): the paper's dummy sentences, repeated.
+#: The dummy of document ``k`` is ``Document [k](Title: Dummy) `` followed by this text cut
+#: after as many tokens as make its token span as long as document ``k``'s.
+DUMMY_FILLER = (DUMMY_DOCUMENT.text + " ") * 64
+
+
+def length_matched_dummies(codec, text: str) -> list[tuple[str, tuple[int, int]]]:
+    """The **length-matched dummy** (ours, issue 46) of each document of the QA prompt ``text``:
+    as :func:`dummy_documents`, but the dummy put in document ``k``'s place holds as many
+    tokens as document ``k`` (its token span, :func:`document_token_spans`, rendered and encoded
+    by ``codec`` in the prompt it sits in), so that it sits as far from the last row as the
+    document did.  One fixed rule: the paper dummy's header ``Document [k](Title: Dummy)``,
+    then :data:`DUMMY_FILLER` (the paper dummy's own sentences repeated) cut after a whole
+    number of its tokens, the count found by a few fixed-point steps on the whole prompt's
+    encoding (a cut can merge with what follows).
+
+    Raises
+    ------
+    ValueError
+        A key-value prompt (its records have one format, no free text to fill), a prompt that
+        already holds the dummy, or a document too short for the dummy's header, or whose count
+        no cut of the filler reaches.
+    """
+    if not _DOC_HEAD.search(text):
+        raise ValueError("the length-matched dummy is defined for document prompts (QA), not "
+                         "for key-value records")
+    probe = f"(Title: {DUMMY_DOCUMENT.title}) "
+    if probe in text:
+        raise ValueError(f"the dummy document {probe!r} occurs in the prompt")
+    char = document_char_spans(text)
+    _, tok = document_token_spans(codec, text, char)
+    _, offs = codec.encode(DUMMY_FILLER, prompt=False)
+    out = []
+    for k, (c0, c1) in enumerate(char):
+        want = tok[k][1] - tok[k][0]
+        head = f"Document [{k + 1}]{probe}"
+
+        def count(n):
+            new = head + DUMMY_FILLER[:offs[n - 1][1]] if n > 0 else head.rstrip()
+            alt = text[:c0] + new + text[c1:]
+            _, (sp,) = document_token_spans(codec, alt, [(c0, c0 + len(new))])
+            return sp[1] - sp[0], alt, (c0, c0 + len(new))
+        n, found = max(0, want - count(0)[0]), None
+        tried = []
+        for _ in range(12):  # fixed-point steps, then the cuts around the last one
+            if not 0 <= n <= len(offs) or n in tried:
+                break
+            tried.append(n)
+            got, alt, cs = count(n)
+            if got == want:
+                found = (alt, cs)
+                break
+            n += want - got
+        for n in ([] if found or not tried else
+                  [tried[-1] + d for d in (-2, -1, 1, 2) if 0 <= tried[-1] + d <= len(offs)]):
+            got, alt, cs = count(n)
+            if got == want:
+                found = (alt, cs)
+                break
+        if found is None:
+            raise ValueError(f"document {k + 1} has {want} tokens: no cut of the dummy filler "
+                             f"after its header gives that many")
+        out.append(found)
     return out
 
 

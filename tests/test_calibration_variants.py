@@ -197,3 +197,35 @@ def test_a_variant_file_applied_by_task_equals_the_remedy(tmp_path, data, llama4
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="dummy of attention-calibration"):
         remedy_file.read(tmp_path / "bad.json")
+
+
+def test_retrieval_under_a_variant_file(tmp_path, llama4_dir):
+    """posbias retrieval --remedy-file on its key-value prompts: a shared-normaliser file scores
+    each prompt with its records' mean attention (every prompt against a pass by hand); a
+    length-matched file is refused in one line (key-value records have no free text)."""
+    from posbias_nb.experiments import inference
+    from posbias_nb.experiments import retrieval as ret
+    from posbias_nb.measure import entry
+    from posbias_nb.tasks.retrieval import dummy_prompts
+
+    m = entry.loaded(llama4_dir, weights="pretrained", seed=0)[0]
+    kw = dict(task="kv", positions=3, examples=2, length=400, seed=0)
+    shared = remedy_file.write(tmp_path / "s.json", "attention-calibration",
+                               {"temperature": 5e-3, "normaliser": "shared"}, m, llama4_dir)
+    got = inference.retrieval_remedy_run(llama4_dir, None, file=shared, **kw)
+    P, mm = ret._prompts_for(llama4_dir, "kv", 3, 2, 400, 0, "pretrained")
+    want = {}
+    for r in P["records"]:  # every prompt by hand; the run reports each gold slot's mean
+        spans = [tuple(s) for s in r["pair_spans"]]
+        c = positional.calibrated_attention(mm, r["prompt_ids"], spans, dummy_prompts(P, r))
+        with models.remedy(mm, "attention-calibration", start=len(r["prompt_ids"]) - 1,
+                           spans=spans, relevance=c["relevance"], attention=c["attention"],
+                           temperature=5e-3, normaliser="shared"):
+            lp = score_batch(mm, [r["prompt_ids"]], [r["answer_ids"]])[0][0]
+        want.setdefault(r["gold_index"], []).append(float(lp))
+    want = [np.mean(want[g]) for g in sorted(want)]
+    np.testing.assert_allclose(np.asarray(got["logprob"], dtype=float), want, atol=2e-4)
+    lm = remedy_file.write(tmp_path / "l.json", "attention-calibration",
+                           {"temperature": 5e-3, "dummy": "length-matched"}, m, llama4_dir)
+    with pytest.raises(ValueError, match="length-matched dummy is for document prompts"):
+        inference.retrieval_remedy_run(llama4_dir, None, file=lm, **kw)

@@ -804,6 +804,10 @@ def retrieval_remedy_run(model, name: str | None, params: dict | None = None,
     check_applicable(ret._load(model, weights, seed)[0], name)
     if name == "attention-calibration" and task != "kv":
         raise ValueError("attention-calibration needs documents: the kv task (its pairs)")
+    if name == "attention-calibration" and setting.get("dummy", "paper") != "paper":
+        raise ValueError("a calibration file of the length-matched dummy is for document "
+                         "prompts (posbias task); the key-value prompts here use one dummy "
+                         "record of their own format")
     params_key = ret._params(model, task, positions, examples, length, seed, weights)
     params_key.update(remedy=name, setting=setting, definition_remedy=_DEF,
                       design=DESIGN.hash, **({} if file is None else {"from_file": True}))
@@ -819,9 +823,12 @@ def retrieval_remedy_run(model, name: str | None, params: dict | None = None,
             for i, r in enumerate(recs):
                 pre = Prefix(m, r["prompt_ids"])
                 spans = [tuple(s) for s in r.get("pair_spans", ())]
-                rel = calibrated_attention(m, pre, spans, dummy_prompts(P, r))["relevance"]
+                c = calibrated_attention(m, pre, spans, dummy_prompts(P, r))
+                here = dict(kw, attention=list(c["attention"])) \
+                    if kw.get("normaliser", "per-head") == "shared" else kw
                 (lp[i], ok[i]), = score_after_prefix(
-                    pre, r["answer_ids"], [_last_rows_fn(m, name, kw, spans, rel)])
+                    pre, r["answer_ids"], [_last_rows_fn(m, name, here, spans,
+                                                         c["relevance"])])
         else:
             lp, ok = score_remedy(m, [r["prompt_ids"] for r in recs],
                                   [r["answer_ids"] for r in recs], name, [kw], base=False)

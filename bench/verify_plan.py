@@ -13,7 +13,10 @@ where the namespace has no measured one), and, in the namespaces whose code dige
 (:func:`posbias_nb.cache.code_digest`) differs from the one recorded with the entry, further
 entries in order of cost while the sample's recorded seconds in all stay within the budget
 (``--budget``, seconds of recorded compute on CI's 2 cores; the cheapest entries count against
-it first and are taken even where they alone exceed it).
+it first and are taken even where they alone exceed it).  In a namespace whose computation
+amplifies float rounding (:data:`posbias_nb.cache.ROUNDING_AMPLIFIED`: training), only entries
+recorded on this machine's CPU are candidates: on another CPU the same code gives other numbers,
+so the run says that it re-measured none there, and why.
 
 ``posbias_nb.cache`` computes the chosen entries anew where a chapter asks for them
 (``$POSBIAS_RECORDED_VERIFY_KEYS``) and compares them with the recorded values
@@ -58,7 +61,8 @@ def main(argv=None) -> int:
         digests = {ns: cache.code_digest(ns) for ns in cache.NAMESPACE_CODE}
         try:
             p = cache.verification_plan(
-                manifest, digests, cache.VERIFY_BUDGET if a.budget is None else a.budget)
+                manifest, digests, cache.VERIFY_BUDGET if a.budget is None else a.budget,
+                cpu=cache.cpu_model())
         except ValueError as e:
             print(f"verify_plan: {e}", file=sys.stderr)
             return 2
@@ -71,6 +75,9 @@ def main(argv=None) -> int:
               f"{len(p['namespaces'])} namespaces ({known:.0f} s as recorded, plus "
               f"{sum(v['unknown_cost'] for v in p['namespaces'].values())} of unknown cost); "
               f"code changed since recording: {', '.join(changed) or 'none'}")
+        for ns, v in p["namespaces"].items():
+            if v.get("skipped"):
+                print(f"recorded/: {ns} not re-measured: {v['skipped']}")
         return 0
     lines, problems = cache.verification_summary(json.loads(Path(a.plan).read_text()), _events(a.log))
     print("recorded/ namespaces (this run):")

@@ -238,9 +238,16 @@ def _machine_field(name: str) -> bool:
     return re.split(r"[#/.]", str(name))[-1] in MACHINE_FIELDS
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _agree_json(a, b, where: str, rtol: float, out: list) -> None:
-    """Parsed JSON compared as :func:`agree` compares arrays: numbers within ``rtol`` of the
-    larger magnitude, everything else equal, :data:`MACHINE_FIELDS` present but not compared."""
+    """Parsed JSON compared as :func:`agree` compares arrays: a list of numbers as one array
+    (within ``rtol`` of its largest recorded magnitude: an interval's bound near zero, the
+    difference of two larger numbers, keeps their rounding, not its own), a lone number within
+    ``rtol`` of the larger of the two, everything else equal, :data:`MACHINE_FIELDS` present
+    but not compared."""
     if isinstance(a, dict) and isinstance(b, dict):
         if set(a) != set(b):
             out.append(f"{where}: keys {sorted(set(a) ^ set(b))} in only one of the two")
@@ -250,6 +257,18 @@ def _agree_json(a, b, where: str, rtol: float, out: list) -> None:
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             out.append(f"{where}: {len(a)} items recorded, {len(b)} now")
+        elif a and all(_number(x) for x in a) and all(_number(y) for y in b):
+            # a list of numbers is an array: within rtol of its largest recorded magnitude
+            x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+            ok = ~np.isnan(x)
+            if not np.array_equal(ok, ~np.isnan(y)):
+                out.append(f"{where}: NaNs in different places")
+            elif ok.any():
+                d = np.where(ok, np.abs(x - np.where(ok, y, 0.0)), 0.0)
+                i, scale = int(np.argmax(d)), float(np.max(np.abs(x[ok])))
+                if d[i] > rtol * scale:
+                    out.append(f"{where}[{i}]: {a[i]!r} recorded, {b[i]!r} now (more than "
+                               f"{rtol:g} of the list's largest magnitude {scale:.3g})")
         else:
             for i, (x, y) in enumerate(zip(a, b)):
                 _agree_json(x, y, f"{where}[{i}]", rtol, out)
@@ -272,7 +291,8 @@ def agree(recorded: Mapping[str, np.ndarray], fresh: Mapping[str, np.ndarray],
     strings equal; floats within ``rtol`` of the largest magnitude of the recorded array (the
     same code on another machine rounds differently, a changed computation moves numbers by far
     more).  NaNs must sit in the same places.  A string array holding one JSON document is
-    compared field by field by the same rules (each number within ``rtol`` of itself).
+    compared field by field by the same rules (a list of numbers as one array, a lone number
+    within ``rtol`` of itself).
     :data:`MACHINE_FIELDS` (seconds, peak memory) must be present in both but are not compared:
     they measure the machine, not the computation."""
     out = []
@@ -593,7 +613,32 @@ def cached(
 VERIFY_BUDGET = 600.0
 
 
-def verification_plan(manifest: dict, digests: dict[str, str], budget: float = VERIFY_BUDGET) -> dict:
+#: Namespaces whose computation amplifies float rounding: measured on another CPU (other
+#: kernels, other rounding), the same code gives other numbers, so only a re-measurement on the
+#: CPU that recorded an entry can tell a change of the code from the machine.  On any other CPU,
+#: :func:`verification_plan` re-measures none of their entries and says so.  Found on an Intel
+#: Xeon: the cheapest ``train`` entry, recorded on an AMD EPYC by the same training code, came
+#: back with held-out answers flipped (an accuracy 0.0625 apart, kernels 0.038 apart).
+ROUNDING_AMPLIFIED = {
+    "train": "training amplifies float rounding over its optimizer steps",
+}
+
+
+def cpu_model() -> str:
+    """This machine's CPU as ``/proc/cpuinfo`` names it (the ``machine`` of a recorded entry)."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def verification_plan(manifest: dict, digests: dict[str, str], budget: float = VERIFY_BUDGET,
+                      cpu: str | None = None) -> dict:
     """The sample of recorded entries that ``make test`` measures anew (``bench/verify_plan.py``
     writes it for ``$POSBIAS_RECORDED_VERIFY_KEYS``).
 
@@ -611,7 +656,11 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     older manifest). Each namespace's line says how many entries it holds, whether its code
     changed since they were recorded (any entry's ``code`` differs from today's digest; an entry
     without a recorded digest counts as changed), which entries were chosen and their recorded
-    seconds."""
+    seconds.
+
+    ``cpu`` (this machine's, :func:`cpu_model`): in the namespaces of
+    :data:`ROUNDING_AMPLIFIED`, only entries recorded on that CPU are candidates; where there is
+    none, the namespace's line says why nothing was re-measured (``skipped``)."""
     if budget < 0:
         raise ValueError(f"budget must be >= 0 seconds, got {budget!r}")
     by_ns: dict[str, list] = defaultdict(list)
@@ -625,6 +674,14 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     out, extra = {}, []
     for ns, items in sorted(by_ns.items()):
         cands = [(key, v) for key, v in items if v.get("read", True)]
+        skipped = None
+        if cpu is not None and ns in ROUNDING_AMPLIFIED:
+            here = [(key, v) for key, v in cands if (v.get("machine") or {}).get("cpu") == cpu]
+            if cands and not here:
+                cpus = sorted({str((v.get("machine") or {}).get("cpu")) for _, v in cands})
+                skipped = (f"recorded on {', '.join(cpus)}, this is {cpu}: "
+                           f"{ROUNDING_AMPLIFIED[ns]}, so only that CPU can compare")
+            cands = here
         changed = any(v.get("code") != digests[ns] for _, v in items)
         known = sorted((v["compute_seconds"], key) for key, v in cands
                        if (v.get("compute_seconds") or 0) > 0)
@@ -637,7 +694,8 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
         out[ns] = dict(entries=len(items), candidates=len(cands), changed=changed,
                        chosen=[key for _, key in first],
                        seconds=sum(s for s, _ in first if s is not None),
-                       unknown_cost=bool(first) and first[0][0] is None)
+                       unknown_cost=bool(first) and first[0][0] is None,
+                       **({"skipped": skipped} if skipped else {}))
         if changed:
             extra += [(s, ns, key) for s, key in known[1:]]
     spent = sum(v["seconds"] for v in out.values())
@@ -673,7 +731,8 @@ def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str],
             f"{ns:22s} {p['entries']:3d} recorded, {c['recorded']:3d} read, {got:2d} re-measured"
             f"{sampled}, {c['verified']:2d} agreeing; code "
             + ("changed since recording" + (", and its sample agrees" if got and not c['mismatch']
-                                            else "") if p["changed"] else "unchanged"))
+                                            else "") if p["changed"] else "unchanged")
+            + (f"; not re-measured: {p['skipped']}" if p.get("skipped") else ""))
         if c["mismatch"]:
             problems.append(f"{ns}: {c['mismatch']} re-measured entries disagree with recorded/ "
                             f"(the chapter's error names the key): make record-new "

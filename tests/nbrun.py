@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,10 +80,6 @@ def cache_summary(log) -> str:
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    from posbias_nb.cache import cpu_model
+
+    return cpu_model()

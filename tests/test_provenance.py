@@ -249,6 +249,46 @@ def test_json_entries_are_compared_field_by_field():
         assert diffs and what in " ".join(diffs), (what, diffs)
 
 
+def test_a_json_list_of_numbers_is_compared_as_one_array():
+    """An interval's bound near zero is the difference of two larger numbers and keeps their
+    rounding: within rtol of the list's largest magnitude it agrees (it failed make test on an
+    Intel Xeon against an AMD EPYC's record, 8.19e-05 against 8.20e-05); a move of the list's
+    large values, or NaNs moved, still fail, naming the item."""
+    import json
+
+    def cmp(x, y):
+        return cache.agree({"json": np.array(json.dumps({"low": x}))},
+                           {"json": np.array(json.dumps({"low": y}))})
+
+    assert cmp([0.05, 8.19280414940237e-05], [0.05, 8.201447459399783e-05]) == []
+    assert cache.agree({"j": np.array(json.dumps({"v": 8.19280414940237e-05}))},
+                       {"j": np.array(json.dumps({"v": 8.201447459399783e-05}))})  # alone: itself
+    diffs = cmp([0.05, 1e-4], [0.0502, 1e-4])
+    assert diffs and "low[0]" in diffs[0], diffs
+    assert "NaNs" in cmp([0.05, float("nan")], [0.05, 1e-4])[0]
+
+
+def test_a_rounding_amplified_namespace_is_re_measured_only_on_its_cpu():
+    """Training amplifies float rounding: on another CPU than the one that recorded it, the same
+    code gives other numbers, so the plan takes none of its entries there, and says why; on the
+    recording CPU it takes the cheapest as everywhere; other namespaces ignore the CPU."""
+    ns = next(iter(cache.ROUNDING_AMPLIFIED))
+    d = {ns: "A", "other": "B"}
+    man = {"entries": {
+        f"{ns}/1": {"compute_seconds": 5.0, "code": "A", "machine": {"cpu": "AMD EPYC"}},
+        f"{ns}/2": {"compute_seconds": 9.0, "code": "A", "machine": {"cpu": "Intel Xeon"}},
+        "other/1": {"compute_seconds": 1.0, "code": "B", "machine": {"cpu": "AMD EPYC"}}}}
+    assert cache.verification_plan(man, d, 100, cpu="AMD EPYC")["namespaces"][ns]["chosen"] == ["1"]
+    assert cache.verification_plan(man, d, 100, cpu="Intel Xeon")["namespaces"][ns]["chosen"] == ["2"]
+    p = cache.verification_plan(man, d, 100, cpu="ARM Neoverse")
+    assert p["namespaces"][ns]["chosen"] == [] and "ARM Neoverse" in p["namespaces"][ns]["skipped"]
+    assert p["namespaces"]["other"]["chosen"] == ["1"] and "skipped" not in p["namespaces"]["other"]
+    assert cache.verification_plan(man, d, 100)["namespaces"][ns]["chosen"] == ["1"]  # no cpu given
+    lines, problems = cache.verification_summary(p, [])
+    assert any("not re-measured" in x and "ARM Neoverse" in x for x in lines)
+    assert not any(x.startswith(ns + ":") for x in problems)
+
+
 def test_seconds_come_from_the_computation_not_the_verification():
     entries = {"a/0123456789abcdef00": {"compute_seconds": 0.0},
                "b/fedcba987654321000": {"compute_seconds": 0.0},

@@ -232,11 +232,14 @@ def main(argv=None) -> int:
         ap.error("--merge needs the chapter-times.json of a run in which every chapter passed")
     events = _events(a.log)
     seconds = defaultdict(float)
+    codes = {}  # the digest of the code that computed each entry, as its event logged it
     used = set()
     for e in events:
         k = f"{e['ns']}/{e['key']}"
         if e["event"] == "computed":
             seconds[k] += e["seconds"]
+            if e.get("code"):
+                codes[k] = e["code"]
         if e["event"] in ("computed", "recorded", "verified", "hit"):
             used.add(k)
     commit, today = a.commit or _commit(), time.strftime("%Y-%m-%d")
@@ -292,7 +295,9 @@ def main(argv=None) -> int:
                       "compute_seconds": round(seconds[f"{ns}/{key[:16]}"], 2)
                       if f"{ns}/{key[:16]}" in seconds else None,
                       "machine": times.get("machine"),
-                      "code": cache.code_digest(ns) if ns in cache.NAMESPACE_CODE else None}
+                      # the code when it was computed (its event), else today's (an old log)
+                      "code": codes.get(f"{ns}/{key[:16]}") or (
+                          cache.code_digest(ns) if ns in cache.NAMESPACE_CODE else None)}
     # what make test reads (bench/verify_plan.py samples from these), and the seconds of a
     # verified entry whose own cost was never measured (computed inside another measurement)
     read = {f"{e['ns']}/{e['key']}" for e in events if e["event"] in ("recorded", "verified")}

@@ -350,10 +350,14 @@ def key(namespace: str, params: Mapping) -> str:
 
 
 def _log(event: str, namespace: str, k: str, seconds: float = 0.0, **extra) -> None:
-    """One JSON line per cache event, only where ``$POSBIAS_CACHE_LOG`` names a file."""
+    """One JSON line per cache event, only where ``$POSBIAS_CACHE_LOG`` names a file; a
+    ``computed`` event carries the digest of its namespace's code at that moment (``code``)."""
     out = os.environ.get("POSBIAS_CACHE_LOG")
     if not out:
         return
+    if event == "computed" and namespace in NAMESPACE_CODE:
+        # the code that computed it, as it was then: make record writes it into the manifest
+        extra.setdefault("code", code_digest(namespace))
     line = json.dumps({"event": event, "ns": namespace, "key": k[:16],
                        "seconds": round(seconds, 3), "tag": os.environ.get("POSBIAS_CACHE_TAG", ""),
                        **extra})

@@ -91,3 +91,20 @@ def test_cold_record_then_merge(tmp_path, monkeypatch):
     man = json.loads((out / "MANIFEST.json").read_text())
     assert len(man["entries"]) == n_before + 1 and k1 in {
         k.split("/")[0] + "/" + k.split("/")[1][:16] for k in man["entries"]}
+
+
+def test_an_entry_carries_the_code_that_computed_it(tmp_path, monkeypatch):
+    """The digest comes from the computation's own event, not from the tree at recording time:
+    code edited between the run and the recording does not pass as the code that measured."""
+    live, out, log = tmp_path / "live", tmp_path / "recorded", tmp_path / "log.jsonl"
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(live))
+    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
+    monkeypatch.setitem(cache.NAMESPACE_CODE, "ns-c", ("cache",))
+    monkeypatch.setattr(cache, "code_digest", lambda ns, files=None: "then")
+    cache.cached("ns-c", {"x": 1}, lambda: {"a": np.arange(3.0)})
+    assert json.loads(log.read_text().splitlines()[-1])["code"] == "then"
+    monkeypatch.setattr(cache, "code_digest", lambda ns, files=None: "now")  # code edited since
+    assert rec.main(["--cache", str(live), "--log", str(log), "--out", str(out),
+                     "--times", str(_times(tmp_path / "t.json", "cold")), "--commit", "c1"]) == 0
+    man = json.loads((out / "MANIFEST.json").read_text())
+    assert [v["code"] for v in man["entries"].values()] == ["then"]

@@ -352,44 +352,58 @@ def test_calibrated_attention_is_attention_minus_the_dummys(tiny, model):
     assert np.abs((got["attention"] - wrong) - got["relevance"]).max() > 1e-4
 
 
+#: one prompt of two rows with three documents before the patched rows (start on)
+_EQ5 = dict(start=10, spans=[(1, 3), (3, 6), (6, 9)], t=0.01,
+            rel=np.array([[0.02, -0.01, 0.0], [0.0, 0.03, -0.02]]))
+
+
+def _eq5_by_hand(m, layer, ids, factor):
+    """The last layer's output by hand on the model's eager probabilities: from row ``start``
+    on, each document's attention times ``factor(b, S, N)[k]`` (S the row's mass on each
+    document, N its token count), rescaled so that the row keeps its total on the documents
+    (eq. 5).  Returns the captured unpatched layer and the wanted output."""
+    a = models.decoder_layers(m)[layer].self_attn
+    start, spans, L = _EQ5["start"], _EQ5["spans"], ids.shape[1]
+    base = _capture(m, layer, ids)
+    att = _eager_attentions(m, ids[0].tolist()), _eager_attentions(m, ids[1].tolist())
+    with torch.no_grad():
+        _, _, v = _qkv(a, base["h"])
+    H = a.q_proj.out_features // a.head_dim
+    v = v.repeat_interleave(H // v.shape[1], 1)
+    N = np.array([s1 - s0 for s0, s1 in spans], dtype=float)
+    o = torch.zeros(2, H, L, a.head_dim, dtype=torch.float64)
+    for b in range(2):
+        p = att[b][layer][0].double().clone()  # (H, L, L) the model's own probabilities
+        for h in range(H):
+            for i in range(start, L):
+                S = np.array([float(p[h, i, s0:s1].sum()) for s0, s1 in spans])
+                f = factor(b, S, N)
+                C = S.sum() / (f * S).sum()
+                for k, (s0, s1) in enumerate(spans):
+                    p[h, i, s0:s1] = C * f[k] * p[h, i, s0:s1]
+        o[b] = p @ v[b]
+    with torch.no_grad():
+        return base, _out(a, o)
+
+
 @pytest.mark.parametrize("model", TINY)
 def test_attention_calibration_layer_equals_eq5(tiny, model):
     m = tiny[model]
     layer = len(models.decoder_layers(m)) - 1
-    a = models.decoder_layers(m)[layer].self_attn
     ids = _ids(L=13)
-    start = 10
-    spans = [(1, 3), (3, 6), (6, 9)]
-    rel = np.array([[0.02, -0.01, 0.0], [0.0, 0.03, -0.02]])
-    t = 0.01
-    base = _capture(m, layer, ids)
+    start, spans, rel, t = _EQ5["start"], _EQ5["spans"], _EQ5["rel"], _EQ5["t"]
     got = _capture(m, layer, ids, remedy(m, "attention-calibration", layers=[layer],
                                           start=start, spans=spans, relevance=rel,
                                           temperature=t))
-    att = _eager_attentions(m, ids[0].tolist()), _eager_attentions(m, ids[1].tolist())
-    x = base["h"]
-    with torch.no_grad():
-        _, _, v = _qkv(a, x)
-    H = a.q_proj.out_features // a.head_dim
-    v = v.repeat_interleave(H // v.shape[1], 1)
     alpha = calibration_weights(rel, t)
-    o = torch.zeros(2, H, 13, a.head_dim, dtype=torch.float64)
-    for b in range(2):
-        p = att[b][layer][0].double().clone()  # (H, L, L) the model's own probabilities
-        for h in range(H):
-            for i in range(start, 13):
-                S = np.array([float(p[h, i, s0:s1].sum()) for s0, s1 in spans])
-                N = np.array([s1 - s0 for s0, s1 in spans], dtype=float)
-                C = S.sum() / (alpha[b] * N).sum()
-                for k, (s0, s1) in enumerate(spans):
-                    p[h, i, s0:s1] = C * alpha[b, k] / (S[k] / N[k]) * p[h, i, s0:s1]
-        o[b] = p @ v[b]
-    with torch.no_grad():
-        want = _out(a, o)
+    # the paper's per head and row: document k's shares become C alpha_k N_k
+    base, want = _eq5_by_hand(m, layer, ids, lambda b, S, N: alpha[b] * N / S)
     _close(got["out"][:, start:], want[:, start:])
     torch.testing.assert_close(got["out"][:, :start], base["out"][:, :start], rtol=0, atol=0)
     # the departure put back: our multiplicative per-token calibration is not eq. 5
     T = len(models.decoder_layers(m))
+    H = models.decoder_layers(m)[layer].self_attn.q_proj.out_features // \
+        models.decoder_layers(m)[layer].self_attn.head_dim
     prior = np.random.default_rng(1).random((1, H, 3, 13)) + 0.05
     ours = _capture(m, layer, ids, remedy(m, "prior-calibration", layers=[layer], prior=prior,
                                            row0=10, tau=1.0))
@@ -404,37 +418,15 @@ def test_shared_normaliser_layer_equals_its_eq5(tiny, model):
     total on the documents kept."""
     m = tiny[model]
     layer = len(models.decoder_layers(m)) - 1
-    a = models.decoder_layers(m)[layer].self_attn
     ids = _ids(L=13)
-    start = 10
-    spans = [(1, 3), (3, 6), (6, 9)]
-    rel = np.array([[0.02, -0.01, 0.0], [0.0, 0.03, -0.02]])
+    start, spans, rel, t = _EQ5["start"], _EQ5["spans"], _EQ5["rel"], _EQ5["t"]
     shared = np.array([[0.05, 0.02, 0.08], [0.03, 0.06, 0.01]])
-    t = 0.01
-    base = _capture(m, layer, ids)
     kw = dict(layers=[layer], start=start, spans=spans, relevance=rel, temperature=t)
     got = _capture(m, layer, ids, remedy(m, "attention-calibration", normaliser="shared",
                                           attention=shared, **kw))
     per_head = _capture(m, layer, ids, remedy(m, "attention-calibration", **kw))
-    att = _eager_attentions(m, ids[0].tolist()), _eager_attentions(m, ids[1].tolist())
-    with torch.no_grad():
-        _, _, v = _qkv(a, base["h"])
-    H = a.q_proj.out_features // a.head_dim
-    v = v.repeat_interleave(H // v.shape[1], 1)
     alpha = calibration_weights(rel, t)
-    o = torch.zeros(2, H, 13, a.head_dim, dtype=torch.float64)
-    for b in range(2):
-        p = att[b][layer][0].double().clone()
-        g = alpha[b] / shared[b]
-        for h in range(H):
-            for i in range(start, 13):
-                S = np.array([float(p[h, i, s0:s1].sum()) for s0, s1 in spans])
-                C = S.sum() / (g * S).sum()
-                for k, (s0, s1) in enumerate(spans):
-                    p[h, i, s0:s1] = C * g[k] * p[h, i, s0:s1]
-        o[b] = p @ v[b]
-    with torch.no_grad():
-        want = _out(a, o)
+    base, want = _eq5_by_hand(m, layer, ids, lambda b, S, N: alpha[b] / shared[b])
     _close(got["out"][:, start:], want[:, start:])
     torch.testing.assert_close(got["out"][:, :start], base["out"][:, :start], rtol=0, atol=0)
     assert _moved(per_head["out"][:, start:], want[:, start:].float())  # the paper's is not it

@@ -746,10 +746,8 @@ def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, sp
     return lp, ok
 
 
-#: The dummies of the attention calibration: the paper's one fixed dummy document
-#: (:data:`posbias_nb.tasks.qa.DUMMY_DOCUMENT`) and ours, a dummy as long as each document it
-#: replaces (:func:`posbias_nb.tasks.qa.length_matched_dummies`).
-DUMMIES = ("paper", "length-matched")
+#: The dummies of the attention calibration (:data:`posbias_nb.tasks.qa.DUMMIES`).
+DUMMIES = qa.DUMMIES
 
 
 def prompt_documents(codec, text: str, ids=None, dummy: str = "paper") -> tuple[list, list]:

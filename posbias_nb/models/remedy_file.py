@@ -109,6 +109,15 @@ def weights_digest(model) -> str:
     return h.hexdigest()[:16]
 
 
+def _choices() -> dict:
+    """The values a calibration file's ``normaliser`` and ``dummy`` may take, where they are
+    defined (:data:`posbias_nb.models.remedies.NORMALISERS`, :data:`posbias_nb.tasks.qa.DUMMIES`)."""
+    from ..tasks.qa import DUMMIES
+    from .remedies import NORMALISERS
+
+    return {"normaliser": NORMALISERS, "dummy": DUMMIES}
+
+
 def _check_param(path, remedy, k, v):
     kind = FILE_REMEDIES[remedy].get(k)
     if kind is None:
@@ -134,12 +143,9 @@ def _check_param(path, remedy, k, v):
         raise ValueError(f"{path}: rounds of {remedy} must be at least 1, got {v!r}")
     if k == "prior" and v not in ("born", "jacobian"):
         raise ValueError(f"{path}: the prior of {remedy} is 'born' or 'jacobian', got {v!r}")
-    if k == "normaliser" and v not in ("per-head", "shared"):
-        raise ValueError(f"{path}: the normaliser of {remedy} is 'per-head' or 'shared', "
-                         f"got {v!r}")
-    if k == "dummy" and v not in ("paper", "length-matched"):
-        raise ValueError(f"{path}: the dummy of {remedy} is 'paper' or 'length-matched', "
-                         f"got {v!r}")
+    if k in ("normaliser", "dummy") and v not in _choices()[k]:
+        raise ValueError(f"{path}: the {k} of {remedy} is one of "
+                         f"{', '.join(map(repr, _choices()[k]))}, got {v!r}")
     if k == "temperature" and not (math.isfinite(v) and v > 0):
         raise ValueError(f"{path}: the temperature of {remedy} must be a positive number, "
                          f"got {v!r}")

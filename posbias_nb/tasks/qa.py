@@ -47,7 +47,7 @@ __all__ = ["FORMATS", "QA_INSTRUCTION", "Document", "QAExample", "KVExample", "T
            "normalize_answer", "best_subspan_em", "first_line", "classify_output",
            "read_task_file", "detect_format", "qa_prompt", "closedbook_prompt", "kv_example_prompt",
            "gold_positions", "position_documents", "position_records", "bm25_distractors",
-           "ANSWER_PREFIX", "DUMMY_DOCUMENT", "DUMMY_RECORD", "DUMMY_FILLER",
+           "ANSWER_PREFIX", "DUMMY_DOCUMENT", "DUMMY_RECORD", "DUMMY_FILLER", "DUMMIES",
            "length_matched_dummies", "document_char_spans",
            "dummy_documents", "document_token_spans", "search_results"]
 
@@ -423,6 +423,11 @@ def dummy_documents(text: str, dummy=None) -> list[tuple[str, tuple[int, int]]]:
         out.append((text[:c0] + new + text[c1:], (c0, c0 + len(new))))
     return out
 
+
+#: The dummies of Hsieh et al.'s attention calibration: the paper's one fixed dummy document
+#: (:data:`DUMMY_DOCUMENT`) and ours, a dummy as long as each document it replaces
+#: (:func:`length_matched_dummies`).
+DUMMIES = ("paper", "length-matched")
 
 #: The length-matched dummy's filler (ours, issue 46): the paper's dummy sentences, repeated.
 #: The dummy of document ``k`` is ``Document [k](Title: Dummy) `` followed by this text cut

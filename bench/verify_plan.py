@@ -16,7 +16,9 @@ entries in order of cost while the sample's recorded seconds in all stay within 
 it first and are taken even where they alone exceed it).  In a namespace whose computation
 amplifies float rounding (:data:`posbias_nb.cache.ROUNDING_AMPLIFIED`: training), only entries
 recorded on this machine's CPU are candidates: on another CPU the same code gives other numbers,
-so the run says that it re-measured none there, and why.
+so the run says that it re-measured none there, and why, unless this machine holds a CPU
+reference of an entry (``recorded/by-cpu``, made here by the recording's code:
+``bench/cpu_reference.py``), which it then re-measures against that reference.
 
 ``posbias_nb.cache`` computes the chosen entries anew where a chapter asks for them
 (``$POSBIAS_RECORDED_VERIFY_KEYS``) and compares them with the recorded values
@@ -59,10 +61,16 @@ def main(argv=None) -> int:
     if a.cmd == "plan":
         manifest = json.loads((Path(a.recorded) / "MANIFEST.json").read_text())
         digests = {ns: cache.code_digest(ns) for ns in cache.NAMESPACE_CODE}
+        machine = cache.machine_id()
+        # a reference holds while the entry is the one it was made for (same commit and code)
+        refs = {k for k, v in cache.reference_index(Path(a.recorded) / "by-cpu")["entries"].items()
+                if machine in v and k in manifest["entries"]
+                and all(v[machine].get(f) == manifest["entries"][k].get(f)
+                        for f in ("commit", "code"))}
         try:
             p = cache.verification_plan(
                 manifest, digests, cache.VERIFY_BUDGET if a.budget is None else a.budget,
-                cpu=cache.cpu_model())
+                cpu=cache.cpu_model(), references=refs)
         except ValueError as e:
             print(f"verify_plan: {e}", file=sys.stderr)
             return 2

@@ -50,7 +50,8 @@ import numpy as np
 __all__ = ["cache_dir", "recorded_dir", "key", "cached", "load", "load_recorded", "store", "lock",
            "agree", "RecordedMismatch", "NAMESPACE_CODE", "NOT_COMPUTING", "code_modules",
            "code_digest", "normalised_source", "verification_plan", "verification_summary", "Parts",
-           "VERIFY_PARTS", "part_sample"]
+           "VERIFY_PARTS", "part_sample", "ROUNDING_AMPLIFIED", "cpu_model", "machine_id",
+           "references_dir", "reference_index", "load_reference", "write_file"]
 
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
@@ -399,6 +400,13 @@ def _write(namespace: str, k: str, arrays: Mapping[str, np.ndarray]) -> None:
     path = _path(namespace, k)
     if path is None:
         return
+    write_file(path, arrays)
+
+
+def write_file(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` to the entry file ``path`` as the cache does: atomically, the SHA-256 of
+    the payload first (:func:`_read` checks it)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
@@ -598,6 +606,11 @@ def cached(
         hit = load(namespace, params)  # computed by another process while this one waited
         if hit is not None:
             return hit
+        if namespace in ROUNDING_AMPLIFIED and f"{namespace}/{k}" in _verify_keys():
+            rec = load_recorded(namespace, params)
+            ref = load_reference(namespace, k)
+            if rec is not None and ref is not None:
+                return _verify_reference(namespace, k, rec, ref, compute)
         if parts is not None and f"{namespace}/{k}" in _verify_keys():
             rec = load_recorded(namespace, params)
             if rec is not None:
@@ -609,6 +622,27 @@ def cached(
         _log("computed", namespace, k, time.perf_counter() - t0)
         store(namespace, params, out)
     return out
+
+
+def _verify_reference(namespace: str, k: str, rec: Mapping[str, np.ndarray],
+                      ref: Mapping[str, np.ndarray], compute: Callable) -> dict[str, np.ndarray]:
+    """Compute a recorded entry of a :data:`ROUNDING_AMPLIFIED` namespace anew on a CPU other
+    than the recording one and compare it with this machine's reference (made here by the code
+    that recorded the entry, ``bench/cpu_reference.py``); where they agree, the recorded entry
+    is what the chapter gets (the book prints the recorded numbers on every machine)."""
+    t0 = time.perf_counter()
+    fresh = {n: np.asarray(v) for n, v in compute().items()}
+    _log("computed", namespace, k, time.perf_counter() - t0)
+    diff = agree(ref, fresh)
+    _log("mismatch" if diff else "verified", namespace, k, reference=machine_id())
+    if diff:
+        raise RecordedMismatch(
+            f"recorded namespace {namespace!r}, key {k}: computed now on {machine_id()}, it "
+            f"disagrees with this CPU's reference (made here by the code that recorded the "
+            f"entry): {'; '.join(diff[:3])}. The code that computes it changed; if the change is "
+            f"meant, re-record the namespace: make record-new REMEASURE={namespace}")
+    _write(namespace, k, rec)
+    return dict(rec)
 
 
 #: The default budget of :func:`verification_plan`: seconds of recorded compute (on CI's two
@@ -641,8 +675,66 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def machine_id() -> str:
+    """This machine as far as float rounding goes: the CPU (:func:`cpu_model`) and the
+    instruction set torch's CPU kernels use (``torch.backends.cpu.get_cpu_capability``), e.g.
+    ``"Intel(R) Xeon(R) Processor / AVX512"``: a CPU reference holds for this pair only."""
+    try:
+        import torch
+
+        cap = torch.backends.cpu.get_cpu_capability()
+    except Exception:  # noqa: BLE001 - no torch, or an old one: the CPU alone
+        cap = "unknown"
+    return f"{cpu_model()} / {cap}"
+
+
+def references_dir() -> Path | None:
+    """The folder of CPU references, ``by-cpu`` beside the recorded entries' folder (``recorded/
+    by-cpu`` for ``recorded/cache``), or None when nothing recorded is read.
+
+    A :data:`ROUNDING_AMPLIFIED` namespace can be re-measured only on the CPU that recorded it;
+    a *CPU reference* is one of its recorded entries computed again on another machine by the
+    very code that recorded it (``bench/cpu_reference.py`` runs that commit in a git worktree),
+    so that ``make test`` there compares today's code with it: ``<machine slug>/<namespace>/
+    <key>.npz`` and ``REFERENCES.json`` (``{"entries": {"ns/key": {machine_id: provenance}}}``)."""
+    d = recorded_dir()
+    return None if d is None else d.parent / "by-cpu"
+
+
+def machine_slug(machine: str) -> str:
+    """A folder name for :func:`machine_id`'s string."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9]+", "-", machine).strip("-")
+
+
+def reference_index(folder: Path | None = None) -> dict:
+    """``REFERENCES.json`` of :func:`references_dir` (or ``folder``): ``{"entries": {...}}``."""
+    d = references_dir() if folder is None else Path(folder)
+    f = None if d is None else d / "REFERENCES.json"
+    if f is None or not f.exists():
+        return {"entries": {}}
+    return json.loads(f.read_text())
+
+
+def load_reference(namespace: str, k: str, machine: str | None = None) -> dict | None:
+    """This machine's (or ``machine``'s) CPU reference of recorded entry ``namespace/k``, or
+    None; a reference file whose checksum does not match raises, as a recorded one does."""
+    d = references_dir()
+    if d is None:
+        return None
+    path = d / machine_slug(machine or machine_id()) / namespace / f"{k}.npz"
+    if not path.exists():
+        return None
+    out = _read(path)
+    if out is None:
+        raise RecordedMismatch(f"CPU reference {path} is corrupt (its checksum does not match)")
+    return out
+
+
 def verification_plan(manifest: dict, digests: dict[str, str], budget: float = VERIFY_BUDGET,
-                      cpu: str | None = None) -> dict:
+                      cpu: str | None = None, references: set[str] | frozenset = frozenset()
+                      ) -> dict:
     """The sample of recorded entries that ``make test`` measures anew (``bench/verify_plan.py``
     writes it for ``$POSBIAS_RECORDED_VERIFY_KEYS``).
 
@@ -664,7 +756,9 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
 
     ``cpu`` (this machine's, :func:`cpu_model`): in the namespaces of
     :data:`ROUNDING_AMPLIFIED`, only entries recorded on that CPU are candidates; where there is
-    none, the namespace's line says why nothing was re-measured (``skipped``)."""
+    none, the namespace's line says why nothing was re-measured (``skipped``).  ``references``:
+    the ``namespace/key`` entries that hold a CPU reference for this machine
+    (:func:`references_dir`), candidates too (compared with the reference, not the record)."""
     if budget < 0:
         raise ValueError(f"budget must be >= 0 seconds, got {budget!r}")
     by_ns: dict[str, list] = defaultdict(list)
@@ -680,11 +774,14 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
         cands = [(key, v) for key, v in items if v.get("read", True)]
         skipped = None
         if cpu is not None and ns in ROUNDING_AMPLIFIED:
-            here = [(key, v) for key, v in cands if (v.get("machine") or {}).get("cpu") == cpu]
+            here = [(key, v) for key, v in cands if (v.get("machine") or {}).get("cpu") == cpu
+                    or f"{ns}/{key}" in references]
             if cands and not here:
                 cpus = sorted({str((v.get("machine") or {}).get("cpu")) for _, v in cands})
                 skipped = (f"recorded on {', '.join(cpus)}, this is {cpu}: "
-                           f"{ROUNDING_AMPLIFIED[ns]}, so only that CPU can compare")
+                           f"{ROUNDING_AMPLIFIED[ns]}, so only that CPU can compare, or this "
+                           f"one against a reference made here by the recording's code "
+                           f"(make cpu-reference)")
             cands = here
         changed = any(v.get("code") != digests[ns] for _, v in items)
         known = sorted((v["compute_seconds"], key) for key, v in cands
@@ -720,8 +817,11 @@ def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str],
     n = defaultdict(Counter)
     seen = defaultdict(set)
     by_parts = defaultdict(list)
+    by_ref = defaultdict(set)
     for e in events:
         n[e["ns"]][e["event"]] += 1
+        if e["event"] in ("verified", "mismatch") and e.get("reference"):
+            by_ref[e["ns"]].add(e["reference"])
         if e["event"] in ("verified", "mismatch"):
             seen[e["ns"]].add(e["key"])
             if "parts" in e:
@@ -731,6 +831,9 @@ def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str],
         c = n[ns]
         got = c["verified"] + c["mismatch"]
         sampled = f" (by parts: {', '.join(by_parts[ns])})" if by_parts[ns] else ""
+        if by_ref[ns]:
+            sampled += (f" (against the CPU reference of {', '.join(sorted(by_ref[ns]))}, made "
+                        "by the recording's code)")
         lines.append(
             f"{ns:22s} {p['entries']:3d} recorded, {c['recorded']:3d} read, {got:2d} re-measured"
             f"{sampled}, {c['verified']:2d} agreeing; code "

@@ -289,6 +289,82 @@ def test_a_rounding_amplified_namespace_is_re_measured_only_on_its_cpu():
     assert not any(x.startswith(ns + ":") for x in problems)
 
 
+def test_a_rounding_amplified_entry_is_compared_with_this_cpus_reference(tmp_path, monkeypatch,
+                                                                         fake_ns):
+    """On a CPU other than the recording one, an entry of a rounding-amplified namespace that
+    holds a reference made here by the recording's code is re-measured against that reference
+    (not the record, which this CPU cannot reproduce): today's code that gives the reference's
+    numbers passes and the chapter gets the recorded numbers; a changed seed fails, naming the
+    namespace, the key and the reference; without a reference the plan skips it and says how
+    to make one."""
+    ns = fake_ns
+    monkeypatch.setitem(cache.ROUNDING_AMPLIFIED, ns, "it amplifies rounding")
+    monkeypatch.setattr(cache, "cpu_model", lambda: "Test CPU")
+    v1 = _module(tmp_path, SRC, "fake_ref_v1")
+    rec_dir = tmp_path / "rec" / "cache"
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(rec_dir))
+    # the recording CPU's numbers: the same code, other rounding (here: shifted)
+    cache.cached(ns, {"n": 4}, lambda: {"x": v1.compute(4)["x"] + 0.5})
+    k = cache.key(ns, {"n": 4})
+    man = {"entries": {f"{ns}/{k}": {"compute_seconds": 2.0, "code": cache.code_digest(ns, _pkg(SRC)),
+                                     "commit": "c", "machine": {"cpu": "AMD EPYC"}}}}
+    monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(rec_dir))
+    d = {ns: cache.code_digest(ns, _pkg(SRC_COMMENT))}
+    p = cache.verification_plan(man, d, 100, cpu="Test CPU")
+    assert p["keys"] == [] and "make cpu-reference" in p["namespaces"][ns]["skipped"]
+    assert cache.references_dir() == tmp_path / "rec" / "by-cpu"
+    # the reference: the recording's code run on this machine
+    cache.write_file(cache.references_dir() / cache.machine_slug(cache.machine_id()) / ns
+                     / f"{k}.npz", v1.compute(4))
+    assert cache.machine_id().startswith("Test CPU / ")
+    p = cache.verification_plan(man, d, 100, cpu="Test CPU", references={f"{ns}/{k}"})
+    assert p["keys"] == [f"{ns}/{k}"] and "skipped" not in p["namespaces"][ns]
+    keys = tmp_path / "keys.txt"
+    keys.write_text(p["keys"][0] + "\n")
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(keys))
+
+    def run(src, name):
+        monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / f"live-{name}"))
+        log = tmp_path / f"log-{name}.jsonl"
+        monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
+        mod = _module(tmp_path, src, f"fake_ref_{name}")
+        try:
+            out, err = cache.cached(ns, {"n": 4}, lambda: mod.compute(4)), None
+        except cache.RecordedMismatch as e:
+            out, err = None, e
+        events = [json.loads(x) for x in log.read_text().splitlines()]
+        return out, err, cache.verification_summary(p, events)
+
+    out, err, (lines, problems) = run(SRC_COMMENT, "comment")
+    assert err is None and not problems
+    np.testing.assert_array_equal(out["x"], v1.compute(4)["x"] + 0.5)  # the recorded numbers
+    assert "1 re-measured" in lines[0] and "against the CPU reference of Test CPU" in lines[0]
+    # the live cache holds the recorded entry, so what depends on it is what the book prints
+    np.testing.assert_array_equal(cache.load(ns, {"n": 4})["x"], out["x"])
+    out, err, (lines, problems) = run(SRC_SEED, "seed")
+    assert err is not None and "this CPU's reference" in str(err) and k in str(err)
+    assert f"REMEASURE={ns}" in str(err) and problems
+
+
+def test_cpu_reference_finds_the_training_call_of_a_key_and_refuses_what_it_cannot_make(
+        tmp_path, capsys):
+    import cpu_reference as cr
+    from posbias_nb.experiments import remedies as r
+
+    kw = dict(r.CHAPTER, **r.ARMS["weighted"], seed=4)
+    assert cr.find_arguments("train", cr._train_key(kw)) == kw
+    with pytest.raises(ValueError, match="no call of the chapters"):
+        cr.find_arguments("train", "0" * 64)
+    with pytest.raises(ValueError, match="no CPU reference can be made"):
+        cr.find_arguments("replay", "0" * 64)
+    (tmp_path / "MANIFEST.json").write_text(json.dumps({"entries": {
+        "replay/" + "a" * 64: {"commit": "c", "code": "d", "machine": {"cpu": "AMD EPYC"}}}}))
+    assert cr.main(["--recorded", str(tmp_path), "--key", "replay/" + "a" * 64]) == 2
+    assert "does not amplify rounding" in capsys.readouterr().err
+    assert cr.main(["--recorded", str(tmp_path), "--key", "train/" + "b" * 64]) == 2
+    assert "not a recorded entry" in capsys.readouterr().err
+
+
 def test_seconds_come_from_the_computation_not_the_verification():
     entries = {"a/0123456789abcdef00": {"compute_seconds": 0.0},
                "b/fedcba987654321000": {"compute_seconds": 0.0},

@@ -132,7 +132,7 @@ record-new: setup
 # recorded on another CPU (training amplifies float rounding): the recording commit's code run
 # here in a git worktree (bench/cpu_reference.py), into recorded/by-cpu
 cpu-reference: setup
-	$(PY) bench/cpu_reference.py --recorded recorded
+	OMP_NUM_THREADS=$(NB_THREADS) MKL_NUM_THREADS=$(NB_THREADS) $(PY) bench/cpu_reference.py --recorded recorded
 
 build-book: setup $(MATHJAX)
 	mkdir -p _build; set -o pipefail; $(VENV)/bin/jupyter-book build . -W -n --keep-going 2>&1 | tee _build/build.log

@@ -77,11 +77,6 @@ def find_arguments(ns: str, k: str) -> dict:
     raise ValueError(f"no call of the chapters gives key {k} in {ns!r}")
 
 
-def _files(tree: Path) -> dict[str, str]:
-    return {str(p.relative_to(tree / "posbias_nb")): p.read_text()
-            for p in (tree / "posbias_nb").rglob("*.py")}
-
-
 def make(recorded: Path, ns: str, k: str, entry: dict) -> dict:
     from posbias_nb import cache
 
@@ -90,26 +85,44 @@ def make(recorded: Path, ns: str, k: str, entry: dict) -> dict:
     if not commit or not code:
         raise ValueError(f"{ns}/{k} has no recorded commit and code digest to reproduce")
     machine = cache.machine_id()
+    rec_path = recorded / "cache" / ns / f"{k}.npz"
+    rec = cache._read(rec_path) if rec_path.is_file() else None
+    if rec is None:
+        raise ValueError(f"{rec_path} is missing or corrupt: nothing to make a reference of")
     with tempfile.TemporaryDirectory() as tmp:
         wt = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(wt),
-                        commit], check=True)
+        got = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach",
+                              str(wt), commit], capture_output=True, text=True)
+        if got.returncode != 0:
+            raise ValueError(f"git worktree add {commit[:12]} failed (a shallow clone lacks the "
+                             f"recording commit: git fetch --unshallow): {got.stderr.strip()}")
         try:
-            there = cache.code_digest(ns, _files(wt))
-            if there != code:
-                raise ValueError(f"{ns}/{k}: the code of commit {commit[:12]} digests to "
-                                 f"{there[:12]}, not the recorded {code[:12]}: refused")
             env = {x: v for x, v in os.environ.items() if not x.startswith("POSBIAS_")}
             env.update(POSBIAS_CACHE_DIR=str(Path(tmp) / "cache"), HF_HUB_OFFLINE="1",
                        PYTHONPATH=str(wt))
+            # the digest as the recording commit's own cache module computes it; a commit older
+            # than the digest was given its digest afterwards from its files (record_measurements
+            # --backfill-code), by today's rule
+            there = subprocess.run(
+                [sys.executable, "-c", "import sys; from posbias_nb import cache; "
+                 "f = getattr(cache, 'code_digest', None); "
+                 "print(f(sys.argv[1]) if f else 'none')", ns], cwd=wt, env=env, check=True,
+                capture_output=True, text=True).stdout.split()[-1]
+            if there == "none":
+                there = cache.code_digest(ns, {
+                    str(f.relative_to(wt / "posbias_nb")): f.read_text()
+                    for f in (wt / "posbias_nb").rglob("*.py")})
+            if there != code:
+                raise ValueError(f"{ns}/{k}: the code of commit {commit[:12]} digests to "
+                                 f"{there[:12]}, not the recorded {code[:12]}: refused")
             prog = ("import json, sys, time, posbias_nb\n"
                     f"assert posbias_nb.__file__.startswith({str(wt)!r}), posbias_nb.__file__\n"
                     "kw = json.loads(sys.argv[1]); t = time.perf_counter()\n"
                     f"{FINDERS[ns][2]}\n"
-                    "print(time.perf_counter() - t)\n")
+                    "import torch; print(torch.get_num_threads(), time.perf_counter() - t)\n")
             out = subprocess.run([sys.executable, "-c", prog, json.dumps(kw)], cwd=wt, env=env,
                                  check=True, capture_output=True, text=True)
-            seconds = float(out.stdout.split()[-1])
+            threads, seconds = int(out.stdout.split()[-2]), float(out.stdout.split()[-1])
             made = Path(tmp) / "cache" / ns / f"{k}.npz"
             if not made.exists():
                 raise ValueError(f"{ns}/{k}: commit {commit[:12]} stored no entry of that key "
@@ -118,7 +131,6 @@ def make(recorded: Path, ns: str, k: str, entry: dict) -> dict:
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(wt)],
                            check=False)
-    rec = cache._read(recorded / "cache" / ns / f"{k}.npz")
     rel = Path(cache.machine_slug(machine)) / ns / f"{k}.npz"
     cache.write_file(recorded / "by-cpu" / rel, arrays)
     import torch
@@ -126,9 +138,9 @@ def make(recorded: Path, ns: str, k: str, entry: dict) -> dict:
     return dict(file=str(rel), commit=commit, code=code,
                 recorded=_dt.date.today().isoformat(), compute_seconds=round(seconds, 2),
                 machine=dict(cpu=cache.cpu_model(), capability=machine.split(" / ")[-1],
-                             cpus=os.cpu_count(), python=platform.python_version(),
-                             torch=torch.__version__),
-                vs_record=cache.agree(rec, arrays)[:3] if rec is not None else None)
+                             cpus=os.cpu_count(), threads=threads,
+                             python=platform.python_version(), torch=torch.__version__),
+                vs_record=cache.agree(rec, arrays)[:3])
 
 
 def main(argv=None) -> int:
@@ -151,9 +163,12 @@ def main(argv=None) -> int:
         plan = cache.verification_plan({"entries": {
             k: v for k, v in entries.items() if k.split("/")[0] in cache.ROUNDING_AMPLIFIED}},
             digests, budget=0)  # no CPU given: the cheapest entry of each
+        # unless recorded on this CPU or holding a reference here that still stands (a stale
+        # one, made for an earlier recording, is made anew)
         keys = [k for k in plan["keys"]
                 if (entries[k].get("machine") or {}).get("cpu") != cache.cpu_model()
-                and machine not in index["entries"].get(k, {})]
+                and cache.reference_holds(entries[k], index["entries"].get(k, {}).get(machine),
+                                          cache.cpu_model()) is not None]
     if not keys:
         print(f"cpu_reference: nothing to make on {machine}")
         return 0

@@ -338,6 +338,10 @@ def main(argv=None) -> int:
     man_path.write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"recorded/: {len(entries)} entries of {len(spaces)} namespaces, "
           f"{manifest['total_bytes'] / 1e6:.1f} MB ({len(new)} added by this run)")
+    # a CPU reference stands for the recording it was made for: one re-recorded or dropped
+    # since goes with it (make cpu-reference makes it anew)
+    for x in cache.prune_references(out, manifest):
+        print(f"recorded/by-cpu: dropped the reference of {x}")
     return 0
 
 

@@ -61,16 +61,25 @@ def main(argv=None) -> int:
     if a.cmd == "plan":
         manifest = json.loads((Path(a.recorded) / "MANIFEST.json").read_text())
         digests = {ns: cache.code_digest(ns) for ns in cache.NAMESPACE_CODE}
-        machine = cache.machine_id()
-        # a reference holds while the entry is the one it was made for (same commit and code)
-        refs = {k for k, v in cache.reference_index(Path(a.recorded) / "by-cpu")["entries"].items()
-                if machine in v and k in manifest["entries"]
-                and all(v[machine].get(f) == manifest["entries"][k].get(f)
-                        for f in ("commit", "code"))}
+        machine, cpu = cache.machine_id(), cache.cpu_model()
+        # a reference holds while the entry is the one it was made for (cache.reference_holds,
+        # the check the run applies too) and its file is there
+        refs, stale = set(), []
+        by_cpu = Path(a.recorded) / "by-cpu"
+        for k, v in cache.reference_index(by_cpu)["entries"].items():
+            if machine not in v:
+                continue
+            why = cache.reference_holds(manifest["entries"].get(k), v[machine], cpu)
+            if why is None and not (by_cpu / v[machine].get("file", "")).is_file():
+                why = "its file is missing"
+            if why is None:
+                refs.add(k)
+            elif why != "recorded on this CPU":
+                stale.append(f"{k[:40]}: {why} (make cpu-reference makes it anew)")
         try:
             p = cache.verification_plan(
                 manifest, digests, cache.VERIFY_BUDGET if a.budget is None else a.budget,
-                cpu=cache.cpu_model(), references=refs)
+                cpu=cpu, references=refs)
         except ValueError as e:
             print(f"verify_plan: {e}", file=sys.stderr)
             return 2
@@ -83,6 +92,8 @@ def main(argv=None) -> int:
               f"{len(p['namespaces'])} namespaces ({known:.0f} s as recorded, plus "
               f"{sum(v['unknown_cost'] for v in p['namespaces'].values())} of unknown cost); "
               f"code changed since recording: {', '.join(changed) or 'none'}")
+        for x in stale:
+            print(f"recorded/: CPU reference of {x}")
         for ns, v in p["namespaces"].items():
             if v.get("skipped"):
                 print(f"recorded/: {ns} not re-measured: {v['skipped']}")

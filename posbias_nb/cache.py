@@ -51,7 +51,8 @@ __all__ = ["cache_dir", "recorded_dir", "key", "cached", "load", "load_recorded"
            "agree", "RecordedMismatch", "NAMESPACE_CODE", "NOT_COMPUTING", "code_modules",
            "code_digest", "normalised_source", "verification_plan", "verification_summary", "Parts",
            "VERIFY_PARTS", "part_sample", "ROUNDING_AMPLIFIED", "cpu_model", "machine_id",
-           "references_dir", "reference_index", "load_reference", "write_file"]
+           "references_dir", "reference_index", "load_reference", "write_file",
+           "reference_holds", "prune_references"]
 
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
@@ -608,7 +609,7 @@ def cached(
             return hit
         if namespace in ROUNDING_AMPLIFIED and f"{namespace}/{k}" in _verify_keys():
             rec = load_recorded(namespace, params)
-            ref = load_reference(namespace, k)
+            ref = load_reference(namespace, k) if _valid_reference(namespace, k) else None
             if rec is not None and ref is not None:
                 return _verify_reference(namespace, k, rec, ref, compute)
         if parts is not None and f"{namespace}/{k}" in _verify_keys():
@@ -639,8 +640,10 @@ def _verify_reference(namespace: str, k: str, rec: Mapping[str, np.ndarray],
         raise RecordedMismatch(
             f"recorded namespace {namespace!r}, key {k}: computed now on {machine_id()}, it "
             f"disagrees with this CPU's reference (made here by the code that recorded the "
-            f"entry): {'; '.join(diff[:3])}. The code that computes it changed; if the change is "
-            f"meant, re-record the namespace: make record-new REMEASURE={namespace}")
+            f"entry; 'recorded' below is the reference): {'; '.join(diff[:3])}. The code that "
+            f"computes it changed; if the change is meant, re-record the namespace on the CPU "
+            f"that recorded it (make record-new REMEASURE={namespace}), then make cpu-reference "
+            f"here")
     _write(namespace, k, rec)
     return dict(rec)
 
@@ -675,17 +678,35 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def _cpu_generation() -> str:
+    """``family/model/stepping`` of ``/proc/cpuinfo`` (a generic name such as a VM's "Intel(R)
+    Xeon(R) Processor" hides the generation, whose kernels round differently), or ``"?"``."""
+    got = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            k, _, v = line.partition(":")
+            k = k.strip()
+            if k in ("cpu family", "model", "stepping") and k not in got:
+                got[k] = v.strip()
+            if not line.strip() and got:
+                break
+    except OSError:
+        pass
+    return "/".join(got.get(k, "?") for k in ("cpu family", "model", "stepping"))
+
+
 def machine_id() -> str:
-    """This machine as far as float rounding goes: the CPU (:func:`cpu_model`) and the
-    instruction set torch's CPU kernels use (``torch.backends.cpu.get_cpu_capability``), e.g.
-    ``"Intel(R) Xeon(R) Processor / AVX512"``: a CPU reference holds for this pair only."""
+    """This machine as far as float rounding goes: the CPU (:func:`cpu_model`), its generation
+    (family/model/stepping) and the instruction set torch's CPU kernels use
+    (``torch.backends.cpu.get_cpu_capability``), e.g. ``"Intel(R) Xeon(R) Processor (6/143/8)
+    / AVX512"``: a CPU reference holds for this machine only."""
     try:
         import torch
 
         cap = torch.backends.cpu.get_cpu_capability()
     except Exception:  # noqa: BLE001 - no torch, or an old one: the CPU alone
         cap = "unknown"
-    return f"{cpu_model()} / {cap}"
+    return f"{cpu_model()} ({_cpu_generation()}) / {cap}"
 
 
 def references_dir() -> Path | None:
@@ -715,6 +736,69 @@ def reference_index(folder: Path | None = None) -> dict:
     if f is None or not f.exists():
         return {"entries": {}}
     return json.loads(f.read_text())
+
+
+def reference_holds(entry: Mapping | None, ref: Mapping | None, cpu: str) -> str | None:
+    """Why the CPU reference ``ref`` (this machine's item of ``REFERENCES.json``) cannot stand
+    for the recorded entry ``entry`` (its item of ``MANIFEST.json``) on a machine whose CPU is
+    ``cpu``, or None where it can: the entry must exist and have been recorded on another CPU
+    (on its own CPU an entry is compared with itself), and the reference must have been made by
+    the entry's commit and code (after a re-recording, an older reference is stale).  The one
+    check the plan (:func:`verification_plan`) and the run (:func:`cached`) both apply."""
+    if entry is None:
+        return "no such recorded entry"
+    if ref is None:
+        return "no reference for this machine"
+    if (entry.get("machine") or {}).get("cpu") == cpu:
+        return "recorded on this CPU"
+    for f in ("commit", "code"):
+        if ref.get(f) != entry.get(f):
+            return (f"stale: made for {f} {str(ref.get(f))[:12]}, the entry's is "
+                    f"{str(entry.get(f))[:12]}")
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _json_file(path: str, mtime: float) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def _valid_reference(namespace: str, k: str) -> bool:
+    """Whether this machine holds a reference of ``namespace/k`` that :func:`reference_holds`
+    accepts against ``MANIFEST.json`` beside the recorded folder."""
+    d, rec = references_dir(), recorded_dir()
+    if d is None or rec is None:
+        return False
+    man = rec.parent / "MANIFEST.json"
+    idx = d / "REFERENCES.json"
+    if not man.exists() or not idx.exists():
+        return False
+    entry = _json_file(str(man), man.stat().st_mtime).get("entries", {}).get(f"{namespace}/{k}")
+    ref = (_json_file(str(idx), idx.stat().st_mtime).get("entries", {})
+           .get(f"{namespace}/{k}", {}).get(machine_id()))
+    return reference_holds(entry, ref, cpu_model()) is None
+
+
+def prune_references(root: Path, manifest: Mapping) -> list[str]:
+    """Drop the CPU references under ``root/by-cpu`` that no longer stand for an entry of
+    ``manifest`` (:func:`reference_holds`, the CPU test left out: a reference is never made on
+    the recording CPU): their files and their items of ``REFERENCES.json``.  Returns what was
+    dropped (``make record`` and ``make record-new`` call it after writing the manifest)."""
+    d = Path(root) / "by-cpu"
+    idx = reference_index(d)
+    dropped = []
+    for k, by in list(idx["entries"].items()):
+        for machine, ref in list(by.items()):
+            why = reference_holds(manifest.get("entries", {}).get(k), ref, cpu="")
+            if why is not None:
+                (d / ref.get("file", "")).unlink(missing_ok=True) if ref.get("file") else None
+                del by[machine]
+                dropped.append(f"{k} on {machine}: {why}")
+        if not by:
+            del idx["entries"][k]
+    if dropped:
+        (d / "REFERENCES.json").write_text(json.dumps(idx, indent=1, sort_keys=True) + "\n")
+    return dropped
 
 
 def load_reference(namespace: str, k: str, machine: str | None = None) -> dict | None:
@@ -842,6 +926,7 @@ def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str],
             + (f"; not re-measured: {p['skipped']}" if p.get("skipped") else ""))
         if c["mismatch"]:
             problems.append(f"{ns}: {c['mismatch']} re-measured entries disagree with recorded/ "
+                            f"{'(or this CPU reference) ' if by_ref[ns] else ''}"
                             f"(the chapter's error names the key): make record-new "
                             f"REMEASURE={ns}")
         missing = [k for k in p["chosen"] if k[:16] not in seen[ns]]

@@ -313,10 +313,14 @@ def test_a_rounding_amplified_entry_is_compared_with_this_cpus_reference(tmp_pat
     p = cache.verification_plan(man, d, 100, cpu="Test CPU")
     assert p["keys"] == [] and "make cpu-reference" in p["namespaces"][ns]["skipped"]
     assert cache.references_dir() == tmp_path / "rec" / "by-cpu"
-    # the reference: the recording's code run on this machine
-    cache.write_file(cache.references_dir() / cache.machine_slug(cache.machine_id()) / ns
-                     / f"{k}.npz", v1.compute(4))
-    assert cache.machine_id().startswith("Test CPU / ")
+    # the reference: the recording's code run on this machine, listed in REFERENCES.json
+    rel = Path(cache.machine_slug(cache.machine_id())) / ns / f"{k}.npz"
+    cache.write_file(cache.references_dir() / rel, v1.compute(4))
+    (tmp_path / "rec" / "MANIFEST.json").write_text(json.dumps(man))
+    index = {"entries": {f"{ns}/{k}": {cache.machine_id(): {"commit": "c", "file": str(rel),
+                                                             "code": man["entries"][f"{ns}/{k}"]["code"]}}}}
+    (cache.references_dir() / "REFERENCES.json").write_text(json.dumps(index))
+    assert cache.machine_id().startswith("Test CPU (")
     p = cache.verification_plan(man, d, 100, cpu="Test CPU", references={f"{ns}/{k}"})
     assert p["keys"] == [f"{ns}/{k}"] and "skipped" not in p["namespaces"][ns]
     keys = tmp_path / "keys.txt"
@@ -343,7 +347,30 @@ def test_a_rounding_amplified_entry_is_compared_with_this_cpus_reference(tmp_pat
     np.testing.assert_array_equal(cache.load(ns, {"n": 4})["x"], out["x"])
     out, err, (lines, problems) = run(SRC_SEED, "seed")
     assert err is not None and "this CPU's reference" in str(err) and k in str(err)
-    assert f"REMEASURE={ns}" in str(err) and problems
+    assert f"REMEASURE={ns}" in str(err) and "make cpu-reference" in str(err) and problems
+    # re-recorded since, on this very CPU: the leftover reference is stale and not read; the
+    # entry is compared with its record (here it fails: the record holds the other numbers)
+    man["entries"][f"{ns}/{k}"].update(commit="c2", machine={"cpu": "Test CPU"})
+    (tmp_path / "rec" / "MANIFEST.json").write_text(json.dumps(man))
+    out, err, (lines, problems) = run(SRC_COMMENT, "rerecorded")
+    assert err is not None and "this CPU's reference" not in str(err)
+    assert "against the CPU reference" not in " ".join(lines)
+    # make record drops it
+    dropped = cache.prune_references(tmp_path / "rec", man)
+    assert len(dropped) == 1 and "stale" in dropped[0]
+    assert cache.reference_index()["entries"] == {}
+    assert not (cache.references_dir() / rel).exists()
+
+
+def test_reference_holds_only_for_the_recording_it_was_made_for():
+    entry = {"commit": "c", "code": "d", "machine": {"cpu": "AMD EPYC"}}
+    ref = {"commit": "c", "code": "d"}
+    assert cache.reference_holds(entry, ref, "Intel Xeon") is None
+    assert cache.reference_holds(entry, ref, "AMD EPYC") == "recorded on this CPU"
+    assert "stale" in cache.reference_holds(dict(entry, commit="e"), ref, "Intel Xeon")
+    assert "stale" in cache.reference_holds(dict(entry, code="x"), ref, "Intel Xeon")
+    assert cache.reference_holds(None, ref, "Intel Xeon") == "no such recorded entry"
+    assert cache.reference_holds(entry, None, "Intel Xeon") == "no reference for this machine"
 
 
 def test_cpu_reference_finds_the_training_call_of_a_key_and_refuses_what_it_cannot_make(

@@ -298,5 +298,15 @@ def test_readme_fix_times_are_the_benchmarks():
                 f"above 5 minutes")
     # the sentence's conclusion holds only while the bound does
     assert prof["kernel_floor_s"] > prof["target_s"], prof
+    fast = runs["quick, the prompt remedies' fast path"]
+    want.append(f"same file and sizes) took {fast['seconds']:.0f} s on a")
+    floor = json.loads((root / "bench" / "results" / "fix-floor.json").read_text())
+    want += [f"the 40 tuning prompts scored, {floor['tune_s']:.0f} s",
+             f"the 80 test prompts scored with a greedy answer, {floor['test_s']:.0f} s",
+             f"measured setting reads ({floor['measured_prior_s']:.0f} s): "
+             f"{floor['floor_s']:.0f} s, before start-up"]
+    assert (floor["tune_prompts"], floor["test_prompts"]) == (40, 80), floor
+    # "the target lies below the fast path's floor" holds only while it does
+    assert floor["floor_s"] > floor["target_s"] == fast["target_s"], floor
     missing = [w for w in want if w not in readme]
     assert not missing, missing

@@ -462,12 +462,17 @@ def load_recorded(namespace: str, params: Mapping) -> dict[str, np.ndarray] | No
     d = recorded_dir()
     if d is None or namespace in _ignored():
         return None
-    path = d / namespace / f"{key(namespace, params)}.npz"
+    return _read_committed(d / namespace / f"{key(namespace, params)}.npz", "recorded entry")
+
+
+def _read_committed(path: Path, what: str) -> dict[str, np.ndarray] | None:
+    """The arrays of a committed, read-only entry file (recorded or a CPU reference), or None if
+    absent; a corrupt one raises (an error to see, not an entry to drop)."""
     if not path.exists():
         return None
     out = _read(path)
     if out is None:
-        raise RecordedMismatch(f"recorded entry {path} is corrupt (its checksum does not match)")
+        raise RecordedMismatch(f"{what} {path} is corrupt (its checksum does not match)")
     return out
 
 
@@ -791,7 +796,8 @@ def prune_references(root: Path, manifest: Mapping) -> list[str]:
         for machine, ref in list(by.items()):
             why = reference_holds(manifest.get("entries", {}).get(k), ref, cpu="")
             if why is not None:
-                (d / ref.get("file", "")).unlink(missing_ok=True) if ref.get("file") else None
+                if ref.get("file"):
+                    (d / ref["file"]).unlink(missing_ok=True)
                 del by[machine]
                 dropped.append(f"{k} on {machine}: {why}")
         if not by:
@@ -807,13 +813,8 @@ def load_reference(namespace: str, k: str, machine: str | None = None) -> dict |
     d = references_dir()
     if d is None:
         return None
-    path = d / machine_slug(machine or machine_id()) / namespace / f"{k}.npz"
-    if not path.exists():
-        return None
-    out = _read(path)
-    if out is None:
-        raise RecordedMismatch(f"CPU reference {path} is corrupt (its checksum does not match)")
-    return out
+    return _read_committed(d / machine_slug(machine or machine_id()) / namespace / f"{k}.npz",
+                           "CPU reference")
 
 
 def verification_plan(manifest: dict, digests: dict[str, str], budget: float = VERIFY_BUDGET,

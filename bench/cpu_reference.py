@@ -27,7 +27,6 @@ import itertools
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def _train_arguments():
-    """Every ``train_run`` call the chapters make: the chapter's configuration with each arm,
-    seed, depth and residual scale of its design."""
+    """Every ``train_run`` call the chapters make: the chapter's configuration with each arm
+    (residual scales among them), seed and depth of its design."""
     from posbias_nb.experiments import remedies as r
 
     d = r.DESIGN.spec

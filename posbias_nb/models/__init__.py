@@ -31,7 +31,8 @@ from .patches import (decoder_layers, fix_falcon_eager_alibi, has_rope, rope_mod
 from .remedies import REMEDIES, remedy
 from .trainable import build_small
 from .weights import HubCache
-from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, WEIGHTS, ZOO, ModelSpec,
+from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, SCALE_MODELS, WEIGHTS, ZOO, ModelSpec,
+                  at_width,
                   PretrainedSource, build_config, check_weights, describe,
                   hub_snapshot, is_hub_id, missing_weights_message, names, resolve,
                   zoo_table)
@@ -41,7 +42,8 @@ from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, WEIGHTS, ZOO, ModelSpec,
 loading._env_offline()
 
 __all__ = [
-    "ZOO", "WEIGHTS", "DTYPES", "ALIBI_MODELS", "PRETRAINED_NAMES", "ModelSpec",
+    "ZOO", "WEIGHTS", "DTYPES", "ALIBI_MODELS", "PRETRAINED_NAMES", "SCALE_MODELS", "at_width",
+    "ModelSpec",
     "PretrainedSource", "HubCache", "names", "resolve", "describe", "build_config",
     "check_weights", "missing_weights_message", "zoo_table", "is_hub_id", "hub_snapshot", "load", "check_device",
     "packaged_tokenizer", "load_encoder", "set_rope", "has_rope", "rope_modules",

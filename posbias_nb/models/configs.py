@@ -19,7 +19,8 @@ from __future__ import annotations
 
 __all__ = ["gpt2_small", "qwen2_05b", "bloom_560m", "falcon_rw_1b", "mpt_1b",
            "smollm2_135m", "gemma3_270m", "minilm_l6", "mistral_small", "gpt_oss_small",
-           "llama4_small", "ARCH_KEYS"]
+           "llama4_small", "llama31_8b", "qwen25_7b", "mistral_7b", "gemma3_4b", "gemma3_12b",
+           "ARCH_KEYS", "INITS", "width_overrides"]
 
 
 def gpt2_small(**overrides):
@@ -296,3 +297,189 @@ def llama4_small(**overrides):
           "num_local_experts": 2, "interleave_moe_layer_step": n + 1,
           "no_rope_layers": [0 if (i + 1) % 4 == 0 else 1 for i in range(n)], **overrides}
     return Llama4TextConfig(**kw)
+
+
+
+# --------------------------------------------------------------------------------------------
+# 7B-class architectures at birth (chapter :ref:`ch-scale`): the published configurations of
+# the models practitioners run, random init only (no weights ship offline).  Each function's
+# docstring names the ``config.json`` it copies; :func:`width_overrides` scales one down for the
+# CPU, keeping depth, head counts and layout.
+
+def llama31_8b(**overrides):
+    """Llama-3.1-8B: ``meta-llama/Llama-3.1-8B``'s config.json (32 layers, width 4096, 32 query
+    and 8 key-value heads of 128, MLP 14336, RoPE base 5e5 with the ``llama3`` frequency
+    scaling, factor 8 from an original 8192, context 131072)."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(**{**dict(
+        vocab_size=128256,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        hidden_act="silu",
+        max_position_embeddings=131072,
+        initializer_range=0.02,
+        rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192},
+        attention_bias=False,
+        mlp_bias=False,
+        tie_word_embeddings=False,
+        bos_token_id=128000,
+        eos_token_id=128001,
+    ), **overrides})
+
+
+def qwen25_7b(**overrides):
+    """Qwen2.5-7B: ``Qwen/Qwen2.5-7B``'s config.json (28 layers, width 3584, 28 query and 4
+    key-value heads of 128, MLP 18944, biases on q, k, v, RoPE base 1e6, no sliding window:
+    ``use_sliding_window`` false; context 131072 in the config, 32768 natively on the card)."""
+    from transformers import Qwen2Config
+
+    return Qwen2Config(**{**dict(
+        vocab_size=152064,
+        hidden_size=3584,
+        intermediate_size=18944,
+        num_hidden_layers=28,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        hidden_act="silu",
+        max_position_embeddings=131072,
+        initializer_range=0.02,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+        use_sliding_window=False,
+        sliding_window=None,
+        max_window_layers=28,
+        tie_word_embeddings=False,
+        bos_token_id=151643,
+        eos_token_id=151643,
+    ), **overrides})
+
+
+def mistral_7b(**overrides):
+    """Mistral-7B-v0.1: ``mistralai/Mistral-7B-v0.1``'s config.json (32 layers, width 4096, 32
+    query and 8 key-value heads of 128, MLP 14336, RoPE base 1e4, a sliding window of 4096 in
+    every layer, context 32768)."""
+    from transformers import MistralConfig
+
+    return MistralConfig(**{**dict(
+        vocab_size=32000,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        hidden_act="silu",
+        max_position_embeddings=32768,
+        initializer_range=0.02,
+        rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        sliding_window=4096,
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+    ), **overrides})
+
+
+def _gemma3_big(hidden, intermediate, layers, heads, kv_heads, overrides):
+    from transformers import Gemma3TextConfig
+
+    n = overrides.get("num_hidden_layers", layers)
+    return Gemma3TextConfig(**{**dict(
+        vocab_size=262208,
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=256,
+        query_pre_attn_scalar=256,
+        hidden_activation="gelu_pytorch_tanh",
+        max_position_embeddings=131072,
+        initializer_range=0.02,
+        rms_norm_eps=1e-6,
+        sliding_window=1024,
+        layer_types=_gemma_layer_types(n),
+        rope_parameters={
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1_000_000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+        },
+        attention_bias=False,
+        attn_logit_softcapping=None,
+        final_logit_softcapping=None,
+        use_bidirectional_attention=False,
+        tie_word_embeddings=True,
+        bos_token_id=2,
+        eos_token_id=1,
+        pad_token_id=0,
+    ), **overrides})
+
+
+def gemma3_4b(**overrides):
+    """Gemma-3-4B (text stack): ``google/gemma-3-4b-pt``'s ``text_config`` (34 layers, width
+    2560, 8 query and 4 key-value heads of 256, MLP 10240, five sliding-window layers of 1024
+    for each global one, local RoPE base 1e4, global 1e6 with linear scaling by 8, context
+    131072).  ``layer_types`` follows ``num_hidden_layers``."""
+    return _gemma3_big(2560, 10240, 34, 8, 4, overrides)
+
+
+def gemma3_12b(**overrides):
+    """Gemma-3-12B (text stack): ``google/gemma-3-12b-pt``'s ``text_config`` (48 layers, width
+    3840, 16 query and 8 key-value heads of 256, MLP 15360, the 5:1 local/global layout of
+    :func:`gemma3_4b`)."""
+    return _gemma3_big(3840, 15360, 48, 16, 8, overrides)
+
+
+#: The initialisers of the width ladder: transformers' own (every weight normal with the
+#: config's ``initializer_range``, 0.02 at every width) and a width-aware one (``"fan-in"``:
+#: ``initializer_range = width ** -0.5``, so every weight's std falls as 1/sqrt(width)).
+INITS = ("hf", "fan-in")
+
+
+def width_overrides(config, width: int, init: str = "hf") -> dict:
+    """The overrides that build ``config`` (one of the functions above) at hidden size
+    ``width``, keeping depth, the numbers of query and key-value heads and the layout (layer
+    kinds, windows, RoPE): the head dimension, the MLP width and Gemma's
+    ``query_pre_attn_scalar`` (the standard 1/sqrt(head_dim) scaling when it equals the head
+    dimension) scale by ``width / hidden_size``.  ``init`` is one of :data:`INITS`.
+
+    Raises
+    ------
+    ValueError
+        A width that is not a positive integer, larger than the published one, not a multiple
+        of the number of attention heads, or that does not give every head the same even
+        dimension (``width`` times the published head dimension
+        over the published width must be an even integer: RoPE pairs its coordinates).
+    """
+    full = config()
+    hidden, heads = int(full.hidden_size), int(full.num_attention_heads)
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        raise ValueError(f"width must be a positive integer, got {width!r}")
+    if width > hidden:
+        raise ValueError(f"width {width} is larger than the published hidden size {hidden}")
+    if init not in INITS:
+        raise ValueError(f"init must be one of {', '.join(INITS)}, got {init!r}")
+    head_dim = int(getattr(full, "head_dim", None) or hidden // heads)
+    hd, rem = divmod(head_dim * width, hidden)
+    if width % heads:
+        raise ValueError(f"width {width} does not divide by the {heads} attention heads of "
+                         f"{full.model_type}")
+    if rem or hd < 2 or hd % 2:
+        raise ValueError(f"width {width} does not divide into the {heads} heads of "
+                         f"{full.model_type} ({hidden} / {head_dim} per head at full width): "
+                         f"each head would get {head_dim * width / hidden:g} dimensions, not "
+                         "an even integer")
+    ov = dict(hidden_size=width, head_dim=hd,
+              intermediate_size=max(1, round(int(full.intermediate_size) * width / hidden)))
+    if getattr(full, "query_pre_attn_scalar", None) == head_dim:
+        ov["query_pre_attn_scalar"] = hd
+    if init == "fan-in":
+        ov["initializer_range"] = float(width) ** -0.5
+    return ov

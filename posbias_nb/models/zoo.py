@@ -26,7 +26,8 @@ from .._validate import choice
 from . import configs
 from . import weights as _weights
 
-__all__ = ["WEIGHTS", "ModelSpec", "PretrainedSource", "ZOO", "ALIBI_MODELS",
+__all__ = ["WEIGHTS", "ModelSpec", "PretrainedSource", "ZOO", "ALIBI_MODELS", "SCALE_MODELS",
+           "at_width",
            "PRETRAINED_NAMES", "names", "resolve", "describe", "build_config", "zoo_table",
            "missing_weights_message", "check_weights", "is_hub_id", "hub_snapshot"]
 
@@ -145,6 +146,23 @@ _ENTRIES: tuple[ModelSpec, ...] = (
                         query_pre_attn_scalar=8, sliding_window=16, pad_token_id=0,
                         _max_length=256, **_TINY),
               tiny_name="gemma3-tiny"),
+    # 7B-class architectures at birth (chapter :ref:`ch-scale`): published configurations,
+    # random init only; :func:`at_width` scales each down for the CPU
+    ModelSpec("llama3.1-8b", "llama", "Llama-3.1-8B architecture (random init only): 32 layers, "
+              "width 4096, 32/8 heads, RoPE (llama3 scaling)", configs.llama31_8b,
+              max_length=131072),
+    ModelSpec("qwen2.5-7b", "qwen2", "Qwen2.5-7B architecture (random init only): 28 layers, "
+              "width 3584, 28/4 heads, RoPE, q/k/v biases", configs.qwen25_7b,
+              max_length=32768),
+    ModelSpec("mistral-7b", "mistral", "Mistral-7B-v0.1 architecture (random init only): 32 "
+              "layers, width 4096, 32/8 heads, sliding window 4096 in every layer",
+              configs.mistral_7b, max_length=32768),
+    ModelSpec("gemma3-4b", "gemma3_text", "Gemma-3-4B text architecture (random init only): 34 "
+              "layers, width 2560, 8/4 heads, sliding window 1024 + global (5:1)",
+              configs.gemma3_4b, max_length=131072),
+    ModelSpec("gemma3-12b", "gemma3_text", "Gemma-3-12B text architecture (random init only): "
+              "48 layers, width 3840, 16/8 heads, sliding window 1024 + global (5:1)",
+              configs.gemma3_12b, max_length=131072),
     ModelSpec("minilm-l6", "bert", "all-MiniLM-L6-v2: bidirectional BERT encoder, 6 layers, "
               "width 384, absolute positions", configs.minilm_l6, max_length=512,
               pretrained=_weights.PackagedWeights("minilm-l6"),
@@ -169,6 +187,37 @@ def _table(entries) -> dict[str, ModelSpec]:
 
 #: Every model of the zoo by name: the full-size entries, each followed by its twin.
 ZOO: dict[str, ModelSpec] = _table(_ENTRIES)
+
+#: The 7B-class architectures of chapter :ref:`ch-scale` (random init only).
+SCALE_MODELS = ("llama3.1-8b", "qwen2.5-7b", "mistral-7b", "gemma3-4b", "gemma3-12b")
+
+
+def at_width(name, width: int, init: str = "hf") -> ModelSpec:
+    """A zoo entry rebuilt at hidden size ``width`` with the initialiser ``init``
+    (:func:`posbias_nb.models.configs.width_overrides`: depth, head counts and layout kept,
+    head and MLP widths scaled), named ``<name>@<width>`` (``/fan-in`` added for the
+    width-aware initialiser), random init only.  Chapter :ref:`ch-scale`.
+
+    Raises
+    ------
+    ValueError
+        An unknown name, a zoo entry without a published configuration to scale (a test-size
+        twin), and the errors of :func:`~posbias_nb.models.configs.width_overrides`.
+    """
+    spec = resolve(name)
+    if not isinstance(spec, ModelSpec) or spec.overrides:
+        raise ValueError(f"at_width needs a zoo entry with its published configuration, got "
+                         f"{name!r}")
+    ov = configs.width_overrides(spec.config, width, init)
+    full = spec.config()
+    layers = config_int(full, "layers")
+    suffix = "" if init == "hf" else f"/{init}"
+    return ModelSpec(
+        name=f"{spec.name}@{width}{suffix}", family=spec.family,
+        description=f"{spec.name} at width {width} ({layers} layers, head dimension "
+                    f"{ov['head_dim']}, MLP {ov['intermediate_size']}; initialiser {init})",
+        config=spec.config, max_length=spec.max_length, overrides=ov)
+
 
 #: The full-size ALiBi entries (the setting of the structural theory's measurements).
 ALIBI_MODELS = ("bloom-560m", "falcon-rw-1b", "mpt-1b")

@@ -83,6 +83,8 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "report-spans": ("experiments.report",),
     "retrieval": ("experiments.retrieval",),
     "retrieval-link": ("experiments.retrieval",),
+    "scale-gpu": ("experiments.scale",),
+    "scale-layout": ("experiments.scale",),
     "task": ("experiments.task",),
     "train": ("experiments.remedies",),
     "train-init": ("experiments.remedies",),

@@ -13,14 +13,14 @@ STUDIES = {}
 
 def _studies():
     from posbias_nb.experiments import fix, inference, layouts, realqa, remedies, report, \
-        retrieval
+        retrieval, scale
     return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
             "remedies": remedies.DESIGN, "report": report.DESIGN, "layouts": layouts.DESIGN,
-            "realqa": realqa.DESIGN, "fix": fix.DESIGN}
+            "realqa": realqa.DESIGN, "fix": fix.DESIGN, "scale": scale.DESIGN}
 
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
-                                   "realqa", "fix"])
+                                   "realqa", "fix", "scale"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study

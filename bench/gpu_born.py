@@ -18,7 +18,7 @@ goes on.
 entry whose configuration (the architectural keys) differs from this machine's; it writes each
 entry into ``recorded/cache/scale-gpu/`` with its provenance in ``recorded/MANIFEST.json``
 (device, torch, transformers, CUDA, seconds, peak memory, the commit, its reduced-width twin)
-and the run's log into ``bench/results/gpu-born.json``.
+and the run's log into ``bench/results/gpu-born.json`` (one item of its ``runs`` per run).
 """
 from __future__ import annotations
 
@@ -84,13 +84,21 @@ def _save(out: Path, results: dict, log: dict) -> None:
     (out / "run.json").write_text(json.dumps(log, indent=1, default=str) + "\n")
 
 
-def run(inputs: Path, out: Path, dry: bool) -> int:
+def run(inputs: Path, out: Path, dry: bool, only=()) -> int:
     t_start = time.perf_counter()
     import torch
 
     from posbias_nb import cache
     from posbias_nb.experiments import scale
 
+    from posbias_nb.experiments import design
+
+    # the design by its hash (JSON, the same on any Python); the verdict code's hash is an ast
+    # dump, which differs between Pythons: the raw-source check below stands for it here
+    if design.history("scale")[-1]["hash"] != scale.DESIGN.hash:
+        print("gpu_born: the design is not the registry's latest", file=sys.stderr)
+        return 2
+    scale._checked = lambda: scale.DESIGN
     g = scale.DESIGN["gpu"]
     device = "cpu" if dry else "cuda"
     if not dry and not torch.cuda.is_available():
@@ -119,8 +127,15 @@ def run(inputs: Path, out: Path, dry: bool) -> int:
     short = {8192: 128, 32768: 256}
     results, seen = {}, {}
     plan = scale.gpu_plan()
+    if only:
+        unknown = set(only) - {f"{c}/{L}" for c, L in plan}
+        if unknown:
+            print(f"gpu_born: {sorted(unknown)} are not items of the design", file=sys.stderr)
+            return 2
+        plan = [(c, L) for c, L in plan if f"{c}/{L}" in only]
+        log["only"] = sorted(only)
     for i, (c, L) in enumerate(plan):
-        if i == int(g["floor_after"]):
+        if i == int(g["floor_after"]) and not only:
             f = g["floor"]
             fl = int(f["length"])
             try:
@@ -156,13 +171,13 @@ def run(inputs: Path, out: Path, dry: bool) -> int:
                             peak_bytes=int(r["peak_bytes"]))
             except torch.cuda.OutOfMemoryError as e:
                 item.update(status="out of memory", error=str(e).splitlines()[0][:300])
-                scale._free(device)
             except Exception as e:  # noqa: BLE001  (recorded, and the run goes on)
                 import traceback
 
                 item.update(status="error", error=f"{type(e).__name__}: {e}"[:500],
                             where=traceback.format_exc().splitlines()[-4:])
-                scale._free(device)
+            # freed once the exception (whose traceback holds the failed item's tensors) is gone
+            scale._free(device)
         item["done_at"] = round(time.perf_counter() - t_start, 1)
         log["items"].append(item)
         print(json.dumps(item), flush=True)
@@ -228,7 +243,10 @@ def import_run(folder: Path, recorded: Path, results: Path) -> int:
     ns.update(entries=len(ents), bytes=sum(v["bytes"] for v in ents.values()),
               compute_seconds=round(sum(v["compute_seconds"] for v in ents.values()), 1))
     man_path.write_text(json.dumps(man, indent=1) + "\n")
-    results.write_text(json.dumps(log, indent=1) + "\n")
+    runs = json.loads(results.read_text())["runs"] if results.is_file() else []
+    runs = [r for r in runs if r["started"] != log["started"]] + [log]
+    results.write_text(json.dumps({"runs": sorted(runs, key=lambda r: r["started"])}, indent=1)
+                       + "\n")
     print(f"gpu_born import: {n} entries into {recorded}/cache/scale-gpu, the run's log in "
           f"{results}")
     return 0
@@ -243,6 +261,11 @@ def main(argv=None) -> int:
     r.add_argument("--inputs", default=".gpu")
     r.add_argument("--out", required=True)
     r.add_argument("--dry-run", action="store_true")
+    r.add_argument("--graph-budget", type=float, default=None, metavar="GIB",
+                   help="bytes of autograd graph kept before layers are recomputed, in GiB "
+                   "(default experiments.scale.GPU_GRAPH_BUDGET; changes only float rounding)")
+    r.add_argument("--only", default="", help="items CONFIG/LENGTH,... of the design (a rerun "
+                   "of items a run lost), in the design's order and time rule")
     i = sub.add_parser("import")
     i.add_argument("folder")
     i.add_argument("--recorded", default=str(ROOT / "recorded"))
@@ -252,7 +275,12 @@ def main(argv=None) -> int:
         prepare(Path(a.out))
         return 0
     if a.cmd == "run":
-        return run(Path(a.inputs), Path(a.out), a.dry_run)
+        if a.graph_budget is not None:
+            from posbias_nb.experiments import scale
+
+            scale.GPU_GRAPH_BUDGET = int(a.graph_budget * 2**30)
+        return run(Path(a.inputs), Path(a.out), a.dry_run,
+                   tuple(x for x in a.only.split(",") if x))
     return import_run(Path(a.folder), Path(a.recorded), Path(a.results))
 
 

@@ -14,8 +14,9 @@ environment, each item's status, seconds and peak memory, the floor), so a run c
 returns what it measured.  An item that runs out of GPU memory is recorded as such and the run
 goes on.
 
-``import`` refuses a run whose code digest (namespace ``scale-gpu``) differs from today's, or an
-entry whose configuration (the architectural keys) differs from this machine's; it writes each
+``import`` refuses a run whose code digest (namespace ``scale-gpu``) is not that of the commit it
+was prepared on (the entry keeps that digest: where today's differs, ``make test`` says the GPU
+numbers were made by earlier code), or an entry whose configuration (the architectural keys) differs from this machine's; it writes each
 entry into ``recorded/cache/scale-gpu/`` with its provenance in ``recorded/MANIFEST.json``
 (device, torch, transformers, CUDA, seconds, peak memory, the commit, its reduced-width twin)
 and the run's log into ``bench/results/gpu-born.json`` (one item of its ``runs`` per run).
@@ -198,10 +199,15 @@ def import_run(folder: Path, recorded: Path, results: Path) -> int:
     if log.get("dry_run"):
         print("gpu_born import: a dry run is never recorded", file=sys.stderr)
         return 2
-    today = cache.code_digest("scale-gpu")
-    if log["code"] != today:
-        print(f"gpu_born import: the run's code ({log['code'][:12]}) is not today's "
-              f"({today[:12]}): run it again", file=sys.stderr)
+    from record_measurements import files_at  # bench/, beside this script
+
+    # the digest of the code that ran: the prepared commit's, which the run checked its tree
+    # against (by raw source); today's may differ, and make test says so
+    then = cache.code_digest("scale-gpu", files_at(log["commit"]))
+    if log["code"] != then:
+        print(f"gpu_born import: the run's code ({log['code'][:12]}) is not that of its commit "
+              f"{log['commit'][:12]} ({then[:12]}): the tree was not committed when prepared",
+              file=sys.stderr)
         return 2
     man_path = recorded / "MANIFEST.json"
     man = json.loads(man_path.read_text())
@@ -225,7 +231,6 @@ def import_run(folder: Path, recorded: Path, results: Path) -> int:
         k = cache.key("scale-gpu", params)
         path = recorded / "cache" / "scale-gpu" / f"{k}.npz"
         cache.write_file(path, arrays)
-        twin = scale.spec(c, scale.ladder(c)[0], "hf")
         man["entries"][f"scale-gpu/{k}"] = {
             "recorded": log["started"][:10], "commit": log["commit"],
             "bytes": path.stat().st_size, "compute_seconds": float(arrays["profile_seconds"]),
@@ -235,7 +240,7 @@ def import_run(folder: Path, recorded: Path, results: Path) -> int:
                         "transformers": str(arrays["transformers"]),
                         "cuda": str(arrays["cuda"]), "python": log.get("python")},
             "peak_bytes": int(arrays["peak_bytes"]),
-            "twin": {"model": twin.name, "namespace": "profile"},
+            "twin": f"profile/{scale.twin_key(c)}",
         }
         n += 1
     ns = man.setdefault("namespaces", {}).setdefault("scale-gpu", {})

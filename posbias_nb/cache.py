@@ -50,7 +50,8 @@ import numpy as np
 __all__ = ["cache_dir", "recorded_dir", "key", "cached", "load", "load_recorded", "store", "lock",
            "agree", "RecordedMismatch", "NAMESPACE_CODE", "NOT_COMPUTING", "code_modules",
            "code_digest", "normalised_source", "verification_plan", "verification_summary", "Parts",
-           "VERIFY_PARTS", "part_sample", "ROUNDING_AMPLIFIED", "cpu_model", "machine_id",
+           "VERIFY_PARTS", "part_sample", "ROUNDING_AMPLIFIED", "GPU_MEASURED",
+           "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET", "gpu_provenance_problems", "cpu_model", "machine_id",
            "references_dir", "reference_index", "load_reference", "write_file",
            "reference_holds", "prune_references"]
 
@@ -819,6 +820,31 @@ def load_reference(namespace: str, k: str, machine: str | None = None) -> dict |
                            "CPU reference")
 
 
+#: Namespaces measured on a GPU, which a CPU cannot afford to measure again: ``make test`` checks
+#: each entry's provenance (:data:`GPU_PROVENANCE`) and re-measures its reduced-width CPU twin
+#: (the entry's ``twin``, a ``namespace/key`` of a recorded CPU entry) instead.  Chapter
+#: :ref:`ch-scale`.
+GPU_MEASURED = {"scale-gpu": "measured at full width on a GPU (bench/gpu_born.py), which a CPU "
+                             "cannot afford"}
+#: What every recorded GPU entry must say: its provenance, and the machine's.
+GPU_PROVENANCE = ("recorded", "commit", "compute_seconds", "code", "peak_bytes", "twin")
+GPU_MACHINE = ("gpu", "device", "torch", "transformers", "cuda")
+#: Seconds of recorded compute of the GPU entries' twins that ``make test`` re-measures beyond
+#: the cheapest twin (always taken).
+GPU_TWIN_BUDGET = 60.0
+
+
+def gpu_provenance_problems(name: str, entry: Mapping) -> list[str]:
+    """What a recorded GPU entry ``name`` (``namespace/key``) lacks of :data:`GPU_PROVENANCE`
+    and :data:`GPU_MACHINE` (a GPU machine: ``gpu`` true), each as a line; empty when whole."""
+    out = [f"{name}: no {k}" for k in GPU_PROVENANCE if entry.get(k) in (None, "")]
+    m = entry.get("machine") or {}
+    out += [f"{name}: machine without {k}" for k in GPU_MACHINE if m.get(k) in (None, "")]
+    if m.get("gpu") is not True:
+        out.append(f"{name}: its machine is not marked as a GPU")
+    return out
+
+
 def verification_plan(manifest: dict, digests: dict[str, str], budget: float = VERIFY_BUDGET,
                       cpu: str | None = None, references: set[str] | frozenset = frozenset()
                       ) -> dict:
@@ -856,8 +882,31 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     if unknown:
         raise ValueError(f"recorded namespaces {unknown} declare no code "
                          "(posbias_nb.cache.NAMESPACE_CODE)")
-    out, extra = {}, []
+    out, extra, twins = {}, [], {}
+    entries = manifest.get("entries", {})
     for ns, items in sorted(by_ns.items()):
+        if ns in GPU_MEASURED:
+            bad = [p for key, v in items for p in gpu_provenance_problems(f"{ns}/{key}", v)]
+            if bad:
+                raise ValueError(f"recorded GPU entries without their provenance: "
+                                 f"{'; '.join(bad[:5])}")
+            stale = any(v.get("code") != digests[ns] for _, v in items)
+            devices = sorted({f"{v['machine']['device']}, torch {v['machine']['torch']}, "
+                              f"CUDA {v['machine']['cuda']}" for _, v in items})
+            commits = sorted({v["commit"][:12] for _, v in items})
+            for key, v in items:
+                t = str(v["twin"])
+                if t in entries and entries[t].get("read", True):
+                    twins[t] = entries[t].get("compute_seconds") or 0.0
+            out[ns] = dict(entries=len(items), candidates=0, changed=stale, chosen=[],
+                           seconds=0.0, unknown_cost=False, gpu=True,
+                           skipped=(f"{GPU_MEASURED[ns]}: recorded on {'; '.join(devices)}, "
+                                    f"provenance checked; "
+                                    + (f"the code changed since the GPU run (commit "
+                                       f"{', '.join(commits)}): its numbers are that code's"
+                                       if stale else "the code is the GPU run's")
+                                    + "; its reduced-width CPU twins are re-measured instead"))
+            continue
         cands = [(key, v) for key, v in items if v.get("read", True)]
         skipped = None
         if cpu is not None and ns in ROUNDING_AMPLIFIED:
@@ -887,6 +936,20 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
         if changed:
             extra += [(s, ns, key) for s, key in known[1:]]
     spent = sum(v["seconds"] for v in out.values())
+    # the GPU entries' twins: the cheapest always, more within GPU_TWIN_BUDGET
+    twin_spent = 0.0
+    for i, (sec, t) in enumerate(sorted((s, t) for t, s in twins.items())):
+        if i and twin_spent + sec > GPU_TWIN_BUDGET:
+            break
+        ns, key = t.split("/")
+        if ns not in out or key in out[ns]["chosen"]:
+            continue
+        twin_spent += sec
+        out[ns]["chosen"].append(key)
+        out[ns]["seconds"] += sec
+        out[ns].setdefault("twins", []).append(key)
+        spent += sec
+        extra = [x for x in extra if (x[1], x[2]) != (ns, key)]
     for s, ns, key in sorted(extra):
         if spent + s > budget:
             break

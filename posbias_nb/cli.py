@@ -85,7 +85,17 @@ def _cmd_profile(args):
         raise UsageError("--remedy-param needs --remedy")
     from .measure.runs import profile_run
 
-    return profile_run(args.model, weights=args.weights, length=args.length,
+    model = args.model
+    if args.width is not None or args.init != "hf":
+        from . import models
+
+        if args.width is None:
+            raise UsageError("--init needs --width")
+        if args.weights != "random":
+            raise UsageError("--width rebuilds the architecture at random init: drop --weights "
+                             "pretrained")
+        model = models.at_width(args.model, args.width, args.init)
+    return profile_run(model, weights=args.weights, length=args.length,
                        rope=not args.no_rope, exact=bool(args.exact), probes=args.probes,
                        batch=args.batch, seed=args.seed, target=args.target, source=args.source,
                        device=args.device, dtype=args.dtype, device_map=args.device_map,
@@ -265,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "the probability of the argmax next token (gradient norm)")
     p.add_argument("--source", choices=["text", "random"], default="text",
                    help="input tokens: standard-library documentation text, or random tokens")
+    p.add_argument("--width", type=int, default=None, metavar="D",
+                   help="a zoo architecture rebuilt at hidden size D (depth, head counts and "
+                        "layout kept; random init only), e.g. llama3.1-8b at 256")
+    p.add_argument("--init", choices=["hf", "fan-in"], default="hf",
+                   help="with --width: transformers' initialiser (std 0.02) or a width-aware "
+                        "one (std D^-1/2)")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     _remedy_flags(p)
     _common(p)

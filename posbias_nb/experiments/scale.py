@@ -41,7 +41,7 @@ from .. import cache, metrics, models, stats, theory
 from ..measure import cached, entry
 from .design import Design, check
 
-__all__ = ["DESIGN", "ladder", "spec", "layout", "measure", "row", "window_stats", "cell",
+__all__ = ["DESIGN", "ladder", "spec", "layout", "measure", "twin_key", "row", "window_stats", "cell",
            "widths_table", "decisions", "valley", "gpu_plan", "gpu_inputs", "gpu_params",
            "gpu_profile", "floor_seconds", "gpu_cell", "unverified", "STATS", "GPU_GRAPH_BUDGET"]
 
@@ -136,6 +136,15 @@ def measure(config: str, width: int, init: str) -> np.ndarray:
                          probes=int(d["probes"]), batch=int(d["windows"]), seed=int(d["seed"]),
                          progress=False)
     return np.asarray(res["per_sequence"], dtype=np.float64)
+
+
+def twin_key(config: str) -> str:
+    """The ``profile`` cache key of ``config``'s narrowest rung under transformers' initialiser:
+    the CPU twin that ``make test`` re-measures in place of the configuration's GPU entries."""
+    d = _checked()
+    return cached.profile_key(spec(config, ladder(config)[0], "hf"), "random",
+                              length=int(d["length"]), probes=int(d["probes"]),
+                              batch=int(d["windows"]), seed=int(d["seed"]))
 
 
 def row(lay: theory.Layout, P: np.ndarray) -> dict:

@@ -28,7 +28,7 @@ from .entry import checked, library_versions, profile_model, run_key
 from .hooks import capture_model, n_heads
 from .jacobian import METHODS, TARGETS, default_chunk, influence_profile
 
-__all__ = ["profile", "shared_profile", "capture", "measured_influence", "predict",
+__all__ = ["profile", "profile_key", "shared_profile", "capture", "measured_influence", "predict",
            "config_kernel", "MODES", "library_versions"]
 
 MODES = ("attention", "residual", "positional", "content")
@@ -64,6 +64,29 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
         target, source, dtype; CUDA requested but absent; pretrained weights not installed;
         ``rope=False`` for a model without RoPE.
     """
+    params, probes, chunk, init = _profile_params(
+        model, weights, length, rope=rope, method=method, probes=probes, batch=batch, seed=seed,
+        target=target, source=source, device=device, chunk=chunk, probe_dist=probe_dist,
+        dtype=dtype, device_map=device_map, init_seed=init_seed)
+
+    def compute():
+        m, tok, _ = profile_model(model, weights, init, rope=rope, device=device, dtype=dtype,
+                                  device_map=device_map)  # refused before anything is measured
+        ids = text_batch(tok, length, batch, seed=seed, source=source,
+                         vocab_size=m.get_input_embeddings().num_embeddings)
+        res = influence_profile(m, ids, target=target, method=method, probes=probes, seed=seed,
+                                chunk=chunk, probe_dist=probe_dist,
+                                progress=sys.stderr.isatty() if progress is None else progress)
+        res["input_ids"] = ids
+        return res
+
+    return cache.cached("profile", params, compute)
+
+
+def _profile_params(model, weights, length, *, rope, method, probes, batch, seed, target, source,
+                    device, chunk, probe_dist, dtype, device_map, init_seed):
+    """:func:`profile`'s argument checks and cache parameters: ``(params, probes, chunk,
+    init_seed)``."""
     info = checked(model, weights, length, batch, seed)
     choice("method", method, METHODS)
     choice("target", target, TARGETS)
@@ -89,19 +112,22 @@ def profile(model: str, weights: str = "random", length: int = 1024, *, rope: bo
     if dtype != "float32" or device_map is not None:  # keys of float32 results stay as they were
         params.update(dtype=dtype, device_map=device_map)
     init = _init_seed(params, weights, seed, init_seed)
+    return params, probes, chunk, init
 
-    def compute():
-        m, tok, _ = profile_model(model, weights, init, rope=rope, device=device, dtype=dtype,
-                                  device_map=device_map)  # refused before anything is measured
-        ids = text_batch(tok, length, batch, seed=seed, source=source,
-                         vocab_size=m.get_input_embeddings().num_embeddings)
-        res = influence_profile(m, ids, target=target, method=method, probes=probes, seed=seed,
-                                chunk=chunk, probe_dist=probe_dist,
-                                progress=sys.stderr.isatty() if progress is None else progress)
-        res["input_ids"] = ids
-        return res
 
-    return cache.cached("profile", params, compute)
+def profile_key(model: str, weights: str = "random", length: int = 1024, *, rope: bool = True,
+                method: str = "probes", probes: int = 8, batch: int = 1, seed: int = 0,
+                target: str = "hidden", source: str = "text", device: str = "cpu",
+                chunk: int | None = None, probe_dist: str = "rademacher", dtype: str = "float32",
+                device_map=None, init_seed: int | None = None) -> str:
+    """The cache key (namespace ``profile``) of :func:`profile` with these arguments, computing
+    nothing: how a recorded entry names the CPU twin that ``make test`` re-measures in its
+    place (chapter :ref:`ch-scale`)."""
+    params = _profile_params(model, weights, length, rope=rope, method=method, probes=probes,
+                             batch=batch, seed=seed, target=target, source=source,
+                             device=device, chunk=chunk, probe_dist=probe_dist, dtype=dtype,
+                             device_map=device_map, init_seed=init_seed)[0]
+    return cache.key("profile", params)
 
 
 def _init_seed(params: dict, weights: str, seed: int, init_seed) -> int:

@@ -1,0 +1,189 @@
+"""Born at scale (issue 54): the 7B-class configurations, their width ladder, the shape
+statistics and the decision rule on counterexamples, the GPU entries' provenance in make test's
+plan, and the command line's refusals."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from posbias_nb import cache, models, theory
+from posbias_nb.experiments import scale
+
+# published values (the config.json each configs function names)
+PUBLISHED = {
+    "llama3.1-8b": dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                        num_key_value_heads=8, intermediate_size=14336, vocab_size=128256),
+    "qwen2.5-7b": dict(hidden_size=3584, num_hidden_layers=28, num_attention_heads=28,
+                       num_key_value_heads=4, intermediate_size=18944, vocab_size=152064),
+    "mistral-7b": dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                       num_key_value_heads=8, intermediate_size=14336, vocab_size=32000,
+                       sliding_window=4096),
+    "gemma3-4b": dict(hidden_size=2560, num_hidden_layers=34, num_attention_heads=8,
+                      num_key_value_heads=4, intermediate_size=10240, head_dim=256,
+                      sliding_window=1024, vocab_size=262208),
+    "gemma3-12b": dict(hidden_size=3840, num_hidden_layers=48, num_attention_heads=16,
+                       num_key_value_heads=8, intermediate_size=15360, head_dim=256,
+                       sliding_window=1024, vocab_size=262208),
+}
+
+
+@pytest.mark.parametrize("name", models.SCALE_MODELS)
+def test_the_configurations_are_the_published_ones(name):
+    cfg = models.ZOO[name].build_config()
+    for k, v in PUBLISHED[name].items():
+        assert getattr(cfg, k) == v, k
+    assert models.ZOO[name].pretrained is None  # random init only
+
+
+def test_layouts_follow_the_published_pattern():
+    lay = models.config_layout(models.ZOO["gemma3-12b"].build_config())
+    kinds = [x.kind for x in lay.layers]
+    assert kinds.count("full") == 8 and kinds[5] == "full" and kinds[0] == "sliding"
+    assert str(models.config_layout(models.ZOO["mistral-7b"].build_config())) == \
+        "32*sliding:4096"
+    assert str(models.config_layout(models.ZOO["qwen2.5-7b"].build_config())) == "28*full"
+
+
+@pytest.mark.parametrize("name", models.SCALE_MODELS)
+def test_every_rung_keeps_depth_heads_and_layout(name):
+    full = models.ZOO[name].build_config()
+    for w in scale.ladder(name):
+        for init in ("hf", "fan-in"):
+            cfg = models.at_width(name, w, init).build_config()
+            assert cfg.hidden_size == w
+            assert cfg.num_hidden_layers == full.num_hidden_layers
+            assert (cfg.num_attention_heads, cfg.num_key_value_heads) == \
+                (full.num_attention_heads, full.num_key_value_heads)
+            assert str(models.config_layout(cfg)) == str(models.config_layout(full))
+            hd_full = getattr(full, "head_dim", None) or full.hidden_size // full.num_attention_heads
+            assert cfg.head_dim * full.hidden_size == hd_full * w and cfg.head_dim % 2 == 0
+            assert cfg.initializer_range == (0.02 if init == "hf" else w ** -0.5)
+
+
+def test_a_built_rung_has_the_scaled_shapes():
+    m, _, _ = models.load(models.at_width("gemma3-4b", 80), weights="random")
+    att = m.model.layers[0].self_attn
+    assert tuple(att.q_proj.weight.shape) == (8 * 8, 80)  # 8 heads of 8
+    assert tuple(att.k_proj.weight.shape) == (4 * 8, 80)  # 4 key-value heads
+    assert m.model.layers[0].mlp.up_proj.weight.shape[0] == 320
+    assert len(m.model.layers) == 34
+
+
+@pytest.mark.parametrize("args,match", [
+    (("qwen2.5-7b", 128), "does not divide by the 28"),
+    (("llama3.1-8b", 96), "not an even integer"),
+    (("gemma3-12b", 120), "does not divide by the 16"),
+    (("llama3.1-8b", 8192), "larger than the published"),
+    (("llama3.1-8b", 0), "positive integer"),
+    (("llama3.1-8b", 128, "xavier"), "init must be"),
+    (("gemma3-4b-tiny-nothing", 64), "unknown model"),
+])
+def test_bad_widths_are_refused(args, match):
+    with pytest.raises(ValueError, match=match):
+        models.at_width(*args)
+
+
+def test_window_stats_recover_a_theory_row():
+    lay = theory.parse_layout("4*full")
+    L = 256
+    row = theory.layout_influence(lay, L, 0.3)
+    rng = np.random.default_rng(0)
+    P = row[None] * np.exp(rng.normal(0, 0.01, (6, L)))  # six noisy windows of the row
+    ws = scale.window_stats(P, lay)
+    assert np.allclose(ws["alpha"], 0.3, atol=0.01)
+    assert np.all(ws["spearman"] > 0.9)
+    # a counterexample: flat windows do not look like the row
+    flat = scale.window_stats(np.exp(rng.normal(0, 0.01, (6, L))), lay)
+    assert np.all(flat["spearman"] < 0.5)
+    assert np.allclose(flat["first_middle"], 0, atol=0.05)
+
+
+def _fake_study(monkeypatch, shift):
+    """Every configuration's profiles drawn from its layout row; the widest rung's alpha moved by
+    ``shift``."""
+    monkeypatch.setattr(scale, "layout", lambda c: theory.parse_layout("6*full"))
+
+    def measure(c, w, init):
+        a = 0.3 + (shift if w == scale.ladder(c)[-1] else 0.0)
+        row = theory.layout_influence(theory.parse_layout("6*full"), 128, a)
+        rng = np.random.default_rng([w, 1])
+        return row[None] * np.exp(rng.normal(0, 0.02, (8, 128)))
+
+    monkeypatch.setattr(scale, "measure", measure)
+
+
+def test_the_rule_finds_a_width_free_shape(monkeypatch):
+    _fake_study(monkeypatch, 0.0)
+    dec = scale.decisions("hf")
+    assert dec["llama3.1-8b:alpha"]["verdict"] == "holds"
+    assert dec["gemma3-12b:spearman"]["verdict"] == "holds"
+
+
+def test_the_rule_rejects_a_shape_that_moves_with_width(monkeypatch):
+    _fake_study(monkeypatch, 0.2)  # alpha 0.3 -> 0.5 at the widest rung: beyond the 0.05 margin
+    dec = scale.decisions("hf")
+    assert dec["llama3.1-8b:alpha"]["verdict"] == "fails"
+    assert dec["mistral-7b:last_middle"]["verdict"] == "fails"  # the spike (1-alpha)^H moves
+
+
+def _gpu_manifest(**over):
+    e = {"recorded": "2026-12-04", "commit": "a" * 40, "compute_seconds": 30.0, "code": "c1",
+         "peak_bytes": 10, "twin": "profile/t1", "read": True,
+         "machine": {"gpu": True, "device": "NVIDIA H200", "torch": "2.11", "transformers": "5",
+                     "cuda": "13.0"}}
+    e.update(over)
+    return {"entries": {"scale-gpu/g1": e,
+                        "profile/t1": {"compute_seconds": 20.0, "code": "p", "read": True},
+                        "profile/t0": {"compute_seconds": 1.0, "code": "p", "read": True}}}
+
+
+def test_the_plan_never_remeasures_a_gpu_entry_and_takes_its_twin():
+    p = cache.verification_plan(_gpu_manifest(), {"scale-gpu": "c1", "profile": "p"}, 0.0)
+    ns = p["namespaces"]
+    assert ns["scale-gpu"]["chosen"] == [] and "GPU" in ns["scale-gpu"]["skipped"]
+    assert "the code is the GPU run's" in ns["scale-gpu"]["skipped"]
+    assert ns["profile"]["chosen"] == ["t0", "t1"]  # its cheapest entry, and the twin
+    stale = cache.verification_plan(_gpu_manifest(), {"scale-gpu": "c2", "profile": "p"}, 0.0)
+    assert "changed since the GPU run" in stale["namespaces"]["scale-gpu"]["skipped"]
+
+
+@pytest.mark.parametrize("over", [dict(peak_bytes=None), dict(twin=""),
+                                  dict(machine={"gpu": True, "device": "H200"}),
+                                  dict(machine={"gpu": False, "device": "x", "torch": "1",
+                                                "transformers": "5", "cuda": "1"})])
+def test_the_plan_refuses_a_gpu_entry_without_its_provenance(over):
+    with pytest.raises(ValueError, match="provenance"):
+        cache.verification_plan(_gpu_manifest(**over), {"scale-gpu": "c1", "profile": "p"}, 0.0)
+
+
+def test_the_gpu_code_runs_on_a_cpu_rung_and_refuses_other_windows():
+    ids = scale.gpu_inputs(8192)
+    r = scale.gpu_profile("mistral-7b", 16, ids[:, :16], device="cpu", width=128)
+    assert r["per_window"].shape == (2, 16) and np.all(r["per_window"] > 0)
+    with pytest.raises(ValueError, match="GPU design asks"):
+        scale.gpu_profile("mistral-7b", 8192, ids[:1], device="cpu")
+    with pytest.raises(ValueError, match="not a configuration of the GPU design"):
+        scale.gpu_params("gpt2", 8192)
+    assert scale.twin_key("gemma3-4b") == scale.twin_key("gemma3-4b")
+
+
+@pytest.mark.parametrize("args", [
+    ["--model", "qwen2.5-7b", "--width", "128"],
+    ["--model", "mistral-7b", "--length", "40000"],
+    ["--model", "gemma3-4b", "--width", "80", "--device", "cuda"],
+    ["--model", "gemma3-4b", "--init", "fan-in"],
+])
+def test_the_command_line_refuses_in_one_line(tmp_path, args):
+    out = tmp_path / "p.csv"
+    if "--device" in args:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("a GPU is here")
+    r = subprocess.run([sys.executable, "-m", "posbias_nb", "profile", *args, "--out",
+                        str(out)], capture_output=True, text=True,
+                       env={**__import__("os").environ, "POSBIAS_CACHE_DIR": "off"})
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("posbias: error:")
+    assert not out.exists()

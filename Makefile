@@ -19,7 +19,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test record record-new cpu-reference unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
+.PHONY: setup book test record record-new cpu-reference gpu-born unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
 $(STAMP): requirements.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -133,6 +133,14 @@ record-new: setup
 # here in a git worktree (bench/cpu_reference.py), into recorded/by-cpu
 cpu-reference: setup
 	OMP_NUM_THREADS=$(NB_THREADS) MKL_NUM_THREADS=$(NB_THREADS) $(PY) bench/cpu_reference.py --recorded recorded
+
+# the born U at full width on a GPU (chapter Born at scale): the token windows and the code
+# digest prepared here into .gpu/, then the one command to run where a GPU is (its output folder
+# comes back and is recorded by `bench/gpu_born.py import DIR`)
+gpu-born: setup
+	$(PY) bench/gpu_born.py prepare --out .gpu
+	@echo "on the GPU, from this tree with .gpu/: PYTHONPATH=\$$PWD HF_HUB_OFFLINE=1 python3 bench/gpu_born.py run --inputs .gpu --out DIR"
+	@echo "then here: $(PY) bench/gpu_born.py import DIR"
 
 build-book: setup $(MATHJAX)
 	mkdir -p _build; set -o pipefail; $(VENV)/bin/jupyter-book build . -W -n --keep-going 2>&1 | tee _build/build.log

@@ -43,12 +43,19 @@ from .design import Design, check
 
 __all__ = ["DESIGN", "ladder", "spec", "layout", "measure", "twin_key", "row", "window_stats", "cell",
            "widths_table", "decisions", "valley", "gpu_plan", "gpu_inputs", "gpu_params",
-           "gpu_profile", "floor_seconds", "gpu_cell", "unverified", "STATS", "GPU_GRAPH_BUDGET"]
+           "gpu_profile", "floor_seconds", "gpu_cell", "unverified", "STATS", "STAT_WORDS",
+           "GPU_GRAPH_BUDGET", "configurations", "ladder_summary", "gpu_runs", "gpu_status",
+           "gpu_summary", "gpu_provenance", "BINS"]
 
 _DEF = "scale-v1"  # bump when a definition below changes (the design has its own hash)
 
 #: The four shape statistics of a window's profile (:func:`window_stats`).
 STATS = ("spearman", "alpha", "first_middle", "last_middle")
+#: Each statistic in words, for the chapter's sentences.
+STAT_WORDS = {"spearman": "the Spearman correlation with the layout row",
+              "alpha": "the fitted α",
+              "first_middle": "log10 first/middle",
+              "last_middle": "log10 last/middle"}
 
 #: The study's design, fixed before its data (registry ``scale``).
 DESIGN = Design("scale", dict(
@@ -470,3 +477,131 @@ def gpu_cell(config: str, length: int) -> dict | None:
     out["first_middle"] = np.log10(P[:, 0] / mid)
     out["last_middle"] = np.log10(P[:, -1] / mid)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# What the chapter shows: tables and sentences, computed here (the chapter only renders them)
+
+def _layout_words(lay: theory.Layout) -> str:
+    """A layout in a few words: each layer kind (with its window) and its count."""
+    from collections import Counter
+
+    n = Counter(f"{x.kind} {x.size}" if x.size else x.kind for x in lay.layers)
+    return ", ".join(f"{k} ×{v}" for k, v in sorted(n.items(), key=lambda kv: -kv[1]))
+
+
+def configurations() -> list[dict]:
+    """One row per configuration of the design: its published sizes, layout and context, and
+    the ``config.json`` its function copies (:mod:`posbias_nb.models.configs`)."""
+    rows = []
+    for c in DESIGN["ladder"]:
+        spec_ = models.ZOO[c]
+        cfg = spec_.build_config()
+        hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        rope = cfg.rope_parameters
+        bases = sorted({float(v["rope_theta"]) for v in rope.values()}) \
+            if all(isinstance(v, dict) for v in rope.values()) else [float(rope["rope_theta"])]
+        doc = (spec_.config.__doc__ or "").split("``")
+        rows.append(dict(name=c, layers=cfg.num_hidden_layers, width=cfg.hidden_size,
+                         heads=f"{cfg.num_attention_heads}/{cfg.num_key_value_heads}",
+                         head_dim=hd, mlp=cfg.intermediate_size,
+                         rope="/".join(f"{b:.0e}".replace("e+0", "e") for b in bases),
+                         layout=_layout_words(models.config_layout(cfg)),
+                         context=spec_.max_length,
+                         source=doc[1] if len(doc) > 1 else "", ladder=ladder(c)))
+    return rows
+
+
+def ladder_summary(init: str) -> dict:
+    """The family of ``init`` in words: the verdict of "the shape does not depend on width" over
+    all its claims (:func:`posbias_nb.stats.decide_all`), the claims by verdict, and for each
+    statistic the configurations where it moved beyond its margin, with the difference
+    (``moved``, and in words, ``moved_text``)."""
+    dec = decisions(init)
+    words = {k: v["verdict"] for k, v in dec.items()}
+    by = {w: sorted(k for k, x in words.items() if x == w) for w in set(words.values())}
+    moved = {}
+    for k, v in dec.items():
+        c, s = k.split(":")
+        if v["verdict"] == "fails":
+            moved.setdefault(s, []).append((c, float(v["interval"][0])))
+    text = "; ".join(f"{STAT_WORDS[s]} ({', '.join(f'{c} {e:+.2f}' for c, e in lst)})"
+                     for s, lst in moved.items()) or "no statistic moved beyond its margin"
+    return dict(verdict=stats.decide_all(list(words.values())), words=words, by_verdict=by,
+                moved=moved, moved_text=text, decisions=dec)
+
+
+def _results_file():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    return root / "bench" / "results" / "gpu-born.json"
+
+
+def gpu_runs(path=None) -> list[dict]:
+    """The GPU runs' logs (``bench/results/gpu-born.json``, written by ``bench/gpu_born.py
+    import``), oldest first; empty where none was recorded."""
+    import json
+    from pathlib import Path
+
+    p = Path(path) if path is not None else _results_file()
+    return json.loads(p.read_text())["runs"] if p.is_file() else []
+
+
+def gpu_status() -> list[dict]:
+    """Per item of the GPU design: the entry if one is recorded, else what the runs say of it
+    (out of memory, not started under the time rule, or never run)."""
+    last = {}
+    for r in gpu_runs():
+        for it in r["items"]:
+            last[(it["model"], int(it["length"]))] = it
+    out = []
+    for c, L in gpu_plan():
+        x = gpu_cell(c, L)
+        st = "measured" if x is not None else last.get((c, L), {}).get("status", "never run")
+        out.append(dict(model=c, length=L, status=st, cell=x))
+    return out
+
+
+#: Blocks of positions of :func:`gpu_summary`'s binned Spearman.
+BINS = 64
+
+
+def gpu_summary(x: dict) -> dict:
+    """A measured GPU cell in numbers, each per window (two windows: no interval is printed,
+    both values are): Spearman with the layout row at the fitted :math:`\alpha`, the same over
+    :data:`BINS` blocks of positions (each block's mean, the last token left out: the trend
+    without the position-to-position spread of the content), the valley, log10 of first/middle
+    and last/middle; and the median relative probe error (how much of that spread the two
+    probes add)."""
+    m = x["mask"]
+    P, r = x["P"], x["row"]
+    n = (P.shape[1] - 1) // BINS * BINS
+    blocks = P[:, :n].reshape(P.shape[0], BINS, -1).mean(2)
+    rb = r[:n].reshape(BINS, -1).mean(1)
+    e = x["entry"]
+    return dict(alpha=x["alpha"],
+                spearman=np.array([metrics.spearman(w[m], r[m]) for w in P]),
+                binned=np.array([metrics.spearman(w, rb) for w in blocks]),
+                valley=x["valley"], first_middle=x["first_middle"],
+                last_middle=x["last_middle"],
+                probe_error=float(np.median(np.asarray(e["probe_stderr"]) / P)),
+                seconds=float(e["profile_seconds"]), peak_gb=float(e["peak_bytes"]) / 1e9,
+                device=str(e["device_name"]), torch=str(e["torch"]), cuda=str(e["cuda"]),
+                graph_budget_gib=float(e["graph_budget"]) / 2**30)
+
+
+def gpu_provenance(manifest=None) -> dict:
+    """The recorded GPU entries' provenance (``recorded/MANIFEST.json`` beside the recorded
+    folder): their number, commits, and whether today's code digest of namespace ``scale-gpu``
+    is the one that measured them (``current``), as ``make test``'s plan says."""
+    import json
+
+    if manifest is None:
+        d = cache.recorded_dir()
+        f = None if d is None else d.parent / "MANIFEST.json"
+        manifest = json.loads(f.read_text()) if f is not None and f.is_file() else {}
+    ents = {k: v for k, v in manifest.get("entries", {}).items() if k.startswith("scale-gpu/")}
+    today = cache.code_digest("scale-gpu")
+    return dict(n=len(ents), commits=sorted({v["commit"][:12] for v in ents.values()}),
+                current=bool(ents) and all(v.get("code") == today for v in ents.values()))

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,14 +32,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _source_sha() -> str:
@@ -66,7 +57,10 @@ def prepare(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     lengths = sorted({L for _, L in scale.gpu_plan()})
     np.savez(out / "inputs.npz", **{str(L): scale.gpu_inputs(L) for L in lengths})
-    expect = {"code": cache.code_digest("scale-gpu"), "source": _source_sha(), "commit": _commit(),
+    from record_measurements import head_commit  # bench/, beside this script
+
+    expect = {"code": cache.code_digest("scale-gpu"), "source": _source_sha(),
+              "commit": head_commit(),
               "params": {f"{c}/{L}": scale.gpu_params(c, L) for c, L in scale.gpu_plan()}}
     (out / "expect.json").write_text(json.dumps(expect, indent=1) + "\n")
     print(f"{out}: token windows for {lengths}, code {expect['code'][:12]}, commit "

@@ -54,7 +54,8 @@ NOT_MEASUREMENTS = {"weights", "corpus", "describe", "verdicts", ".locks"}
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _commit() -> str:
+def head_commit() -> str:
+    """The repository's HEAD commit, or "unknown" outside a git checkout."""
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                               text=True, check=True).stdout.strip()
@@ -242,7 +243,7 @@ def main(argv=None) -> int:
                 codes[k] = e["code"]
         if e["event"] in ("computed", "recorded", "verified", "hit"):
             used.add(k)
-    commit, today = a.commit or _commit(), time.strftime("%Y-%m-%d")
+    commit, today = a.commit or head_commit(), time.strftime("%Y-%m-%d")
     dst = out / "cache"
     man_path = out / "MANIFEST.json"
     old = json.loads(man_path.read_text()) if a.merge and man_path.exists() else {}

@@ -165,9 +165,9 @@ def main(argv=None) -> int:
         # unless recorded on this CPU or holding a reference here that still stands (a stale
         # one, made for an earlier recording, is made anew)
         keys = [k for k in plan["keys"]
-                if (entries[k].get("machine") or {}).get("cpu") != cache.cpu_model()
+                if cache.recorded_machine(entries[k]) != machine
                 and cache.reference_holds(entries[k], index["entries"].get(k, {}).get(machine),
-                                          cache.cpu_model()) is not None]
+                                          machine) is not None]
     if not keys:
         print(f"cpu_reference: nothing to make on {machine}")
         return 0
@@ -179,8 +179,8 @@ def main(argv=None) -> int:
             if ns not in cache.ROUNDING_AMPLIFIED:
                 raise ValueError(f"{ns!r} does not amplify rounding: its recorded entries are "
                                  "compared on any CPU")
-            if (entries[k].get("machine") or {}).get("cpu") == cache.cpu_model():
-                raise ValueError(f"{k} was recorded on this CPU: compared with the record")
+            if cache.recorded_machine(entries[k]) == machine:
+                raise ValueError(f"{k} was recorded on this machine: compared with the record")
             t0 = time.perf_counter()
             prov = make(recorded, ns, key, entries[k])
             index["entries"].setdefault(k, {})[machine] = prov

@@ -61,7 +61,9 @@ def main(argv=None) -> int:
     if a.cmd == "plan":
         manifest = json.loads((Path(a.recorded) / "MANIFEST.json").read_text())
         digests = {ns: cache.code_digest(ns) for ns in cache.NAMESPACE_CODE}
-        machine, cpu = cache.machine_id(), cache.cpu_model()
+        # this machine by its full id (CPU name, generation, instruction set): an entry recorded
+        # under a CPU name alone does not count as recorded here (cache.recorded_machine)
+        machine = cpu = cache.machine_id()
         # a reference holds while the entry is the one it was made for (cache.reference_holds,
         # the check the run applies too) and its file is there
         refs, stale = set(), []

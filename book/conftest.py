@@ -278,7 +278,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     p = Path(out)
     data = json.loads(p.read_text()) if p.exists() else {
-        "machine": {"cpus": os.cpu_count(), "cpu": nbrun._cpu_model(),
+        "machine": {"cpus": os.cpu_count(), "cpu": nbrun._cpu_model(), "id": nbrun._machine_id(),
                     "python": platform.python_version(), "gpu": False},
         "cache": os.environ.get("POSBIAS_CACHE_STATE", "unknown"),
         "date": time.strftime("%Y-%m-%d"),

@@ -53,7 +53,7 @@ __all__ = ["cache_dir", "recorded_dir", "key", "cached", "load", "load_recorded"
            "VERIFY_PARTS", "part_sample", "ROUNDING_AMPLIFIED", "GPU_MEASURED",
            "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET", "gpu_provenance_problems", "cpu_model", "machine_id",
            "references_dir", "reference_index", "load_reference", "write_file",
-           "reference_holds", "prune_references"]
+           "reference_holds", "recorded_machine", "prune_references"]
 
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
@@ -746,6 +746,16 @@ def reference_index(folder: Path | None = None) -> dict:
     return json.loads(f.read_text())
 
 
+def recorded_machine(entry: Mapping | None) -> str | None:
+    """The machine a recorded entry names: its full :func:`machine_id` where it records one
+    (``machine["id"]``), else only its CPU's name (entries recorded before the id was kept).
+    A name alone does not identify a machine as far as float rounding goes: two generations of
+    "AMD EPYC" trained the same ``train`` entry to numbers 0.007 apart, so a name-only entry
+    never counts as recorded on a machine that passes its full id."""
+    m = (entry or {}).get("machine") or {}
+    return m.get("id") or m.get("cpu")
+
+
 def reference_holds(entry: Mapping | None, ref: Mapping | None, cpu: str) -> str | None:
     """Why the CPU reference ``ref`` (this machine's item of ``REFERENCES.json``) cannot stand
     for the recorded entry ``entry`` (its item of ``MANIFEST.json``) on a machine whose CPU is
@@ -757,7 +767,7 @@ def reference_holds(entry: Mapping | None, ref: Mapping | None, cpu: str) -> str
         return "no such recorded entry"
     if ref is None:
         return "no reference for this machine"
-    if (entry.get("machine") or {}).get("cpu") == cpu:
+    if recorded_machine(entry) == cpu:
         return "recorded on this CPU"
     for f in ("commit", "code"):
         if ref.get(f) != entry.get(f):
@@ -784,7 +794,7 @@ def _valid_reference(namespace: str, k: str) -> bool:
     entry = _json_file(str(man), man.stat().st_mtime).get("entries", {}).get(f"{namespace}/{k}")
     ref = (_json_file(str(idx), idx.stat().st_mtime).get("entries", {})
            .get(f"{namespace}/{k}", {}).get(machine_id()))
-    return reference_holds(entry, ref, cpu_model()) is None
+    return reference_holds(entry, ref, machine_id()) is None
 
 
 def prune_references(root: Path, manifest: Mapping) -> list[str]:
@@ -910,7 +920,7 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
         cands = [(key, v) for key, v in items if v.get("read", True)]
         skipped = None
         if cpu is not None and ns in ROUNDING_AMPLIFIED:
-            here = [(key, v) for key, v in cands if (v.get("machine") or {}).get("cpu") == cpu
+            here = [(key, v) for key, v in cands if recorded_machine(v) == cpu
                     or f"{ns}/{key}" in references]
             if cands and not here:
                 cpus = sorted({str((v.get("machine") or {}).get("cpu")) for _, v in cands})

@@ -83,3 +83,9 @@ def _cpu_model() -> str:
     from posbias_nb.cache import cpu_model
 
     return cpu_model()
+
+
+def _machine_id() -> str:
+    from posbias_nb.cache import machine_id
+
+    return machine_id()

@@ -506,3 +506,27 @@ def test_a_cost_never_measured_is_null_not_zero(tmp_path):
     assert got["namespaces"]["a"]["compute_seconds"] == 19.5
     p = cache.verification_plan(got, {"a": "x"})
     assert p["keys"] == ["a/aaaaaaaaaaaaaaaa00"]  # the cheapest measured, not the unknown one
+
+
+def test_a_cpu_name_alone_does_not_make_an_entry_recorded_on_this_machine():
+    """Two generations of "AMD EPYC" trained the same entry to numbers 0.007 apart: an entry that
+    records only its CPU's name is not "recorded here" on a machine that gives its full id (CPU,
+    generation, instruction set), so a rounding-amplified namespace needs this machine's
+    reference there; an entry that records the full id matches it."""
+    ns = next(iter(cache.ROUNDING_AMPLIFIED))
+    here = "AMD EPYC (25/17/1) / AVX512"
+    legacy = {"compute_seconds": 5.0, "code": "A", "commit": "c", "machine": {"cpu": "AMD EPYC"}}
+    full = {"compute_seconds": 5.0, "code": "A", "commit": "c",
+            "machine": {"cpu": "AMD EPYC", "id": here}}
+    assert cache.recorded_machine(legacy) == "AMD EPYC" and cache.recorded_machine(full) == here
+    d = {ns: "A"}
+    p = cache.verification_plan({"entries": {f"{ns}/1": legacy}}, d, 100, cpu=here)
+    assert p["namespaces"][ns]["chosen"] == [] and "skipped" in p["namespaces"][ns]
+    p = cache.verification_plan({"entries": {f"{ns}/1": legacy}}, d, 100, cpu=here,
+                                references={f"{ns}/1"})
+    assert p["namespaces"][ns]["chosen"] == ["1"]
+    assert cache.verification_plan({"entries": {f"{ns}/1": full}}, d, 100,
+                                   cpu=here)["namespaces"][ns]["chosen"] == ["1"]
+    ref = {"commit": "c", "code": "A"}
+    assert cache.reference_holds(legacy, ref, here) is None  # the reference stands for it here
+    assert cache.reference_holds(full, ref, here) == "recorded on this CPU"

@@ -187,3 +187,45 @@ def test_the_command_line_refuses_in_one_line(tmp_path, args):
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("posbias: error:")
     assert not out.exists()
+
+
+def _gpu_born():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("gpu_born", root / "bench" / "gpu_born.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gpu_import_refuses_a_dry_run_and_code_that_is_not_its_commits(tmp_path, monkeypatch):
+    import json
+
+    gb = _gpu_born()
+    monkeypatch.syspath_prepend(str(Path_bench()))
+    rec = tmp_path / "recorded"
+    rec.mkdir()
+    (rec / "MANIFEST.json").write_text(json.dumps({"entries": {}}))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"dry_run": True, "items": []}))
+    assert gb.import_run(run, rec, tmp_path / "r.json") == 2
+    head = gb_head()
+    (run / "run.json").write_text(json.dumps({"dry_run": False, "code": "0" * 64,
+                                              "commit": head, "items": []}))
+    assert gb.import_run(run, rec, tmp_path / "r.json") == 2
+    assert json.loads((rec / "MANIFEST.json").read_text()) == {"entries": {}}  # nothing written
+    assert not (tmp_path / "r.json").exists()
+
+
+def Path_bench():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1] / "bench"
+
+
+def gb_head():
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path_bench().parent,
+                          capture_output=True, text=True, check=True).stdout.strip()

@@ -569,7 +569,7 @@ BINS = 64
 
 def gpu_summary(x: dict) -> dict:
     """A measured GPU cell in numbers, each per window (two windows: no interval is printed,
-    both values are): Spearman with the layout row at the fitted :math:`\alpha`, the same over
+    both values are): Spearman with the layout row at the fitted :math:`\\alpha`, the same over
     :data:`BINS` blocks of positions (each block's mean, the last token left out: the trend
     without the position-to-position spread of the content), the valley, log10 of first/middle
     and last/middle; and the median relative probe error (how much of that spread the two

@@ -33,6 +33,7 @@ on a CPU: ``make test`` checks their provenance and re-measures their reduced-wi
 """
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -189,9 +190,11 @@ def valley(P: np.ndarray) -> np.ndarray:
     return (np.argmin(P[:, :-1], axis=1) + 1) / P.shape[1]
 
 
+@functools.lru_cache(maxsize=64)
 def cell(config: str, width: int, init: str) -> dict:
     """One rung: profiles, the fitted row, each statistic per window with its 95% t interval
-    over the windows, and the valley's position."""
+    over the windows, and the valley's position.  Memoised (the table and the figure read the
+    same rungs; the arrays are not to be written to)."""
     P = measure(config, width, init)
     lay = layout(config)
     out = dict(P=P, layout=lay, **row(lay, P))

@@ -53,7 +53,8 @@ __all__ = ["VERDICTS", "proportion_interval", "unit_proportion_interval",
            "interval_pvalue", "holm_family", "holm_intervals",
            "bootstrap", "bootstrap_atom", "PairedTest", "paired_test", "holm", "by_unit",
            "count_decide", "decide",
-           "decide_all", "margin"]
+           "decide_all", "margin", "t_power", "detectable_effect", "units_needed",
+           "one_sided_bounds"]
 
 #: The verdict words, in the order the book's tables explain them.  :func:`decide` returns one of
 #: the first four (or ``"exact"`` when asked with ``exact=True``).
@@ -1290,3 +1291,141 @@ def margin(interval, threshold=0.0, direction: str = "greater", *, band=None, sc
         top = m(mid) if low <= mid <= high else max(m(low), m(high))
         out = (m(est), min(m(low), m(high)), top)
     return tuple(float(v / scale) for v in out)
+
+
+# --------------------------------------------------------------------------------------------
+# the power of a paired t test, and the one-sided bound behind a declared one-sided claim
+# --------------------------------------------------------------------------------------------
+_SIDES = ("greater", "two-sided")
+
+
+def _t_power_d(d: float, n: int, alpha: float, alternative: str) -> float:
+    from scipy import stats as _st
+
+    df, nc = n - 1, d * math.sqrt(n)
+    if alternative == "greater":
+        return float(_st.nct.sf(_sp.stdtrit(df, 1 - alpha), df, nc))
+    c = float(_sp.stdtrit(df, 1 - alpha / 2))
+    # the far tail by symmetry, P(T_nc < -c) = P(T_-nc > c); scipy returns nan where it
+    # underflows (a large noncentrality), where it is 0 to double precision
+    far = float(_st.nct.sf(c, df, -nc))
+    return float(_st.nct.sf(c, df, nc)) + (far if math.isfinite(far) else 0.0)
+
+
+def _power_args(sd, n, alpha, power, alternative):
+    sd = _real("sd", sd)
+    if not (math.isfinite(sd) and sd > 0):
+        raise ValueError(f"sd must be a positive finite number (the spread of the paired "
+                         f"differences), got {sd!r}")
+    n = positive_int("n", n, minimum=2)
+    alpha = _real("alpha", alpha)
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    power = _real("power", power)
+    if not alpha < power < 1:
+        raise ValueError(f"power must be in (alpha, 1), got {power!r}")
+    alternative = choice("alternative", alternative, _SIDES)
+    return sd, n, alpha, power, alternative
+
+
+def t_power(effect, sd, n, alpha: float = 0.05, alternative: str = "greater") -> float:
+    r"""The power of the paired (one-sample) Student *t* test of ``n`` differences at level
+    ``alpha`` against a true mean difference ``effect`` with standard deviation ``sd``: the
+    noncentral *t* with :math:`n-1` degrees of freedom and noncentrality
+    :math:`\delta\sqrt n/\sigma` (``scipy.stats.nct``).  ``alternative="greater"`` tests
+    mean > 0 (one-sided at ``alpha``); ``"two-sided"`` at ``alpha`` split over both tails.
+
+    Chapter :ref:`ch-practice` (the confirmatory study's design) and ``posbias fix`` (what its
+    test part can detect).  ``tests/test_stats.py`` checks it by simulation.
+
+    >>> round(t_power(0.5, 1.0, 34), 3), round(t_power(0.5, 1.0, 34, alternative="two-sided"), 3)
+    (0.887, 0.808)
+    """
+    sd, n, alpha, _, alternative = _power_args(sd, n, alpha, (alpha + 1) / 2, alternative)
+    effect = _real("effect", effect)
+    if not math.isfinite(effect):
+        raise ValueError(f"effect must be finite, got {effect!r}")
+    return _t_power_d(effect / sd, n, alpha, alternative)
+
+
+def detectable_effect(sd, n, alpha: float = 0.05, power: float = 0.8,
+                      alternative: str = "greater") -> float:
+    r"""The smallest true mean difference (in the units of ``sd``'s data) that the paired *t*
+    test of ``n`` differences at ``alpha`` detects with probability ``power``: the root of
+    :func:`t_power` ``= power`` (Brent's method on the standardised effect).
+
+    >>> round(detectable_effect(1.0, 34), 3)
+    0.435
+    >>> detectable_effect(1.3, 16) > detectable_effect(1.3, 64)
+    True
+
+    Raises
+    ------
+    ValueError
+        ``sd`` not positive and finite, ``n`` below 2, ``alpha`` or ``power`` outside their
+        ranges, an unknown ``alternative``.
+    """
+    from scipy.optimize import brentq
+
+    sd, n, alpha, power, alternative = _power_args(sd, n, alpha, power, alternative)
+    hi = 1.0
+    while _t_power_d(hi, n, alpha, alternative) < power:
+        hi *= 2
+    d = brentq(lambda x: _t_power_d(x, n, alpha, alternative) - power, 0.0, hi, xtol=1e-10)
+    return float(d * sd)
+
+
+def units_needed(effect, sd, alpha: float = 0.05, power: float = 0.8,
+                 alternative: str = "greater", n_max: int = 100_000) -> int:
+    r"""The fewest paired units (questions) at which the *t* test at ``alpha`` has at least
+    ``power`` against a true mean difference ``effect`` with spread ``sd`` (:func:`t_power`,
+    monotone in n: a bisection).
+
+    >>> units_needed(0.5, 1.0)
+    27
+    >>> units_needed(0.5, 1.0, alternative="two-sided")
+    34
+
+    Raises
+    ------
+    ValueError
+        ``effect`` not positive, the arguments of :func:`detectable_effect`, or no n up to
+        ``n_max`` reaching ``power``.
+    """
+    sd, _, alpha, power, alternative = _power_args(sd, 2, alpha, power, alternative)
+    effect = _real("effect", effect)
+    if not (math.isfinite(effect) and effect > 0):
+        raise ValueError(f"effect must be a positive number, got {effect!r}")
+    n_max = positive_int("n_max", n_max, minimum=2)
+    d = effect / sd
+    lo, hi = 2, 2
+    while _t_power_d(d, hi, alpha, alternative) < power:
+        if hi >= n_max:
+            raise ValueError(f"no n up to {n_max} reaches power {power:g} at alpha {alpha:g} "
+                             f"for an effect of {effect:g} with sd {sd:g}")
+        lo, hi = hi, min(2 * hi, n_max)
+    if hi == 2:
+        return 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _t_power_d(d, mid, alpha, alternative) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return int(hi)
+
+
+def one_sided_bounds(x, level: float = 0.95):
+    r"""A mean of paired differences with its two **one-sided** Student *t* bounds at
+    ``level``: ``(mean, low, high)`` where ``low`` is the one-sided lower bound (a claim "mean
+    > 0" declared one-sided at :math:`1-\text{level}` holds when ``low > 0``) and ``high`` the
+    one-sided upper one (it fails when ``high <= 0``).  Together they are the two-sided
+    interval at :math:`2\,\text{level}-1` (90% for 95%), so :func:`decide` reads them as it
+    reads any interval: the verdict is the one-sided test's, not a two-sided interval read at
+    a one-sided level.
+
+    >>> [round(v, 3) for v in one_sided_bounds([1.0, 2.0, 3.0, 4.0, 5.0])]
+    [3.0, 1.493, 4.507]
+    """
+    level = _level(level)
+    return mean_interval(x, 2 * level - 1)

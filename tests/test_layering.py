@@ -17,7 +17,7 @@ PKG = Path(__file__).resolve().parents[1] / "posbias_nb"
 NUMERICS = ("posbias_nb.theory", "posbias_nb.rollout", "posbias_nb.metrics", "posbias_nb.stats")
 #: The layers from the top down (DESIGN.md): a module may import only its own layer or lower ones.
 LAYERS = (
-    ("cli", ("posbias_nb.cli", "posbias_nb.__main__")),
+    ("cli", ("posbias_nb.cli", "posbias_nb.__main__", "posbias_nb.integrations")),
     ("experiments", ("posbias_nb.experiments",)),
     ("measure", ("posbias_nb.measure",)),
     ("models/tasks", ("posbias_nb.models", "posbias_nb.tasks")),
@@ -169,6 +169,9 @@ def test_one_way_flow():
                    if m.startswith("posbias_nb.models")), "models must not import measure"
     assert not any("posbias_nb.cli" in deps for m, deps in g.items()
                    if m not in ("posbias_nb.__main__",)), "nothing imports cli"
+    assert not any(d.startswith("posbias_nb.integrations") for m, deps in g.items()
+                   if not m.startswith("posbias_nb.integrations") for d in deps), \
+        "nothing imports the integrations"
 
 
 def test_graph_reader_sees_lazy_imports(tmp_path):
@@ -185,7 +188,7 @@ def test_graph_reader_sees_lazy_imports(tmp_path):
 def test_nothing_below_experiments_imports_it():
     g = import_graph()
     below = [m for m in g if not m.startswith(("posbias_nb.experiments", "posbias_nb.cli",
-                                               "posbias_nb.__main__"))]
+                                               "posbias_nb.__main__", "posbias_nb.integrations"))]
     assert not [m for m in below if any(d.startswith("posbias_nb.experiments") for d in g[m])]
 
 

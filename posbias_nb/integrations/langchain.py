@@ -1,0 +1,113 @@
+"""A prompt remedy file applied in a LangChain pipeline: :class:`RemedyReorder`, a
+``langchain_core`` document transformer, in the place of ``LongContextReorder``.
+
+``posbias fix`` writes a remedy file (:mod:`posbias_nb.models.remedy_file`); when the remedy it
+chose is a prompt remedy (:data:`~posbias_nb.models.remedy_file.PROMPT_REMEDIES`: LangChain's
+or Haystack's fixed rule, our curve or prior order, attention sorting, the query-aware prompt),
+this transformer places a retriever's documents by it::
+
+    from posbias_nb.integrations.langchain import RemedyReorder
+
+    reorder = RemedyReorder("fix/remedy.json", "smollm2-135m")
+    docs = reorder.transform_documents(retriever.invoke(question), query=question)
+
+The ordering is :func:`posbias_nb.experiments.task.reorder_documents`'s, the one call for a
+retrieval pipeline; this module only maps LangChain's ``Document`` to the package's documents
+(title from ``metadata["title"]``, text from ``page_content``) and back by position, so the
+very objects the retriever returned come back, metadata and duplicates included.
+
+Needs the optional extra: ``pip install 'posbias-nb[langchain]'`` (``make setup`` installs
+it).  Nothing in the package imports this module.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+try:
+    from langchain_core.documents import BaseDocumentTransformer, Document
+except ImportError as e:  # the optional extra is missing
+    raise ImportError("posbias_nb.integrations.langchain needs langchain-core: "
+                      "pip install 'posbias-nb[langchain]' (in a checkout of the project: "
+                      "make setup)") from e
+
+from ..experiments.task import reorder_documents
+from ..models import remedy_file as rf
+from ..tasks import qa
+
+__all__ = ["RemedyReorder", "QUESTION_RANKERS"]
+
+#: The rankers of :data:`~posbias_nb.models.remedy_file.RANKERS` that read the question: a
+#: file that ranks by one of them (or sorts by attention) needs ``query=``.
+QUESTION_RANKERS = ("bm25", "question-likelihood")
+
+
+class RemedyReorder(BaseDocumentTransformer):
+    """The documents of a LangChain pipeline placed by the prompt remedy of ``remedy_file``,
+    made for ``model`` (a zoo name such as ``smollm2-135m``, a model directory or a hub id).
+
+    The file is read and checked here: ValueError, in one line naming the file, when it cannot
+    be read or is not a remedy file, when its remedy patches the network (apply that one with
+    :func:`posbias_nb.models.remedy`), or when it was made for another model (its recorded
+    fingerprint against ``model``'s, :func:`posbias_nb.models.remedy_file.check_model`).
+
+    Attributes: ``path``, ``model``, ``remedy`` (its name) and ``params`` (the file's).
+    """
+
+    def __init__(self, remedy_file, model) -> None:
+        self.path = Path(remedy_file)
+        self.model = os.fspath(model) if isinstance(model, os.PathLike) else model
+        spec = rf.read(self.path)
+        if spec["remedy"] not in rf.PROMPT_REMEDIES:
+            raise ValueError(f"{self.path.name} holds {spec['remedy']}, which patches the model, "
+                             "not the prompt: apply it with posbias_nb.models.remedy")
+        rf.check_model(spec, self.path, name=self.model)
+        self.remedy = spec["remedy"]
+        self.params = dict(spec["params"])
+
+    def __repr__(self) -> str:
+        return f"RemedyReorder({str(self.path)!r}, {self.model!r}: {self.remedy})"
+
+    @property
+    def needs_query(self) -> bool:
+        """True when placing the documents reads the question (a ranker of
+        :data:`QUESTION_RANKERS`, or attention sorting)."""
+        return self.params.get("ranker") in QUESTION_RANKERS or self.remedy == "attention-sort"
+
+    def transform_documents(self, documents: Sequence[Document], query: str | None = None,
+                            **kwargs: Any) -> list[Document]:
+        """``documents`` (LangChain ``Document`` objects in the retriever's order, the most
+        relevant first) in prompt order: the same objects, placed by
+        :func:`posbias_nb.experiments.task.reorder_documents` (the ``file`` ranker reads the
+        given order as the relevance order).  ``query``: the question, needed by the ``bm25``
+        and ``question-likelihood`` rankers and attention sorting (ValueError without it).
+        An empty list gives an empty list (after that check); a slot quality for another
+        number of documents is refused (ValueError)."""
+        docs = list(documents)
+        if self.needs_query and not query:
+            what = ("attention sorting" if self.remedy == "attention-sort"
+                    else f"{self.remedy} with the {self.params['ranker']} ranker")
+            raise ValueError(f"{self.path.name}: {what} reads the question: give query= to "
+                             "transform_documents")
+        if not docs:
+            return []
+        for d in docs:
+            if not isinstance(d, Document):
+                raise ValueError(f"a LangChain Document is expected, got {type(d).__name__}")
+        ours = [qa.Document(str(d.metadata.get("title") or ""), d.page_content) for d in docs]
+        # the prompt reorder_documents also builds is dropped here: without a query (a ranker
+        # that does not read it) a placeholder question stands in for it
+        placed = reorder_documents(self.path, query or "?", ours, self.model)["documents"]
+        where = {id(p): i for i, p in enumerate(ours)}
+        order = [where.get(id(p)) for p in placed]
+        if None in order or sorted(order) != list(range(len(docs))):
+            raise RuntimeError(f"{self.remedy} did not return a permutation of the documents")
+        return [docs[i] for i in order]
+
+    async def atransform_documents(self, documents: Sequence[Document],
+                                   query: str | None = None, **kwargs: Any) -> list[Document]:
+        """:meth:`transform_documents` (pure Python, or one model call for the rankers that
+        read the model)."""
+        return self.transform_documents(documents, query=query, **kwargs)

@@ -86,6 +86,7 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "retrieval-link": ("experiments.retrieval",),
     "scale-gpu": ("experiments.scale",),
     "scale-layout": ("experiments.scale",),
+    "confirm": ("experiments.confirm",),
     "task": ("experiments.task",),
     "train": ("experiments.remedies",),
     "train-init": ("experiments.remedies",),

@@ -12,15 +12,16 @@ STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import fix, inference, layouts, realqa, remedies, report, \
-        retrieval, scale
+    from posbias_nb.experiments import confirm, fix, inference, layouts, realqa, remedies, \
+        report, retrieval, scale
     return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
             "remedies": remedies.DESIGN, "report": report.DESIGN, "layouts": layouts.DESIGN,
-            "realqa": realqa.DESIGN, "fix": fix.DESIGN, "scale": scale.DESIGN}
+            "realqa": realqa.DESIGN, "fix": fix.DESIGN, "scale": scale.DESIGN,
+            "confirm": confirm.DESIGN}
 
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
-                                   "realqa", "fix", "scale"])
+                                   "realqa", "fix", "scale", "confirm"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study
@@ -104,7 +105,7 @@ def test_code_hash_moves_with_the_code_not_its_docstrings():
 
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
-                                   "realqa", "fix"])
+                                   "realqa", "fix", "scale", "confirm"])
 def test_every_study_registers_its_verdict_code(study):
     last = check(_studies()[study])
     assert last["code"] == design.code_hash(study)

@@ -201,12 +201,20 @@ def _cmd_fix(args):
 
     res = fix(args.model, args.data, documents=args.documents, examples=args.examples,
               seed=args.seed, weights=args.weights, quick=args.quick, edge_loss=args.edge_loss,
-              progress=not args.quiet, remedies=args.remedies, rule=args.rule)
+              progress=not args.quiet, remedies=args.remedies, rule=args.rule,
+              force=args.force)
     paths = write_fix(res, args.out)
-    got = res["winner"]
-    print(f"posbias: wrote {', '.join(paths.values())}" + (
-        f" ({got} holds on the test part)" if got else
-        " (no remedy holds on the test part: no remedy.json)"), file=sys.stderr)
+    got, sel = res["winner"], res["selected"]
+    if sel:
+        what = f"{sel['arm']}: {sel['words']}" if sel["arm"] else sel["words"]
+        pw = sel["power"]
+        if pw and sel["verdict"] != "inconclusive":  # the inconclusive words carry it already
+            what += (f"; the test part detects gains of {pw['detectable']:.2f} nats (80% "
+                     f"power), about {pw['needed']['0.5']} questions would detect 0.5")
+    else:
+        what = f"{got} holds on the test part" if got else "no remedy holds on the test part"
+    print(f"posbias: wrote {', '.join(paths.values())} ({what}"
+          + ("" if got else ": no remedy.json") + ")", file=sys.stderr)
     return None
 
 
@@ -395,7 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory for index.html and report.json (checked before any work)")
     r.set_defaults(func=_cmd_report, format=None, out_dir=True)
 
-    from .experiments.fix import DEFAULTS as FIX, NETWORK_REMEDIES, QUICK, RULES
+    from .experiments.fix import DEFAULT_RULE, DEFAULTS as FIX, MIN_TEST, NETWORK_REMEDIES, \
+        QUICK, RULES
     from .experiments.placement import PROMPT_REMEDIES as PLACE
 
     f = sub.add_parser("fix", help="choose an inference-time remedy on one part of your task "
@@ -407,17 +416,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a task file in a format of `posbias task`")
     f.add_argument("--documents", type=int, default=None,
                    help=f"documents per prompt, QA files (default {FIX['documents']}, "
-                        f"{QUICK['documents']} with --quick)")
+                        f"{QUICK['documents']} with --quick; a plain file keeps its own "
+                        f"count)")
     f.add_argument("--examples", type=int, default=None,
                    help=f"examples drawn by --seed, split into a tuning and a test part "
                         f"(default {FIX['examples']}, {QUICK['examples']} with --quick)")
     f.add_argument("--edge-loss", type=float, default=FIX["edge_loss"],
                    help="with --rule middle: the largest mean log-p loss (nats) at the first "
                         "and last gold slots a chosen setting may cost on the tuning part")
-    f.add_argument("--rule", choices=RULES, default=RULES[0],
-                   help="all-slots (default): choose and judge by the mean change of log p "
-                        "over every gold slot; middle: the first design's middle-slot rule, "
-                        "for the remedies inside the network only")
+    f.add_argument("--rule", choices=RULES, default=DEFAULT_RULE,
+                   help="select-one (default): rank the remedies on the tuning part and test "
+                        "the best one alone on the test part (one-sided t, with the smallest "
+                        "gain the test part can detect); all-slots: judge every remedy, Holm "
+                        "across them; middle: the first design's middle-slot rule, for the "
+                        "remedies inside the network only")
+    f.add_argument("--force", action="store_true",
+                   help=f"run even when the test part has fewer than {MIN_TEST} examples "
+                        "(too few to detect a gain of one standard deviation)")
     f.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
                    help="installed pretrained weights or random initialization")
     f.add_argument("--seed", type=int, default=FIX["seed"],

@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from posbias_nb import stats
+
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
@@ -30,7 +32,8 @@ def _file(tmp_path, rows, name="t.jsonl.gz"):
     return p
 
 
-KW = dict(documents=4, examples=8, quick=True)
+# the third design's rule (every remedy judged, Holm), on a test part below MIN_TEST: forced
+KW = dict(documents=4, examples=8, quick=True, rule="all-slots", force=True)
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +176,8 @@ def test_no_winner_no_remedy_file_and_a_stale_one_removed(run, tmp_path):
     paths = fix_mod.write_fix(res, out)
     assert set(paths) == {"json", "html"} and not (out / "remedy.json").exists()
     page = (out / "index.html").read_text()
-    assert "No remedy helps on the test part" in page and "<img" in page
+    assert "No remedy holds on the test part" in page and "<img" in page
+    assert "does not help" not in page  # only a verdict of fails may say so
 
 
 def test_winner_round_trip_apply_and_restore(run, tmp_path, model_dir):
@@ -216,6 +220,7 @@ def test_winner_round_trip_apply_and_restore(run, tmp_path, model_dir):
     (["--examples", "3"], "examples must be"),
     (["--edge-loss", "-1"], "edge_loss must be"),
     (["--documents", "1"], "documents must be"),
+    (["--examples", "9"], "test part of 6"),   # below MIN_TEST without --force
 ])
 def test_command_refusals_one_line_exit_2_nothing_written(tmp_path, capsys, model_dir, extra,
                                                           words):
@@ -232,12 +237,21 @@ def test_command_writes_the_page(tmp_path, capsys, model_dir):
     f = _file(tmp_path, _qa_rows(30))
     out = tmp_path / "fix"
     argv = ["fix", "--model", model_dir, "--data", str(f), "--out", str(out), "--quick",
-            "--documents", "4", "--examples", "8", "--quiet"]
+            "--documents", "4", "--examples", "8", "--quiet", "--force"]
     assert cli.main(argv) == 0
     assert (out / "index.html").exists() and (out / "fix.json").exists()
     obj = json.loads((out / "fix.json").read_text())
     assert (out / "remedy.json").exists() == (obj["winner"] is not None)
-    assert "posbias: wrote" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "posbias: wrote" in err
+    # the default rule carries one remedy and says what its test part can detect
+    sel, pw = obj["selected"], obj["meta"]["power"]
+    assert obj["meta"]["rule_name"] == "select-one" and pw == sel["power"]
+    if pw is not None:
+        assert f"{pw['detectable']:.2f} nats" in err and "would" in err
+        assert f"{pw['detectable']:.2f} nats" in (out / "index.html").read_text()
+    if sel["verdict"] != "holds":
+        assert obj["winner"] is None and not (out / "remedy.json").exists()
 
 
 @pytest.mark.slow
@@ -356,3 +370,76 @@ def test_task_remedy_file_refusals_one_line_exit_2(tmp_path, capsys, model_dir):
             "3", "--quiet", "--remedy-file", str(rf), "--format", "json", "--out", str(out)]
     assert cli.main(argv) == 0, capsys.readouterr().err
     assert json.loads(out.read_text())["meta"]["remedy"]["name"] == "ms-poe"
+
+
+def _tuning(gains_by_remedy, per=None):
+    """A tuning result: each remedy with one setting whose all-slot gain is the given one."""
+    out = {}
+    for r, g in gains_by_remedy.items():
+        out[r] = {"grid": [{"ranker": "bm25"}], "all_gain": [g], "middle_gain": [g],
+                  "edge_change": [0.0], "chosen": 0 if g > 0 else None,
+                  "setting": {"ranker": "bm25"},
+                  "all_gain_by_example": [list(per if per is not None else
+                                               np.linspace(g - 1, g + 1, 8))]}
+    return out
+
+
+def _test(gains_by_remedy, n=16, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"n_examples": n}
+    for r, g in gains_by_remedy.items():
+        x = rng.normal(g, 1.0, n)
+        out[r] = {"all_gain_per_example": x.tolist(),
+                  "all_gain": dict(zip(("estimate", "low", "high"),
+                                       stats.mean_interval(x)))}
+    return out
+
+
+def test_select_one_carries_the_best_tuning_gain_and_tests_it_alone():
+    tune = _tuning({"hidden-scaling": 0.2, "curve-order": 0.9, "prior-order": -0.3})
+    test = _test({"hidden-scaling": 0.0, "curve-order": 1.5})
+    got = fix_mod.select_one(tune, test, 6)
+    assert got["carried"] == "curve-order" and got["verdict"] == "holds"
+    x = np.asarray(test["curve-order"]["all_gain_per_example"])
+    assert got["interval"]["low"] == pytest.approx(stats.one_sided_bounds(x)[1])
+    assert 0 < got["p_perm"] < 0.05
+    # the others measured on the test part: exploratory, no verdict word (prior-order did
+    # not gain on the tuning part, so it was not measured there)
+    assert set(got["exploratory"]) == {"hidden-scaling"}
+    assert all("verdict" not in v for v in got["exploratory"].values())
+    # the power from the tuning part's spread of the carried remedy
+    sd = float(np.std(np.linspace(-0.1, 1.9, 8), ddof=1))
+    assert got["power"]["detectable"] == pytest.approx(stats.detectable_effect(sd, 16))
+    assert got["power"]["needed"]["0.5"] == stats.units_needed(0.5, sd)
+
+
+def test_select_one_says_inconclusive_with_its_power_and_fails_only_on_harm():
+    tune = _tuning({"curve-order": 0.9})
+    flat = fix_mod.select_one(tune, _test({"curve-order": 0.0}, seed=3), 6)
+    assert flat["verdict"] == "inconclusive"
+    words = fix_mod.verdict_words(flat["verdict"], flat["power"])
+    assert words.startswith("not shown to help at this size") and "does not help" not in words
+    harm = fix_mod.select_one(tune, _test({"curve-order": -2.0}), 6)
+    assert harm["verdict"] == "fails"
+    assert fix_mod.verdict_words("fails", harm["power"]) == "does not help on the test part"
+    # nothing gains on the tuning part: nothing carried, and the power still told
+    none = fix_mod.select_one(_tuning({"curve-order": -0.5}), _test({}), 6)
+    assert none["carried"] is None and none["verdict"] is None
+    assert none["power"]["from"] == "curve-order"
+
+
+def test_coinciding_rules_are_one_arm_at_an_odd_count():
+    tune = _tuning({"long-context-reorder": 0.5, "lost-in-the-middle-ranker": 0.5})
+    test = _test({"long-context-reorder": 0.1, "lost-in-the-middle-ranker": 0.1})
+    odd = fix_mod.select_one(tune, test, 5)
+    assert odd["arm"] == "long-context-reorder = lost-in-the-middle-ranker"
+    assert odd["exploratory"] == {}
+    even = fix_mod.select_one(tune, test, 6)
+    assert even["arm"] == "long-context-reorder"
+    assert set(even["exploratory"]) == {"lost-in-the-middle-ranker"}
+    assert fix_mod.coinciding(7) and not fix_mod.coinciding(10)
+
+
+def test_min_test_detects_one_standard_deviation():
+    n = fix_mod.MIN_TEST
+    assert stats.detectable_effect(1.0, n) <= 1.0 < stats.detectable_effect(1.0, n - 1)

@@ -87,6 +87,8 @@ from . import placement
 from . import task as _task
 
 __all__ = ["DESIGN", "GRID", "REMEDIES", "NETWORK_REMEDIES", "RULES", "DEFAULTS", "QUICK",
+           "DEFAULT_RULE", "QUICK_DOCUMENTS", "MIN_TEST", "coinciding", "arm_name", "select_one",
+           "verdict_words",
            "split", "fix_positions", "choose", "evaluate", "fix", "write_fix",
            "calibration_recall", "select_remedies", "pick", "slot_figure", "PROMPT_LABELS"]
 
@@ -102,7 +104,17 @@ REMEDIES = NETWORK_REMEDIES + placement.PROMPT_REMEDIES
 #: design's, the default) judges what a user sees when the answer can be anywhere, the mean
 #: change of log p over every gold slot; ``middle`` is the first design's (the middle-slot gain
 #: of the settings within the edge loss), kept to read its verdicts as they were measured.
-RULES = ("all-slots", "middle")
+RULES = ("select-one", "all-slots", "middle")
+#: The rule ``posbias fix`` uses by default (the fifth design, issue 53): the tuning part ranks
+#: the remedies and carries one to the test part (:func:`select_one`).
+DEFAULT_RULE = "select-one"
+#: The documents of ``--quick`` for a question-answering file: an even count, where LangChain's
+#: rule (the top document last) and Haystack's (the top document first) give different prompts.
+QUICK_DOCUMENTS = 6
+#: The smallest test part ``posbias fix`` runs without ``--force``: the fewest questions whose
+#: one-sided t test at 5% detects, with 80% power, a gain of one standard deviation of the
+#: per-question gain (:func:`posbias_nb.stats.units_needed`).
+MIN_TEST = stats.units_needed(1.0, 1.0)
 #: The attention calibration's readings (dummy, normaliser) searched by the fourth design (issue
 #: 46): the paper's first, then ours, each choice alone and both together.
 CAL_VARIANTS = (("paper", "per-head"), ("length-matched", "per-head"), ("paper", "shared"),
@@ -129,10 +141,11 @@ _CAL_PAPER = len(inference.GRID["attention-calibration"])
 DEFAULTS = {"examples": 48, "documents": 10, "test_share": 2 / 3, "seed": 0,
             "edge_loss": 0.25, "cost_windows": 8, "cost_length": 512, "timing_prompts": 8,
             "channel_samples": 8, "channel_length": 1000}
-#: ``--quick``: the same grids and rules on 24 examples of 5 documents (prompts half as long),
+#: ``--quick``: the same grids and rules on 24 examples of 6 documents (prompts about half as
+#: long; the book's run of the third design used 5, :data:`DESIGN` ``["sizes"]``),
 #: a smaller channel search and cost (Yu et al.'s search skips the first 300 positions, so its
 #: sequences stay longer than that).
-QUICK = dict(DEFAULTS, examples=24, documents=5, cost_windows=4, cost_length=256,
+QUICK = dict(DEFAULTS, examples=24, documents=QUICK_DOCUMENTS, cost_windows=4, cost_length=256,
              timing_prompts=4, channel_samples=4, channel_length=512)
 
 
@@ -143,8 +156,8 @@ DESIGN = Design("fix", {
     "data": "liu2023/nq-open-oracle.jsonl.gz",
     "call": {"quick": True, "seed": 0, "weights": "pretrained",
              "edge_loss": DEFAULTS["edge_loss"], "test_share": DEFAULTS["test_share"],
-             "rule": "all-slots"},
-    "sizes": dict(QUICK),
+             "rule": "all-slots", "documents": 5},
+    "sizes": dict(QUICK, documents=5),
     "remedies": list(REMEDIES),
     "grid": {r: [dict(s) for s in g] for r, g in GRID.items()},
     "channel_search": {"top": 10, "top_full_passes": 3, "stage3_scale": 0.0},
@@ -217,6 +230,24 @@ DESIGN = Design("fix", {
                        "holds",
         "first_rule": "the first design's middle-slot rule is kept for the three remedies "
                       "inside the network and its verdicts shown as they were measured"},
+    # the fifth design (issue 53), for posbias fix and not for the book's run above (which keeps
+    # the third design's rule and its 5 documents, written out in "call")
+    "rule_select_one": {
+        "tuning": "per remedy the all-slot rule's setting; the remedy with the largest tuning "
+                  "gain above 0 is carried to the test part, alone",
+        "test": "its mean all-slot gain per example > 0, declared one-sided: Student t at "
+                "0.05 (stats.one_sided_bounds), a sign-flip permutation test beside it; the "
+                "other remedies' test-part changes with two-sided 95% t intervals, exploratory, "
+                "no verdict; remedies that give the same prompt at the run's count are one arm",
+        "power": "from the tuning part's SD of the carried remedy's per-question gain: the "
+                 "smallest gain the test part detects with 80% power at its one-sided 0.05, "
+                 "and the questions that detect 0.5 and 1.0 nats (stats.detectable_effect, "
+                 "stats.units_needed)",
+        "minimum": "a test part of MIN_TEST = stats.units_needed(1.0, 1.0) examples (a gain "
+                   "of one SD of the per-question gain at 80% power); fewer is refused unless "
+                   "--force",
+        "quick_documents": 6,
+        "remedy_file": "the carried remedy, when it holds"},
     "alpha": 0.05,
     "compare": "the inference chapter's task verdicts of hidden scaling and Ms-PoE on the same "
                "model (key-value prompts): the same word or not, and why",
@@ -634,10 +665,10 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
         if name not in scores:
             out[name] = {"grid": grids[name], "middle_gain": [], "edge_change": [],
                          "intervals": [], "all_gain": [], "eligible": [], "chosen": None,
-                         "setting": None,
+                         "all_gain_by_example": [], "setting": None,
                          "params": None, "reason": ch["reason"]}
             continue
-        mids, edges, alls, ivs = [], [], [], []
+        mids, edges, alls, ivs, pers = [], [], [], [], []
         for j in range(len(grids[name])):
             d = _matrix(scores[name][j], rec, n_ex, n_pos) - base
             per = {"middle": d[:, sl["middle"]].mean(1), "edges": d[:, sl["edges"]].mean(1),
@@ -645,13 +676,14 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
             mids.append(float(per["middle"].mean()))
             edges.append(float(per["edges"].mean()))
             alls.append(float(per["all"].mean()))
+            pers.append([float(v) for v in per["all"]])
             # a description of the tuning part (t over its examples); the rule reads the means
             ivs.append({k: _iv(stats.mean_interval(v)) if n_ex > 1 else None
                         for k, v in per.items()})
         j, elig, why = pick(alls, mids, edges, rule, edge_loss)
         out[name] = {"grid": grids[name], "middle_gain": mids, "edge_change": edges,
                      "all_gain": alls, "intervals": ivs, "eligible": elig, "chosen": j,
-                     "reason": why,
+                     "reason": why, "all_gain_by_example": pers,
                      "setting": None if j is None else dict(grids[name][j]),
                      "params": None if j is None else
                      _prompt_params(name, grids[name][j], out.get("prompt"))
@@ -992,6 +1024,130 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
     return out
 
 
+def coinciding(k: int) -> list[tuple]:
+    """The prompt remedies that give the same prompt at ``k`` documents (at one ranker): LangChain's
+    ``LongContextReorder`` and Haystack's ``LostInTheMiddleRanker`` at an odd count (the top
+    document first in both), none at an even one.
+
+    >>> coinciding(5), coinciding(6)
+    ([('long-context-reorder', 'lost-in-the-middle-ranker')], [])
+    """
+    k = positive_int("documents", k, minimum=1)
+    from ..tasks import reorder
+
+    same = reorder.long_context_reorder(k) == reorder.lost_in_the_middle(k)
+    return [("long-context-reorder", "lost-in-the-middle-ranker")] if same else []
+
+
+def arm_name(name: str, k: int | None) -> str:
+    """A remedy's name, or both names where two remedies coincide at ``k`` documents."""
+    for pair in coinciding(k) if k else []:
+        if name in pair:
+            return " = ".join(pair)
+    return name
+
+
+def select_one(tuning: dict, test: dict, k: int | None, alpha: float = 0.05,
+               power: float = 0.8) -> dict:
+    r"""The fifth design's rule (issue 53): select on the tuning part, confirm on the test part.
+
+    Among the remedies with a chosen setting (:func:`pick` under ``all-slots``: a setting whose
+    mean all-slot gain on the tuning part is above 0), the one with the largest tuning gain is
+    **carried** to the test part and tested alone: its claim "the mean all-slot gain in log p
+    per test question is above 0" is declared one-sided, Student *t* at ``alpha``
+    (:func:`posbias_nb.stats.one_sided_bounds`), with a sign-flip permutation test beside it
+    (:func:`posbias_nb.stats.paired_test`).  The other remedies' test-part gains are reported
+    with their two-sided 95% *t* intervals as exploratory, with no verdict.  Two remedies that
+    give the same prompt at ``k`` documents (:func:`coinciding`) are one arm, named for both.
+
+    The power (from the tuning part's spread of the carried remedy's per-question gain; the
+    remedy with the largest tuning gain when none gains): the smallest gain the test part
+    detects with probability ``power`` (:func:`posbias_nb.stats.detectable_effect`, the
+    test's own one-sided level), and the questions that would detect 0.5 and 1.0 nats.
+
+    Returns ``{"carried", "arm", "verdict", "interval", "two_sided", "p_perm", "power",
+    "exploratory", "reason"}``.
+    """
+    names = [r for r in REMEDIES if r in tuning and isinstance(tuning[r], dict)
+             and "all_gain" in tuning[r]]
+    seen, arms = set(), []
+    for r in names:
+        a = arm_name(r, k) if r in placement.PROMPT_REMEDIES else r
+        if a in seen:
+            continue
+        if " = " in a:  # one arm: its settings must be the same to give the same prompt
+            other = [x for x in a.split(" = ") if x != r][0]
+            if other in tuning and tuning[other].get("setting") != tuning[r].get("setting"):
+                a = r
+        seen.add(a)
+        arms.append((a, r))
+
+    def tuned(r):
+        j = tuning[r]["chosen"]
+        return None if j is None else float(tuning[r]["all_gain"][j])
+
+    live = [(a, r) for a, r in arms if tuned(r) is not None and r in test]
+    best_any = max((x for x in arms if tuning[x[1]]["all_gain"]),
+                   key=lambda x: max(tuning[x[1]]["all_gain"]), default=None)
+    carried = max(live, key=lambda x: tuned(x[1]), default=None)
+    n_test = int(test.get("n_examples", 0))
+    pw = None
+    src = carried or best_any
+    if src is not None and n_test >= 2:
+        r = src[1]
+        j = tuning[r]["chosen"]
+        if j is None:
+            j = int(np.argmax(tuning[r]["all_gain"]))
+        per = np.asarray(tuning[r]["all_gain_by_example"][j], dtype=float) \
+            if tuning[r].get("all_gain_by_example") else np.array([])
+        sd = float(per.std(ddof=1)) if per.size >= 2 else float("nan")
+        if np.isfinite(sd) and sd > 0:
+            pw = {"from": src[0], "sd_tuning": sd, "n_tuning": int(per.size),
+                  "n_test": n_test, "alpha": alpha, "power": power, "sided": "one-sided",
+                  "detectable": stats.detectable_effect(sd, n_test, alpha, power),
+                  "needed": {str(e): stats.units_needed(e, sd, alpha, power)
+                             for e in (0.5, 1.0)}}
+    out = {"carried": None if carried is None else carried[1],
+           "arm": None if carried is None else carried[0], "power": pw,
+           "verdict": None, "interval": None, "two_sided": None, "p_perm": None,
+           "exploratory": {}, "alpha": alpha,
+           "reason": None if carried else "no remedy raises the mean log p over all gold "
+                                          "slots on the tuning part: none is carried"}
+    if carried is not None:
+        x = np.asarray(test[carried[1]]["all_gain_per_example"], dtype=float)
+        iv = stats.one_sided_bounds(x, 1 - alpha)
+        out.update(interval=_iv(iv), two_sided=_iv(stats.mean_interval(x)),
+                   verdict=stats.decide(iv),
+                   p_perm=float(stats.paired_test(x, np.zeros_like(x), "greater").pvalue),
+                   tuning_gain=tuned(carried[1]), setting=tuning[carried[1]]["setting"])
+    for a, r in arms:
+        if carried is not None and a == carried[0] or r not in test:
+            continue
+        out["exploratory"][a] = {"all_gain": test[r]["all_gain"],
+                                 "tuning_gain": tuned(r), "setting": tuning[r]["setting"]}
+    return out
+
+
+def verdict_words(verdict, power: dict | None) -> str:
+    """The words for a carried remedy's verdict: "helps" only where it holds, "does not help"
+    only where it fails; an inconclusive one reads as the size of what the test part could see.
+
+    >>> verdict_words("inconclusive", {"detectable": 0.83, "needed": {"0.5": 60}})
+    'not shown to help at this size: your test part can detect gains of at least 0.83 nats; about 60 questions would decide 0.5'
+    """
+    if verdict == "holds":
+        return "helps on the test part"
+    if verdict == "fails":
+        return "does not help on the test part"
+    if verdict is None:
+        return "no remedy carried to the test part"
+    if power is None:
+        return "not shown to help at this size"
+    return (f"not shown to help at this size: your test part can detect gains of at least "
+            f"{power['detectable']:.2f} nats; about {power['needed']['0.5']} questions would "
+            f"decide 0.5")
+
+
 def _passes(name, setting, k) -> int | None:
     """Forward passes per prompt of a remedy with ``k`` documents, the scoring pass included:
     one for a fixed rule, the curve, the prior or the template; one per document more for the
@@ -1014,7 +1170,8 @@ def _iv(t) -> dict:
 def fix(model, data, documents: int | None = None, examples: int | None = None,
         seed: int = DEFAULTS["seed"], weights: str = "pretrained", quick: bool = False,
         edge_loss: float = DEFAULTS["edge_loss"], test_share: float = DEFAULTS["test_share"],
-        progress: bool = False, remedies=None, rule: str = "all-slots") -> Result:
+        progress: bool = False, remedies=None, rule: str = DEFAULT_RULE,
+        force: bool = False) -> Result:
     """Choose and judge a remedy for ``model`` on the task file ``data`` (module docstring).
 
     Parameters
@@ -1024,8 +1181,9 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     data : path
         A task file (:data:`posbias_nb.tasks.qa.FORMATS`).
     documents : int or None
-        Documents per prompt of a QA file (default: :data:`DEFAULTS`, or :data:`QUICK` with
-        ``quick``); a key-value file uses all its records.
+        Documents per prompt of a QA file (default: :data:`DEFAULTS`, or
+        :data:`QUICK_DOCUMENTS`, an even count, with ``quick``); a plain file keeps its own
+        count; a key-value file uses all its records.
     examples : int or None
         How many examples (drawn by ``seed``; default as ``documents``), split into the two
         parts.
@@ -1043,9 +1201,14 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         one named.  The prompt remedies (:mod:`posbias_nb.experiments.placement`) need a
         question-answering file.
     rule : str
-        :data:`RULES`: ``all-slots`` (the default) chooses and judges by the mean change of
-        log p over every gold slot; ``middle`` is the first design's rule (middle-slot gain,
-        the edge loss), for the remedies inside the network only.
+        :data:`RULES`: ``select-one`` (the default, :func:`select_one`) ranks the remedies on
+        the tuning part and tests the best alone on the test part, one-sided, with the power
+        of that test; ``all-slots`` (the third design's) judges every remedy with a tuning
+        gain, Holm across them; ``middle`` is the first design's rule (middle-slot gain, the
+        edge loss), for the remedies inside the network only.
+    force : bool
+        Run even when the test part has fewer than :data:`MIN_TEST` examples (its t test
+        could not detect a gain of one standard deviation of the per-question gain).
 
     Returns
     -------
@@ -1058,14 +1221,17 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     ------
     ValueError
         Every refusal of :func:`posbias_nb.experiments.task.prepare`, a split that leaves fewer
-        than 2 examples in a part, prompts beyond the model's context, a negative edge loss,
-        an unknown or repeated remedy.
+        than 2 examples in a part, a test part below :data:`MIN_TEST` without ``force``,
+        prompts beyond the model's context, a negative edge loss, an unknown or repeated
+        remedy.
     """
     from .. import __version__
 
     sel = select_remedies(remedies)
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    # the fifth design selects among what the third design's rule measures and chooses
+    measured = "all-slots" if rule == "select-one" else rule
     if rule == "middle" and set(sel) - set(NETWORK_REMEDIES):
         raise ValueError("the middle rule is the first design's, for the remedies inside the "
                          f"network ({', '.join(NETWORK_REMEDIES)}); the prompt remedies are "
@@ -1085,12 +1251,27 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
                          f"({', '.join(r for r in sel if r in placement.PROMPT_REMEDIES)}) "
                          "place documents: name the remedies inside the network with "
                          "--remedies, or give a question-answering file")
-    k = None if fmt == "liu-kv" else (sizes["documents"] if documents is None else
-                                      positive_int("documents", documents, minimum=2))
+    if fmt == "liu-kv":
+        k = None
+    elif documents is not None:
+        k = positive_int("documents", documents, minimum=2)
+    elif fmt == "plain":  # a user's own file keeps its count (prepare: the fewest a question)
+        k = None
+    else:
+        k = QUICK_DOCUMENTS if quick else sizes["documents"]
+    if k is not None:
+        sizes["documents"] = k
     chosen = _task._choose(len(exs), E, int(seed))
     if len(chosen) < 4:
         raise ValueError(f"{path.name} holds {len(exs)} examples; fix needs 4 or more")
     tune_i, test_i = split(len(chosen), test_share, seed)
+    if len(test_i) < MIN_TEST and not force:
+        d1 = stats.detectable_effect(1.0, len(test_i))
+        raise ValueError(
+            f"{path.name}: {len(chosen)} examples give a test part of {len(test_i)}, whose "
+            f"t test detects (80% power) only gains of {d1:.1f} times the spread of the "
+            f"per-question gain; fix needs a test part of at least {MIN_TEST} (about "
+            f"{int(np.ceil(MIN_TEST / float(test_share)))} examples): give more, or --force")
     tune_idx, test_idx = [int(chosen[i]) for i in tune_i], [int(chosen[i]) for i in test_i]
     n_slots = k if k is not None else min(len(exs[i].records) for i in chosen)
     pos = fix_positions(n_slots)
@@ -1109,18 +1290,26 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         bar.set_description("fix: tuning part")
         tune_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
                                   pool_exclude=test_idx)
-        choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key, sel, rule)
+        choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key, sel,
+                        measured)
         bar.update()
         bar.set_description("fix: test part")
         test_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
                                   pool_exclude=tune_idx)
-        judged = evaluate(model, test_part, choice, sizes, seed, weights, info, key, sel, rule)
+        judged = evaluate(model, test_part, choice, sizes, seed, weights, info, key, sel,
+                          measured)
         bar.update()
     finally:
         bar.close()
-    holds = [r for r in REMEDIES if r in judged and judged[r]["verdict"] == "holds"]
-    gain = "all_gain" if rule == "all-slots" else "middle_gain"
-    winner = max(holds, key=lambda r: judged[r][gain]["estimate"]) if holds else None
+    picked = None
+    if rule == "select-one":
+        picked = select_one(choice, judged, k if k is not None else len(pos))
+        picked["words"] = verdict_words(picked["verdict"], picked["power"])
+        winner = picked["carried"] if picked["verdict"] == "holds" else None
+    else:
+        holds = [r for r in REMEDIES if r in judged and judged[r]["verdict"] == "holds"]
+        gain = "all_gain" if measured == "all-slots" else "middle_gain"
+        winner = max(holds, key=lambda r: judged[r][gain]["estimate"]) if holds else None
     table = {c: [] for c in ("remedy", "gold_slot", "setting", "logprob", "logprob_low",
                              "logprob_high", "change", "change_low", "change_high")}
     for r in REMEDIES:
@@ -1145,7 +1334,14 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
             "scoring": "teacher-forced log p of the file's first gold answer; accuracy: its "
                        "greedy match token by token (not best_subspan_em of a free generation)",
             "rule_name": rule,
-            "rule": "tuning: the largest mean middle-slot gain among the settings whose mean "
+            "power": None if picked is None else picked["power"],
+            "rule": "tuning: per remedy, the setting with the largest mean change of log p "
+                    "over all gold slots; the remedy with the largest such gain (above 0) is "
+                    "carried to the test part alone: its mean all-slot gain per example "
+                    "greater than 0, one-sided Student t at 0.05 over examples, a sign-flip "
+                    "permutation test beside it; the others' test-part changes are "
+                    "exploratory" if rule == "select-one" else
+                    "tuning: the largest mean middle-slot gain among the settings whose mean "
                     "edge-slot change is at least -edge_loss; test: the mean middle-slot gain "
                     "per example greater than 0, Student t over examples, Holm across the "
                     "remedies" if rule == "middle" else
@@ -1158,7 +1354,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
                                   "tune_lines": [exs[i].line for i in tune_idx],
                                   "test_lines": [exs[i].line for i in test_idx],
                                   "tune": tune_idx, "test": test_idx},
-                    tuning=choice, test=judged, winner=winner)
+                    tuning=choice, test=judged, winner=winner, selected=picked)
     return Result(data_out, meta=meta, columns=tuple(table))
 
 
@@ -1265,6 +1461,8 @@ def _page(obj, png) -> str:
         return "—" if iv is None else f"{f(iv['estimate'], d)} [{f(iv['low'], d)}, " \
                                       f"{f(iv['high'], d)}]"
 
+    sel = obj.get("selected")
+    carried = None if not sel else sel["carried"]
     rows, sents = [], []
     for r in [r for r in REMEDIES if r in c]:
         ch = c[r]
@@ -1282,19 +1480,37 @@ def _page(obj, png) -> str:
         nll = ivs(cost["nll_change"], 4) if cost["nll_change"] is not None else \
             html.escape(cost["nll_reason"])
         setting = {k: x for k, x in ch["setting"].items() if k != "slot_quality"}
+        word = v["verdict"] if not sel else (f"carried: {sel['verdict']}" if r == carried
+                                             else "exploratory")
         rows.append(f"<tr><td>{r}</td><td>{html.escape(json.dumps(setting))}</td>"
                     f"<td>{ivs(v.get('all_gain'))}</td>"
                     f"<td>{ivs(v['middle_gain'])}</td><td>{ivs(v['edge_change'])}</td>"
                     f"<td>{nll}</td>"
                     f"<td>{ivs(cost['latency_ratio'], 2).replace('+', '')}</td>"
-                    f"<td>{ivs(cost['peak_mib_change'], 1)}</td><td>{v['verdict']}</td></tr>")
+                    f"<td>{ivs(cost['peak_mib_change'], 1)}</td><td>{word}</td></tr>")
         claim = "middle-slot gain" if meta.get("rule_name") == "middle" else \
             "change over all gold slots"
         est = v["middle_gain"] if meta.get("rule_name") == "middle" else v["all_gain"]
-        sents.append(f"<li><b>{r}</b> at {html.escape(json.dumps(setting))}: the mean "
-                     f"{claim} of log p on the {t['n_examples']} test examples is "
-                     f"{ivs(est)} (95% t; Holm level {v['level']}): "
-                     f"<b>{v['verdict']}</b>. Tuning grid: {html.escape(grid)}.</li>")
+        if sel and r != carried:
+            sents.append(f"<li><b>{html.escape(arm_name(r, meta.get('documents')))}</b> at "
+                         f"{html.escape(json.dumps(setting))} (exploratory, no verdict): the "
+                         f"mean {claim} of log p on the {t['n_examples']} test examples is "
+                         f"{ivs(est)} (two-sided 95% t). Tuning grid: {html.escape(grid)}."
+                         "</li>")
+        elif sel:
+            sents.append(f"<li><b>{html.escape(sel['arm'])}</b> at "
+                         f"{html.escape(json.dumps(setting))}, carried from the tuning part "
+                         f"(tuning gain {f(sel['tuning_gain'])}): the mean {claim} of log p on "
+                         f"the {t['n_examples']} test examples is {f(sel['interval']['estimate'])}"
+                         f", one-sided 95% lower bound {f(sel['interval']['low'])} (two-sided "
+                         f"95% t {ivs(sel['two_sided'])}; sign-flip permutation p = "
+                         f"{sel['p_perm']:.3g}): <b>{sel['verdict']}</b>. Tuning grid: "
+                         f"{html.escape(grid)}.</li>")
+        else:
+            sents.append(f"<li><b>{r}</b> at {html.escape(json.dumps(setting))}: the mean "
+                         f"{claim} of log p on the {t['n_examples']} test examples is "
+                         f"{ivs(est)} (95% t; Holm level {v['level']}): "
+                         f"<b>{v['verdict']}</b>. Tuning grid: {html.escape(grid)}.</li>")
     win = obj["winner"]
     call = ("models.remedy(model, \"remedy.json\", spans=..., relevance=..., start=...)</code> "
             "with each prompt's document spans and their relevance (measure.positional."
@@ -1304,9 +1520,25 @@ def _page(obj, png) -> str:
          "</code> on a pipeline's own documents, or <code>--remedy-file remedy.json</code> for "
          "posbias task") if win in placement.PROMPT_REMEDIES else \
         "models.remedy(model, \"remedy.json\")</code>, or <code>--remedy-file remedy.json</code>"
-    verdict = (f"<p><b>{win}</b> holds on the test part: <code>remedy.json</code> applies it "
-               f"(<code>{call}).</p>") if win else \
-        "<p><b>No remedy helps on the test part.</b> No remedy file is written.</p>"
+    pw = (sel or {}).get("power")
+    power = "" if not pw else (
+        f"<p><b>What this test part can see.</b> From the tuning part's spread of "
+        f"{html.escape(pw['from'])}'s per-question gain (SD {pw['sd_tuning']:.2f} nats over "
+        f"{pw['n_tuning']} questions), the one-sided t test on the {pw['n_test']} test questions "
+        f"detects a gain of {pw['detectable']:.2f} nats with 80% power; about "
+        f"{pw['needed']['0.5']} test questions would detect 0.5 nats, "
+        f"{pw['needed']['1.0']} would detect 1.0.</p>")
+    if win:
+        verdict = (f"<p><b>{win}</b> holds on the test part: <code>remedy.json</code> applies "
+                   f"it (<code>{call}).</p>")
+    elif sel:
+        verdict = (f"<p><b>{html.escape(sel['arm'] or 'No remedy')}: "
+                   f"{html.escape(sel['words'])}.</b> No remedy file is written.</p>")
+    else:
+        verdict = ("<p><b>No remedy holds on the test part</b> (an inconclusive verdict is "
+                   "not evidence against a remedy: see each verdict below). No remedy file is "
+                   "written.</p>")
+    verdict += power
     sp = obj["split"]
     hs_text = f"Yu et al.'s channel: {c['channel']['channel']}. " if "hidden-scaling" in c else ""
     cal_text = "" if "attention-calibration" not in c else (

@@ -12,11 +12,21 @@
 :mod:`.replay`             cached replays of the structural theory's published configurations
 ``report``                 ``posbias report``: one model's position bias, born and trained, as
                            a self-contained HTML page and report.json
+:mod:`.scale`              born at scale: 7B-class configurations on a width ladder and at
+                           full width
+:mod:`.task`               ``posbias task``: the gold passage moved across a task file's prompts
+:mod:`.realqa`             real questions (Liu et al.'s files): the locked position family
+:mod:`.placement`          the prompt remedies measured on a part of the user's examples
+:mod:`.fix`                ``posbias fix``: choose a remedy on a tuning part, confirm it on a
+                           test part, its remedy file
+:mod:`.confirm`            the book's confirmatory study of the prompt remedies (its page for
+                           a RAG pipeline)
 =========================  ==================================================================
 
 Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` (the rows the
 CSV output writes), ``meta`` and ``to_json()``.  Nothing below this package imports it; the
-chapters and the ``posbias`` command call it.  Importing it loads no torch.
+chapters and the ``posbias`` command call it.  Importing it loads no torch; the modules below
+``report`` in the table are imported by name (``from posbias_nb.experiments import fix``).
 """
 from . import design, inference, layouts, remedies, replay, report, retrieval
 

@@ -43,7 +43,7 @@ from . import task as _task
 from .design import Design, check
 
 __all__ = ["DESIGN", "ARMS", "MARGIN", "questions", "qualities", "run", "measure", "gains", "decisions",
-           "primary_label"]
+           "primary_label", "verdict_phrase"]
 
 _DEF = "confirm-v1"  # bump when a definition below changes the numbers
 _SEED = 20263
@@ -70,7 +70,8 @@ def _used() -> list[int]:
 
 def questions() -> list[int]:
     """The design's questions: 0-based indices into the NQ-open oracle file, in a fixed
-    permutation's order, none that another chapter scored (:func:`_used`)."""
+    permutation's order, none that another chapter scored (the pilot and test questions of
+    :ref:`ch-realqa`, and those ``posbias fix`` draws at its quick and full sizes)."""
     n = realqa.DESIGN["data"]["qa"]["examples_in_file"]
     skip = set(_used())
     perm = np.random.default_rng([_SEED, 0xC0F]).permutation(n)
@@ -289,6 +290,24 @@ def gains(res) -> dict:
     base = np.asarray(res["base_logprob"], dtype=float)
     lp = np.asarray(res["logprob"], dtype=float)
     return {a: (lp[i] - base).mean(axis=1) for i, a in enumerate(ARMS)}
+
+
+def verdict_phrase(word: str, detectable: float) -> str:
+    """A verdict word in the words a practitioner reads: "it helps" only where the claim holds,
+    "it does not help" only where it fails; an inconclusive one says what the design could
+    detect.
+
+    >>> verdict_phrase("inconclusive", 0.41)
+    'inconclusive: not shown to help at this size (detectable gains ≥ 0.41 nats)'
+    """
+    if word == "holds":
+        return "holds: it helps"
+    if word == "fails":
+        return "fails: it does not help"
+    if word == "inconclusive":
+        return (f"inconclusive: not shown to help at this size (detectable gains ≥ "
+                f"{detectable:.2f} nats)")
+    return word
 
 
 def primary_label() -> str:

@@ -51,7 +51,7 @@ passages, or the records of a key-value prompt), and each is replaced in turn by
 document (:data:`posbias_nb.tasks.qa.DUMMY_DOCUMENT`; the paper asks only that the dummy be
 consistent and does not publish its text) for the one extra pass per document that eq. 4 needs.
 Under the all-slot rule (the fourth design, issue 46) the search also covers two choices the paper
-leaves open, each switched alone and both (:data:`CAL_VARIANTS`): ours, the **length-matched
+leaves open, each switched alone and both (``CAL_VARIANTS``): ours, the **length-matched
 dummy** (:func:`posbias_nb.tasks.qa.length_matched_dummies`: as many tokens as the document it
 replaces) and the **shared normaliser** of eq. 5 (``normaliser="shared"`` of
 :func:`posbias_nb.models.remedy`); ``rule="middle"`` searches the paper's reading alone, as the
@@ -97,23 +97,27 @@ _CAL_DEF = "fix-calibration-v1"  # the same for the attention calibration's entr
 #: The remedies inside the network, each by its paper's own method (chapter *Fixing it at
 #: inference time*).
 NETWORK_REMEDIES = ("hidden-scaling", "ms-poe", "attention-calibration")
-#: Every remedy searched: those inside the network, then those in the prompt
+#: Every remedy searched, those inside the network first, then those in the prompt
 #: (:mod:`posbias_nb.experiments.placement`, the third design).
 REMEDIES = NETWORK_REMEDIES + placement.PROMPT_REMEDIES
-#: The rules that choose a setting and judge it (:func:`pick`): ``all-slots`` (the third
-#: design's, the default) judges what a user sees when the answer can be anywhere, the mean
-#: change of log p over every gold slot; ``middle`` is the first design's (the middle-slot gain
-#: of the settings within the edge loss), kept to read its verdicts as they were measured.
+#: The rules that choose a setting and judge it (:func:`pick`, :func:`select_one`).
+#: ``select-one`` (the fifth design's, the default) carries the remedy with the largest tuning
+#: gain to the test part alone; ``all-slots`` (the third design's) judges every remedy by what a
+#: user sees when the answer can be anywhere, the mean change of log p over every gold slot,
+#: Holm across them; ``middle`` is the first design's
+#: (the middle-slot gain of the settings within the edge loss), kept to read its verdicts as
+#: they were measured.
 RULES = ("select-one", "all-slots", "middle")
-#: The rule ``posbias fix`` uses by default (the fifth design, issue 53): the tuning part ranks
-#: the remedies and carries one to the test part (:func:`select_one`).
+#: The rule ``posbias fix`` uses by default (the fifth design, issue 53).  The tuning part
+#: ranks the remedies and carries one to the test part (:func:`select_one`).
 DEFAULT_RULE = "select-one"
-#: The documents of ``--quick`` for a question-answering file: an even count, where LangChain's
-#: rule (the top document last) and Haystack's (the top document first) give different prompts.
+#: The documents of ``--quick`` for a question-answering file.  An even count, where
+#: LangChain's rule (the top document last) and Haystack's (the top document first) give
+#: different prompts.
 QUICK_DOCUMENTS = 6
-#: The smallest test part ``posbias fix`` runs without ``--force``: the fewest questions whose
-#: one-sided t test at 5% detects, with 80% power, a gain of one standard deviation of the
-#: per-question gain (:func:`posbias_nb.stats.units_needed`).
+#: The smallest test part ``posbias fix`` runs without ``--force``.  It is the fewest
+#: questions whose one-sided t test at 5% detects, with 80% power, a gain of one standard
+#: deviation of the per-question gain (:func:`posbias_nb.stats.units_needed`).
 MIN_TEST = stats.units_needed(1.0, 1.0)
 #: The attention calibration's readings (dummy, normaliser) searched by the fourth design (issue
 #: 46): the paper's first, then ours, each choice alone and both together.
@@ -121,10 +125,11 @@ CAL_VARIANTS = (("paper", "per-head"), ("length-matched", "per-head"), ("paper",
                 ("length-matched", "shared"))
 #: The remedies scored from the prompts alone (the first design's), cached together.
 _PROMPT_ONLY = ("hidden-scaling", "ms-poe")
-#: The grids searched on the tuning part.  Hidden scaling: the scales of Yu et al.'s
-#: configurations (the chapter's :data:`~posbias_nb.experiments.inference.GRID`), the channel
-#: found by their search.  Ms-PoE: the published ratio range (Zhang et al.'s code ships one,
-#: 1.2 to 1.8) and two of ours beside it, one narrower and lower, one wider and higher.
+#: The grids searched on the tuning part.
+#: Hidden scaling: the scales of Yu et al.'s configurations (the chapter's
+#: :data:`~posbias_nb.experiments.inference.GRID`), the channel found by their search.  Ms-PoE:
+#: the published ratio range (Zhang et al.'s code ships one, 1.2 to 1.8) and two of ours beside
+#: it, one narrower and lower, one wider and higher.
 GRID = {
     "hidden-scaling": tuple(dict(s) for s in inference.GRID["hidden-scaling"]),
     "ms-poe": ({"lo": 1.2, "hi": 1.8}, {"lo": 1.0, "hi": 1.5}, {"lo": 1.5, "hi": 2.5}),
@@ -141,10 +146,10 @@ _CAL_PAPER = len(inference.GRID["attention-calibration"])
 DEFAULTS = {"examples": 48, "documents": 10, "test_share": 2 / 3, "seed": 0,
             "edge_loss": 0.25, "cost_windows": 8, "cost_length": 512, "timing_prompts": 8,
             "channel_samples": 8, "channel_length": 1000}
-#: ``--quick``: the same grids and rules on 24 examples of 6 documents (prompts about half as
-#: long; the book's run of the third design used 5, :data:`DESIGN` ``["sizes"]``),
-#: a smaller channel search and cost (Yu et al.'s search skips the first 300 positions, so its
-#: sequences stay longer than that).
+#: The settings of ``--quick``.  The same grids and rules on 24 examples of 6 documents
+#: (prompts about half as long; the book's run of the third design used 5, :data:`DESIGN`
+#: ``["sizes"]``), a smaller channel search and cost (Yu et al.'s search skips the first 300
+#: positions, so its sequences stay longer than that).
 QUICK = dict(DEFAULTS, examples=24, documents=QUICK_DOCUMENTS, cost_windows=4, cost_length=256,
              timing_prompts=4, channel_samples=4, channel_length=512)
 

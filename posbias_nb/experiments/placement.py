@@ -50,11 +50,11 @@ PROMPT_REMEDIES = ("long-context-reorder", "lost-in-the-middle-ranker", "query-a
                    "curve-order", "prior-order", "attention-sort")
 _RANKED = ("long-context-reorder", "lost-in-the-middle-ranker", "curve-order", "prior-order")
 _PRIORS = ("born", "measured")
-#: The born prior's residual share: the structural theory's lambda where the attention output's
-#: norm equals the stream's (lambda = 1/2), the one value that needs no measurement.
+#: The born prior's residual share, the structural theory's lambda where the attention
+#: output's norm equals the stream's (lambda = 1/2): the one value that needs no measurement.
 BORN_ALPHA = 0.5
-#: The measured prior's profile: Hutchinson probes, text windows, its length rounded to this
-#: multiple of the tuning prompts' mean length.
+#: The measured prior's profile, from this many Hutchinson ``probes`` and text ``windows``,
+#: its length rounded to this ``multiple`` of the tuning prompts' mean length.
 MEASURED_PRIOR = {"probes": 8, "windows": 4, "multiple": 64}
 
 
@@ -411,7 +411,7 @@ def on_test(model, weights, seed, part, fmt, settings, qualities, sizes, key) ->
     return {n: np.asarray(v) for n, v in res.items()} | {"settings": settings}
 
 
-#: The theory's question, asked on the test part at one ranker fixed in advance (BM25: what a
+#: The theory's question, asked on the test part at one ranker fixed in advance (BM25, what a
 #: user has without running the model), as a family of its own: does a placement read from the
 #: born or the measured prior do as well as one read from the task curve (non-inferiority at
 #: ``margin`` nats of the mean all-slot log p), and better than each fixed rule?

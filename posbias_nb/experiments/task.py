@@ -45,8 +45,12 @@ __all__ = ["task_run", "prepare", "prompt_remedy", "reorder_documents", "CSV_COL
            "DEFAULTS"]
 
 _DEF = "task-v2"  # bump when a definition below changes (v2: one prefill per prompt)
+#: The columns of the table (the CSV output) of :func:`task_run`, one row per gold position
+#: and per reference line: accuracy and mean log p, each with its 95% interval.
 CSV_COLUMNS = ("setting", "gold_document", "n", "accuracy", "accuracy_low", "accuracy_high",
                "logprob", "logprob_low", "logprob_high")
+#: The outcomes a generation is classified into
+#: (:func:`posbias_nb.tasks.qa.classify_output`), counted per gold position.
 OUTCOMES = ("answer", "distractor", "wrong", "empty", "off-format")
 #: The defaults of ``posbias task`` (and of :func:`task_run`).
 DEFAULTS = {"documents": 10, "examples": 24, "max_new_tokens": 32, "seed": 0}

@@ -88,3 +88,17 @@ def test_the_gain_is_the_mean_over_original_slots():
     res = _result(0.0, n=3)
     res["logprob"][0] = res["base_logprob"] + np.array([1.0, 0, 0, 0, 4.0])
     assert confirm.gains(res)["primary"] == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_only_a_failed_claim_reads_does_not_help():
+    """'does not help' only where the decision rule says fails (issue 53): the words come from
+    one function, and no chapter types them."""
+    from pathlib import Path
+
+    assert confirm.verdict_phrase("fails", 0.3).endswith("does not help")
+    for word in ("holds", "inconclusive", "not testable"):
+        assert "does not help" not in confirm.verdict_phrase(word, 0.3)
+    assert "detectable gains ≥ 0.30 nats" in confirm.verdict_phrase("inconclusive", 0.3)
+    book = Path(__file__).resolve().parents[1] / "book"
+    typed = [p.name for p in book.glob("*.md") if "does not help" in p.read_text()]
+    assert not typed, typed

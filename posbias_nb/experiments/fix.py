@@ -1543,6 +1543,13 @@ def _page(obj, png) -> str:
         verdict = ("<p><b>No remedy holds on the test part</b> (an inconclusive verdict is "
                    "not evidence against a remedy: see each verdict below). No remedy file is "
                    "written.</p>")
+    k_docs = meta.get("documents")
+    if sel and k_docs and {"long-context-reorder", "lost-in-the-middle-ranker"} <= set(c):
+        same = bool(coinciding(k_docs))
+        verdict += (f"<p>LangChain's and Haystack's rules give the same prompt at an odd count of "
+                    f"documents (the top one first in both) and different prompts at an even "
+                    f"one; at this run's {k_docs} they "
+                    + ("coincide and are one arm." if same else "differ.") + "</p>")
     verdict += power
     sp = obj["split"]
     hs_text = f"Yu et al.'s channel: {c['channel']['channel']}. " if "hidden-scaling" in c else ""

@@ -141,7 +141,7 @@ def test_variant_scores_equal_full_passes_under_the_remedy(data, llama4_dir):
 
 def test_fix_searches_the_four_combinations_and_the_first_rule_the_papers_alone(data,
                                                                                  llama4_dir):
-    kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9,
+    kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9, rule="all-slots", force=True,
               remedies=["attention-calibration"])
     res = fix_mod.fix(llama4_dir, data, **kw)
     t = res["tuning"]["attention-calibration"]
@@ -155,7 +155,8 @@ def test_fix_searches_the_four_combinations_and_the_first_rule_the_papers_alone(
     rb = t["recall_by_dummy"]
     assert set(rb) == {"paper", "length-matched"} and t["paper_relevance_agrees"]
     assert rb["paper"]["hits"] == t["recall"]["hits"]
-    first = fix_mod.fix(llama4_dir, data, rule="middle", **kw)["tuning"]["attention-calibration"]
+    first = fix_mod.fix(llama4_dir, data, **dict(kw, rule="middle"))["tuning"][
+        "attention-calibration"]
     assert first["grid"] == t["grid"][:3] and "recall_by_dummy" not in first
     assert first["middle_gain"] == t["middle_gain"][:3]  # the same entry, read as it was
 

@@ -198,7 +198,8 @@ def run(tmp_path_factory, model_dir):
         for r in _qa_rows(30):
             f.write(json.dumps(r) + "\n")
     # every setting eligible: the calibration is chosen and judged on the test part
-    return p, fix_mod.fix(model_dir, p, documents=4, examples=8, quick=True, edge_loss=1e9)
+    return p, fix_mod.fix(model_dir, p, documents=4, examples=8, quick=True, edge_loss=1e9,
+                          rule="all-slots", force=True)
 
 
 def test_fix_searches_and_judges_the_calibration(run, model_dir):
@@ -355,7 +356,7 @@ def test_remedies_searched_are_the_ones_asked_for(tmp_path, monkeypatch, model_d
         parts.append(params.get("part"))
         return real(ns, params, compute, *a, **k)
     monkeypatch.setattr(fix_mod.cache, "cached", spy)
-    kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9)
+    kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9, rule="all-slots", force=True)
     res = fix_mod.fix(model_dir, f, remedies="ms-poe,hidden-scaling", **kw)
     assert set(res["tuning"]) == {"channel", "hidden-scaling", "ms-poe"}
     assert res.meta["remedies"] == ["hidden-scaling", "ms-poe"]
@@ -432,7 +433,7 @@ def test_a_recorded_calibration_tuning_entry_is_re_measured_by_two_records(tmp_p
     with gzip.open(f, "wt") as fh:
         for r in _qa_rows(30):
             fh.write(json.dumps(r) + "\n")
-    kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9,
+    kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9, rule="all-slots", force=True,
               remedies=["attention-calibration"])
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
     first = fix_mod.fix(model_dir, f, **kw)

@@ -137,3 +137,40 @@ def test_digest_of_verdict_rows(tmp_path):
     got = json.loads(path.read_text())
     assert got["design"] == d.hash and got["code"] == design.code_hash("layouts")
     assert got["verdicts"]["a"] == {"verdict": "holds", "estimate": 0.123}
+
+
+
+def _stale(study, path):
+    """None when the digest at ``path`` was made under today's design and verdict code of
+    ``study``, else what differs."""
+    got = json.loads(path.read_text())
+    now = (_studies()[study].hash, design.code_hash(study))
+    if (got["design"], got["code"]) == now:
+        return None
+    return (f"{study}: digest made under design {got['design'][:12]} / code {got['code'][:12]}, "
+            f"today's are {now[0][:12]} / {now[1][:12]}: re-run its chapter, commit {path.name}")
+
+
+@pytest.mark.parametrize("study", sorted(design.VERDICT_CODE))
+def test_committed_digest_is_made_under_todays_design_and_code(study):
+    """What ``tests/check_digests.py`` checks after every chapter ran, read here from the
+    working tree: a study whose design or verdict code changed without its chapter's new digest
+    fails in the unit suite, not at the end of ``make test`` (stop 58's CI found it there)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / design.DIGESTS / f"{study}.json"
+    if not path.exists():
+        pytest.skip(f"{study}: no digest committed yet (its first run)")
+    assert _stale(study, path) is None, _stale(study, path)
+
+
+def test_digest_check_fails_on_a_stale_digest(tmp_path):
+    """The check above can fail: a digest written under another design hash is stale, the
+    same digest under today's is not."""
+    d = _studies()["fix"]
+    path = design.write_digest(d, {"a": ("holds", 1.0)}, tmp_path)
+    assert _stale("fix", path) is None
+    got = json.loads(path.read_text())
+    got["design"] = "0" * 64
+    path.write_text(json.dumps(got))
+    assert "re-run its chapter" in _stale("fix", path)

@@ -594,27 +594,29 @@ def spike_factors(p, half_width: int = 16) -> np.ndarray:
 
 
 def _interval(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
-              agreement: bool = False):
-    """The interval of this module's window statistics: :func:`posbias_nb.stats.bootstrap`.
+              agreement=None):
+    """The interval of this module's window statistics.
 
-    Ratios, arms and paired differences (``agreement=False``): BCa with the small-sample
-    expansion, because the percentile :func:`bootstrap` covers only about 84--88% at the 5--8
-    windows the chapters use.
+    Ratios, arms and paired differences of profiles (``agreement=None``): BCa with the
+    small-sample expansion (:func:`posbias_nb.stats.bootstrap`), because the percentile
+    bootstrap covers only about 84--88% at the 5--8 windows the chapters use.
 
-    The agreement of a *mean* profile with a fixed reference (a correlation or a distance,
-    ``agreement=True``): percentile.  Such an estimand depends on how many windows are averaged
-    (more windows, less noise, closer agreement); a resample repeats windows, averages less noise
-    and so agrees less, and nearly every replicate falls below the estimate.  BCa's bias
-    correction then collapses the interval onto the top of the replicates (measured: zero width
-    for the RoPE on/off Pearson correlation), while the percentile interval stays below the
-    estimate: a cautious lower bound, which is what a claim "agrees at least this well" reads.
-    It is not a cautious *upper* bound: claims that need one are decided on a paired difference
-    (:func:`agreement_vs_floor`'s gaps), where the noise cancels.
+    The agreement of a *mean* profile with a fixed reference, and differences of agreements
+    (``agreement`` the transform: ``"fisher"`` for a correlation, ``"log"`` for a distance,
+    ``"none"`` for a difference): the delete-one jackknife *t* interval
+    (:func:`posbias_nb.stats.jackknife_interval`).  Such an estimand depends on how many windows
+    are averaged (more windows, less noise, closer agreement); a bootstrap resample repeats
+    windows, averages less noise and so agrees less, nearly every replicate falls below the
+    estimate, and the percentile interval excluded its own estimate on five of the book's
+    pages (BCa's bias correction collapses onto the replicates' top instead).  ``n_boot`` and
+    ``seed`` do not apply to it.
     """
-    from .stats import bootstrap as _stats_bootstrap
+    from .stats import bootstrap as _stats_bootstrap, jackknife_interval
 
-    return _stats_bootstrap(statistic, *samples, n_boot=n_boot, level=level, seed=seed,
-                            method="percentile" if agreement else "bca")
+    if agreement is None:
+        return _stats_bootstrap(statistic, *samples, n_boot=n_boot, level=level, seed=seed)
+    transform = {"fisher": "fisher", "log": "log", "none": None}[agreement]
+    return jackknife_interval(statistic, *samples, level=level, transform=transform)
 
 
 def single_arms(p) -> dict:
@@ -692,10 +694,10 @@ def _unit_intervals(P, profile_of, reference, *, ends, n_boot, level, seed) -> d
         ref = _profile("reference", reference)
         if ref.size != P.shape[1]:
             raise ValueError(f"reference has {ref.size} positions, the profile {P.shape[1]}")
-        out["spearman"] = _interval(lambda X: spearman(profile_of(X), ref), P, agreement=True,
-                                    **kw)
+        out["spearman"] = _interval(lambda X: spearman(profile_of(X), ref), P,
+                                    agreement="fisher", **kw)
         out["log_pearson"] = _interval(lambda X: log_pearson(profile_of(X), ref), P,
-                                       agreement=True, **kw)
+                                       agreement="fisher", **kw)
     return out
 
 
@@ -829,8 +831,9 @@ def agreement_vs_floor(same, fresh, other, *, n_boot: int = 2000, seed: int = 0)
       for the probe noise (a disattenuated correlation: 1 when the change cannot be told from
       re-measuring the original).
 
-    Each value is an ``(estimate, low, high)`` tuple of :func:`posbias_nb.stats.bootstrap`:
-    BCa for the gaps and ratios, percentile for the correlations themselves (see
+    Each value is an ``(estimate, low, high)`` tuple: BCa (:func:`posbias_nb.stats.bootstrap`)
+    for the gaps and ratios, the jackknife on Fisher's scale
+    (:func:`posbias_nb.stats.jackknife_interval`) for the correlations themselves (see
     :func:`_interval`: their estimand depends on the number of windows).
 
     Raises
@@ -857,7 +860,8 @@ def agreement_vs_floor(same, fresh, other, *, n_boot: int = 2000, seed: int = 0)
         "ratio_spearman": lambda a, f, o: (spearman(o.mean(0), f.mean(0))
                                            / spearman(a.mean(0), f.mean(0))),
     }
-    return {k: _interval(s, A, F, O, agreement=not k.startswith(("gap", "ratio")), **kw)
+    return {k: _interval(s, A, F, O, agreement=None if k.startswith(("gap", "ratio"))
+                         else "fisher", **kw)
             for k, s in stats_.items()}
 
 
@@ -909,7 +913,8 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
     interval is the exact value, width 0 by construction of the statistic (for :math:`W_1` when
     every resampled mean's CDF lies on one side of both predictions' CDFs,
     :func:`w1_difference_exact` being a sufficient condition read off the windows; for
-    :math:`\rho` when every resampled mean ranks the positions alike).  Each ``ci`` is an ``(estimate, low, high)`` tuple of the percentile
+    :math:`\rho` when every resampled mean ranks the positions alike).  Each ``ci`` is an
+    ``(estimate, low, high)`` tuple of the jackknife
     :func:`posbias_nb.stats.bootstrap`: agreements of a mean profile, see :func:`_interval`.
 
     Raises
@@ -929,8 +934,9 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
     kw = dict(n_boot=n_boot, seed=seed)
     out = {}
     for m, q in preds.items():
-        out["rho", m] = _interval(lambda X, q=q: spearman(q, X.mean(0)), P, agreement=True, **kw)
-        out["w1", m] = _interval(lambda X, q=q: wasserstein(q, X.mean(0)), P, agreement=True,
+        out["rho", m] = _interval(lambda X, q=q: spearman(q, X.mean(0)), P, agreement="fisher",
+                                  **kw)
+        out["w1", m] = _interval(lambda X, q=q: wasserstein(q, X.mean(0)), P, agreement="log",
                                  **kw)
     for a, b in pairs:
         if a not in preds or b not in preds:
@@ -939,7 +945,7 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
         dw1 = lambda X: wasserstein(qa, X.mean(0)) - wasserstein(qb, X.mean(0))  # noqa: E731
         drho = lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0))  # noqa: E731
         for stat, f in (("dw1", dw1), ("drho", drho)):
-            out[stat, a, b] = _interval(f, P, agreement=True, **kw)
+            out[stat, a, b] = _interval(f, P, agreement="none", **kw)
             out[f"{stat}_atom", a, b] = bootstrap_atom(f, P, **kw)
             out[f"{stat}_exact", a, b] = out[f"{stat}_atom", a, b] == 1.0
     return out

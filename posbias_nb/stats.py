@@ -51,7 +51,7 @@ from ._validate import choice, positive_int
 __all__ = ["VERDICTS", "proportion_interval", "unit_proportion_interval",
            "paired_proportion_interval", "mean_interval", "two_way_mean_interval",
            "interval_pvalue", "holm_family", "holm_intervals",
-           "bootstrap", "bootstrap_atom", "PairedTest", "paired_test", "holm", "by_unit",
+           "bootstrap", "bootstrap_atom", "jackknife_interval", "PairedTest", "paired_test", "holm", "by_unit",
            "count_decide", "decide",
            "decide_all", "margin", "t_power", "detectable_effect", "units_needed",
            "one_sided_bounds"]
@@ -588,7 +588,7 @@ def _bca_bounds(reps: np.ndarray, estimate: float, jack: np.ndarray, level: floa
 
 
 def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
-              method: str = "bca", clusters=None, expand=None):
+              method: str = "bca", clusters=None, expand=None, excludes: str | None = None):
     r"""Bootstrap interval of ``statistic(*samples)``: BCa (default) or percentile, optionally
     by cluster.
 
@@ -633,6 +633,12 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     one half in the bias correction, which is clipped to stay finite, and a jackknife without
     spread gives zero acceleration.
 
+    **The estimate inside its interval.** An interval that excludes its own estimate (a
+    percentile interval of a statistic whose resamples are biased, e.g. the agreement of a mean
+    profile, :func:`jackknife_interval`; a BCa interval whose bias correction runs past the
+    estimate) is refused with a ValueError unless ``excludes`` says why that is right for the
+    caller's statistic; the reason is not stored, it is the caller's documentation.
+
     **Clusters.** ``clusters`` gives an integer label per row (length ``n``) for nested data,
     e.g. rows are (seed, example) pairs and the label is the seed.  Then the *clusters* are
     resampled with replacement and every row of each chosen cluster is kept (one-stage cluster
@@ -663,6 +669,9 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     expand : bool or None
         Small-sample expansion of the nominal quantiles (above).  ``None``: True for ``"bca"``,
         False for ``"percentile"`` (which then reproduces ``metrics.bootstrap``).
+    excludes : str, optional
+        Why an interval that does not contain the estimate is right here; without it such an
+        interval raises.
 
     Returns
     -------
@@ -673,8 +682,8 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     ------
     ValueError
         No samples, samples of different lengths or fewer than 2 units (or clusters), a bad
-        ``n_boot``, ``level``, ``seed``, ``method``, ``clusters`` or ``expand``, or too few finite
-        replicates.
+        ``n_boot``, ``level``, ``seed``, ``method``, ``clusters`` or ``expand``, too few finite
+        replicates, or an interval that excludes its estimate without ``excludes``.
 
     Examples
     --------
@@ -704,9 +713,9 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     if method == "percentile":
         q = _sp.ndtr(_nominal_z(level, G, True)) if expand else [(1 - level) / 2, (1 + level) / 2]
         lo, hi = np.quantile(ok, q)
-        return estimate, float(lo), float(hi)
+        return _containing(estimate, float(lo), float(hi), "percentile", excludes)
     if np.all(ok == ok[0]):  # no variation in any resample: nothing to correct
-        return estimate, float(ok[0]), float(ok[0])
+        return _containing(estimate, float(ok[0]), float(ok[0]), "bca", excludes)
     if not math.isfinite(estimate):
         raise ValueError(f"the statistic on the full sample is not finite: {estimate!r}")
     # jackknife: leave one unit (or one whole cluster) out
@@ -717,7 +726,110 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
             idx = np.flatnonzero(label != i)
             jack[i] = float(statistic(*(a[idx] for a in arrs)))
     lo, hi = _bca_bounds(ok, estimate, jack, level, units=G, expand=expand)
-    return estimate, lo, hi
+    return _containing(estimate, lo, hi, "bca", excludes)
+
+
+def _containing(estimate, lo, hi, method, excludes):
+    """``(estimate, lo, hi)``, or ValueError when the interval excludes its estimate (beyond
+    rounding, 1e-12 of the estimate's size) and ``excludes`` gives no reason."""
+    tol = 1e-12 * max(1.0, abs(estimate)) if math.isfinite(estimate) else 0.0
+    inside = lo - tol <= estimate <= hi + tol
+    if not inside and excludes is None:
+        raise ValueError(
+            f"the {method} interval [{lo:.6g}, {hi:.6g}] excludes its estimate {estimate:.6g}: "
+            "its resamples are biased against the estimate (for a statistic of a mean over "
+            "units use jackknife_interval), or pass excludes= with the reason")
+    if not inside and not (isinstance(excludes, str) and excludes.strip()):
+        raise ValueError(f"excludes must be a non-empty reason, got {excludes!r}")
+    return estimate, float(lo), float(hi)
+
+
+#: The transforms of :func:`jackknife_interval`: to the scale where the interval is symmetric,
+#: and back.
+_TRANSFORMS = {
+    None: (lambda v: v, lambda v: v),
+    "fisher": (lambda v: np.arctanh(np.clip(v, -1 + 1e-15, 1 - 1e-15)), np.tanh),
+    "log": (np.log, np.exp),
+}
+
+
+def jackknife_interval(statistic, *samples, level: float = 0.95, transform=None):
+    r"""Delete-one jackknife *t* interval of ``statistic(*samples)``, on a transformed scale.
+
+    For a statistic of a **mean over units** that is biased at the sample size: the agreement of
+    a mean profile over n text windows with a fixed reference (a rank or log correlation, a
+    Wasserstein distance) and differences of such agreements (chapters :ref:`ch-init` and
+    :ref:`ch-prediction`).  Its estimand is what the statistic reads on a mean of n windows of
+    the same kind of text: a mean of more windows averages more noise away and agrees better,
+    so the estimand depends on n.  A bootstrap resample repeats windows, averages *less*
+    noise than the sample, and nearly every replicate falls on one side of the estimate: the
+    percentile interval then leans away from the estimate (and may exclude it), BCa's bias
+    correction runs past it.  Leaving one window out changes the noise far less, so the
+    jackknife's spread is the statistic's.
+
+    With :math:`	heta_{(i)}` the statistic without unit i, :math:`g` the transform and
+    :math:`ar g` the mean of :math:`g(	heta_{(i)})`, the standard error is
+    :math:`s = \sqrt{	frac{n-1}{n}\sum_i (g(	heta_{(i)}) - ar g)^2}` and the interval
+    :math:`g^{-1}ig(g(\hat	heta) \pm t_{n-1,(1+	ext{level})/2}\, sig)`: it contains its
+    estimate by construction.  ``transform``: ``"fisher"`` (:math:`\operatorname{artanh}`,
+    for a correlation; the interval stays inside (-1, 1)), ``"log"`` (a positive statistic: a
+    distance, a ratio) or None.  Coverage, measured in ``tests/test_stats.py`` by simulation
+    (U-shaped profiles, multiplicative noise per position, n = 6 and 8 windows, Spearman of
+    the mean profile, 64 or 128 positions): 93--97% of the estimand above, where the
+    percentile bootstrap covers 44--79% and BCa 14--32%.  No interval covers the agreement of the noise-free profile (the
+    infinite-window mean): the noise biases every reading at n windows, and that bias is not
+    estimated here.
+
+    Returns
+    -------
+    (estimate, low, high) : tuple of float
+
+    Raises
+    ------
+    ValueError
+        No samples, samples of different lengths or fewer than 3 units, a bad ``level`` or
+        ``transform``, a non-finite statistic, or a statistic outside the transform's domain.
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    >>> [round(v, 3) for v in jackknife_interval(np.mean, x)]  # the t interval of a mean
+    [3.0, 1.037, 4.963]
+    >>> est, lo, hi = jackknife_interval(lambda x: np.corrcoef(x[:, 0], x[:, 1])[0, 1],
+    ...                                  np.array([[1, 1.1], [2, 1.9], [3, 3.2], [4, 3.9]]),
+    ...                                  transform="fisher")
+    >>> lo < est < hi < 1
+    True
+    """
+    level = _level(level)
+    if transform not in _TRANSFORMS:
+        raise ValueError(f"transform must be one of {list(_TRANSFORMS)}, got {transform!r}")
+    if not samples:
+        raise ValueError("jackknife_interval needs at least one sample")
+    arrs = [np.asarray(a) for a in samples]
+    n = arrs[0].shape[0] if arrs[0].ndim else 0
+    if any(a.ndim == 0 or a.shape[0] != n for a in arrs):
+        raise ValueError(f"samples must share their length along axis 0, got "
+                         f"{[a.shape for a in arrs]}")
+    if n < 3:
+        raise ValueError(f"jackknife_interval needs at least 3 units, got {n}")
+    fwd, back = _TRANSFORMS[transform]
+    estimate = float(statistic(*arrs))
+    loo = np.array([float(statistic(*(np.delete(a, i, axis=0) for a in arrs)))
+                    for i in range(n)])
+    vals = np.append(loo, estimate)
+    if not np.all(np.isfinite(vals)):
+        raise ValueError(f"the statistic is not finite on the sample or a leave-one-out: {vals}")
+    if transform == "log" and np.any(vals <= 0):
+        raise ValueError(f"transform 'log' needs a positive statistic, got {vals.min():.6g}")
+    if transform == "fisher" and np.any(np.abs(vals) > 1):
+        raise ValueError(f"transform 'fisher' needs a correlation in [-1, 1], got {vals}")
+    with np.errstate(divide="ignore"):
+        g, gl = float(fwd(estimate)), fwd(loo)
+    se = math.sqrt((n - 1) / n * float(np.sum((gl - gl.mean()) ** 2)))
+    half = float(_sp.stdtrit(n - 1, (1 + level) / 2)) * se
+    lo, hi = float(back(g - half)), float(back(g + half))
+    return estimate, min(lo, estimate), max(hi, estimate)
 
 
 def bootstrap_atom(statistic, *samples, n_boot: int = 2000, seed: int = 0, clusters=None,

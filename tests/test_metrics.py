@@ -167,9 +167,7 @@ def test_window_intervals():
     out = metrics.window_intervals(P, reference=base, n_boot=300)
     for k in ("ptv", "spearman", "log_pearson"):
         est, lo, hi = out[k]
-        # a resample with repeated windows averages less noise away, so for a correlation near
-        # 1 the percentile interval may sit just below the full-sample estimate
-        assert lo < hi and lo - 0.01 <= est <= hi + 0.01, (k, out[k])
+        assert lo < est < hi, (k, out[k])  # the jackknife for the correlations: no lean
     assert out["log_pearson"][1] > 0.9
     # a reference that is the mirror image in the middle is rejected by the interval
     anti = 1.0 / base

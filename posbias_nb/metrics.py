@@ -601,21 +601,27 @@ def _interval(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     small-sample expansion (:func:`posbias_nb.stats.bootstrap`), because the percentile
     bootstrap covers only about 84--88% at the 5--8 windows the chapters use.
 
-    The agreement of a *mean* profile with a fixed reference, and differences of agreements
-    (``agreement`` the transform: ``"fisher"`` for a correlation, ``"log"`` for a distance,
-    ``"none"`` for a difference): the delete-one jackknife *t* interval
-    (:func:`posbias_nb.stats.jackknife_interval`).  Such an estimand depends on how many windows
-    are averaged (more windows, less noise, closer agreement); a bootstrap resample repeats
-    windows, averages less noise and so agrees less, nearly every replicate falls below the
-    estimate, and the percentile interval excluded its own estimate on five of the book's
-    pages (BCa's bias correction collapses onto the replicates' top instead).  ``n_boot`` and
-    ``seed`` do not apply to it.
+    The agreement of a *mean* profile with a fixed reference (``agreement`` the transform:
+    ``"fisher"`` for a correlation, ``"log"`` for a distance): the delete-one jackknife *t*
+    interval (:func:`posbias_nb.stats.jackknife_interval`).  Such an estimand depends on how
+    many windows are averaged (more windows, less noise, closer agreement); a bootstrap
+    resample repeats windows, averages less noise and so agrees less, nearly every replicate
+    falls below the estimate, and the percentile interval excluded its own estimate on five of
+    the book's pages (BCa's bias correction collapses onto the replicates' top instead).
+    ``n_boot`` and ``seed`` do not apply to it.
+
+    A difference of two agreements of the same mean profile (``agreement="difference"``): the
+    percentile bootstrap, whose law :func:`posbias_nb.stats.bootstrap_atom` reads for the
+    differences that no resample moves (chapter :ref:`ch-prediction`); the noise that biases
+    each agreement is common to both and cancels.  :func:`posbias_nb.stats.bootstrap` refuses
+    it should it exclude its estimate.
     """
     from .stats import bootstrap as _stats_bootstrap, jackknife_interval
 
-    if agreement is None:
-        return _stats_bootstrap(statistic, *samples, n_boot=n_boot, level=level, seed=seed)
-    transform = {"fisher": "fisher", "log": "log", "none": None}[agreement]
+    if agreement is None or agreement == "difference":
+        return _stats_bootstrap(statistic, *samples, n_boot=n_boot, level=level, seed=seed,
+                                method="bca" if agreement is None else "percentile")
+    transform = {"fisher": "fisher", "log": "log"}[agreement]
     return jackknife_interval(statistic, *samples, level=level, transform=transform)
 
 
@@ -914,8 +920,8 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
     every resampled mean's CDF lies on one side of both predictions' CDFs,
     :func:`w1_difference_exact` being a sufficient condition read off the windows; for
     :math:`\rho` when every resampled mean ranks the positions alike).  Each ``ci`` is an
-    ``(estimate, low, high)`` tuple of the jackknife
-    :func:`posbias_nb.stats.bootstrap`: agreements of a mean profile, see :func:`_interval`.
+    ``(estimate, low, high)`` tuple: the jackknife for ``rho`` and ``w1``, the percentile
+    bootstrap for the differences (see :func:`_interval`).
 
     Raises
     ------
@@ -945,7 +951,7 @@ def prediction_scores(per_window, predictions: dict, pairs=(), *, n_boot: int = 
         dw1 = lambda X: wasserstein(qa, X.mean(0)) - wasserstein(qb, X.mean(0))  # noqa: E731
         drho = lambda X: spearman(qb, X.mean(0)) - spearman(qa, X.mean(0))  # noqa: E731
         for stat, f in (("dw1", dw1), ("drho", drho)):
-            out[stat, a, b] = _interval(f, P, agreement="none", **kw)
+            out[stat, a, b] = _interval(f, P, agreement="difference", **kw)
             out[f"{stat}_atom", a, b] = bootstrap_atom(f, P, **kw)
             out[f"{stat}_exact", a, b] = out[f"{stat}_atom", a, b] == 1.0
     return out

@@ -56,7 +56,9 @@ def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
     Raises
     ------
     ValueError
-        A non-finite number, or a tuple that does not hold exactly three numbers.
+        A non-finite number, a tuple that does not hold exactly three numbers, or an interval
+        that does not contain its estimate (:func:`posbias_nb.stats.jackknife_interval` is
+        the interval for a statistic whose bootstrap leans away from it).
 
     Examples
     --------
@@ -82,6 +84,10 @@ def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
     vals = [float(v) for v in (estimate, low, high)]
     if not all(np.isfinite(vals)):
         raise ValueError(f"interval: non-finite value in {vals!r}")
+    tol = 1e-12 * max(1.0, abs(vals[0]))
+    if not vals[1] - tol <= vals[0] <= vals[2] + tol:
+        raise ValueError(f"interval: the estimate {vals[0]!r} lies outside its interval "
+                         f"[{vals[1]!r}, {vals[2]!r}]")
     e, lo, hi = (format(v, fmt) for v in vals)
     m = _PRECISION.fullmatch(fmt)
     extra = 0

@@ -10,6 +10,8 @@ and the unit tests that feed each check a counterexample (``tests/test_sitecheck
   ("posbias fix –model"): it does not paste.
 - :func:`posbias_commands`: the ``posbias`` commands shown in code blocks, and in inline code
   that carries a whole command, to be parsed by the CLI's own parser.
+- :func:`intervals_missing_estimate`: a printed ``estimate [low, high]`` whose estimate lies
+  outside its own interval.
 """
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ BARE_ROLE_CODE = re.compile(r"^\{glue(:\w+)?\}`?$")
 GRAMMAR_RES = [re.compile(r"\b(is|are|was|were|be|been)\s+(holds|fails)\b", re.I),
                re.compile(r"\b(holds|fails)\s+(holds|fails)\b", re.I)]
 DASH_OPTION = re.compile(r"(?:^|\s)[\u2013\u2014][a-z][a-z-]+")
+_NUM = r"[+\-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+\-\u2212]?\d+)?"
+#: ``estimate [low, high]`` as :func:`posbias_nb.notebook.interval` prints it (a unit such as
+#: ``%`` or ``×`` may follow each number).
+INTERVAL = re.compile(rf"(?<![\w.])({_NUM})[%\u00d7]?\s*\[\s*({_NUM})[%\u00d7]?,\s+({_NUM})[%\u00d7]?\s*\]")
 COMMAND_LINE = re.compile(r"^(?:\$\s*)?(?:\S*/)?posbias\s+([a-z]+)(\s.*)?$")
 
 
@@ -113,4 +119,20 @@ def posbias_commands(parts: dict) -> list[str]:
         line = " ".join(line.split(" #")[0].split())
         if COMMAND_LINE.match(line) and not re.search(r"\[|\||\.\.\.|\u2026", line):
             out.append(re.sub(r"^(?:\$\s*)?(?:\S*/)?posbias", "posbias", line))
+    return out
+
+
+def _number(text: str) -> float:
+    return float(text.replace("\u2212", "-").replace(",", ""))
+
+
+def intervals_missing_estimate(parts: dict) -> list[str]:
+    """Every ``estimate [low, high]`` in the prose whose estimate is not inside ``[low,
+    high]`` (a bound printed above the estimate's, or below it), or whose bounds are reversed:
+    rounding is monotone, so an interval that contains its estimate still does when printed."""
+    out = []
+    for m in INTERVAL.finditer(parts["prose"]):
+        e, lo, hi = (_number(g) for g in m.groups())
+        if not lo <= e <= hi:
+            out.append(_around(parts["prose"], m, 40, 5))
     return out

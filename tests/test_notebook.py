@@ -300,7 +300,7 @@ def test_overview_page_is_read_again_after_any_change():
 
 def test_interval_shows_a_width_it_has():
     from posbias_nb.notebook import interval
-    assert interval(0.483, 0.48301, 0.48342, ".3f") == "0.4830 [0.4830, 0.4834]"
+    assert interval(0.48312, 0.48301, 0.48342, ".3f") == "0.4831 [0.4830, 0.4834]"
     s = interval(-0.0008, -0.00081, -0.00079, ".4f")
     lo, hi = s.split("[")[1].rstrip("]").split(", ")
     assert lo != hi
@@ -326,3 +326,12 @@ def test_overview_table_says_why_a_row_has_no_interval():
     assert notebook.decision_counts(rows) == (
         "1 holds, 1 fails, 1 is exact and 1 has a verdict in words")
     assert notebook.decision_counts(rows[:1] * 3) == "3 hold"
+
+
+def test_interval_refuses_an_interval_that_misses_its_estimate():
+    """The landing page printed 0.994 [0.986, 0.993]: the one formatter now refuses it."""
+    with pytest.raises(ValueError, match="outside its interval"):
+        notebook.interval(0.994, 0.986, 0.993)
+    with pytest.raises(ValueError, match="outside its interval"):
+        notebook.interval((1.0, 2.0, 3.0))
+    assert notebook.interval(0.993, 0.986, 0.993) == "0.993 [0.986, 0.993]"  # a bound may be it

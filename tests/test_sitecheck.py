@@ -65,3 +65,16 @@ def test_commands_are_taken_from_code_blocks_not_synopses():
                       "</code></p>")
     assert sc.posbias_commands(p) == ["posbias profile --model m --length 8",
                                       "posbias task --data f --out x"]
+
+
+@pytest.mark.parametrize("text, bad", [
+    ("Spearman 0.967 [0.960, 0.967] and 0.994 [0.986, 0.993]", 1),  # the landing page's
+    ("gain +0.72 [+0.29, +1.14], accuracy 70% [58, 80], 1,697 [1,650, 1,700] s", 0),
+    ("\u22120.404 [\u22120.9, \u22120.41]", 1),  # typographic minus signs
+    ("a ratio 2.5\u00d7 [2.6\u00d7, 3.1\u00d7]", 1),
+    ("positions scaled to [0, 1] and the range [0.2, 0.9]", 0),  # no estimate before them
+    ("reference [12] and 4 [5] items", 0),  # not intervals
+])
+def test_an_interval_that_misses_its_estimate_is_found(text, bad):
+    p = sc.page_parts(f"<p>{text}</p>")
+    assert len(sc.intervals_missing_estimate(p)) == bad, sc.intervals_missing_estimate(p)

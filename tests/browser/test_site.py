@@ -197,7 +197,8 @@ def _site_parts():
 def test_every_number_is_shown_and_every_sentence_reads():
     """No glue or other role left as text on any page (the API page may show roles in code,
     where it documents them); no decision word after a verb ("is fails"); no option whose
-    hyphens the smart quotes turned into a dash."""
+    hyphens the smart quotes turned into a dash; no printed interval that misses its
+    estimate."""
     sc, parts = _site_parts()
     assert len(parts) >= 10, sorted(parts)
     problems = []
@@ -206,6 +207,8 @@ def test_every_number_is_shown_and_every_sentence_reads():
                      for x in sc.raw_roles(p, code_roles_allowed=name.endswith("api.html"))]
         problems += [f"{name}: verdict word after a verb: {x!r}" for x in sc.bad_verdict_grammar(p)]
         problems += [f"{name}: option with a dash: {x!r}" for x in sc.smart_dashes(p)]
+        problems += [f"{name}: interval missing its estimate: {x!r}"
+                     for x in sc.intervals_missing_estimate(p)]
     assert not problems, "\n".join(problems)
 
 

@@ -74,7 +74,7 @@ NB_PROFILE ?=
 NB_TIMEOUT ?= 3600
 NB_PYTEST  := $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout $(NB_TIMEOUT) \
               --chapter-times _build/chapter-times.json
-NB_PAGES   := $(filter-out book/verdicts,$(CHAPTERS))
+NB_PAGES   := $(filter-out book/verdicts book/api/%,$(CHAPTERS))
 # Recorded measurements (recorded/, made by `make record` from a cold run): a measurement the live
 # cache lacks is read from there; the namespaces of RECORDED_VERIFY are computed anew and must
 # agree with their recorded entries.  COLD=1 ignores them and measures everything.

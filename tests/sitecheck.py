@@ -30,7 +30,8 @@ DASH_OPTION = re.compile(r"(?:^|\s)[\u2013\u2014][a-z][a-z-]+")
 _NUM = r"[+\-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+\-\u2212]?\d+)?"
 #: ``estimate [low, high]`` as :func:`posbias_nb.notebook.interval` prints it (a unit such as
 #: ``%`` or ``×`` may follow each number).
-INTERVAL = re.compile(rf"(?<![\w.])({_NUM})[%\u00d7]?\s*\[\s*({_NUM})[%\u00d7]?,\s+({_NUM})[%\u00d7]?\s*\]")
+_UNIT = r"[%\u00d7]?"
+INTERVAL = re.compile(rf"(?<![\w.])({_NUM}){_UNIT}\s*\[\s*({_NUM}){_UNIT},\s+({_NUM}){_UNIT}\s*\]")
 COMMAND_LINE = re.compile(r"^(?:\$\s*)?(?:\S*/)?posbias\s+([a-z]+)(\s.*)?$")
 
 

@@ -260,6 +260,34 @@ _OVERFLOW_JS = """() => {
 }"""
 
 
+#: Every table and every code block that a reader sees, wider than what it shows: a table
+#: wider than the column or than a box it scrolls in (its last columns hidden), a code block
+#: whose lines run past its edge.
+_HIDDEN_JS = """() => {
+  const col = document.querySelector('main .bd-article') || document.querySelector('main');
+  const right = col.getBoundingClientRect().right + 1;
+  const bad = [];
+  const name = e => e.textContent.trim().replace(/\\s+/g, ' ').slice(0, 30);
+  for (const t of col.querySelectorAll('table')) {
+    const r = t.getBoundingClientRect();
+    if (r.width === 0) continue;
+    let over = Math.max(r.right - right, t.scrollWidth - t.clientWidth);
+    for (let a = t.parentElement; a && a !== col.parentElement; a = a.parentElement)
+      over = Math.max(over, a.scrollWidth - a.clientWidth);
+    if (over > 1) bad.push(`table "${name(t)}" +${Math.round(over)}px`);
+  }
+  for (const p of col.querySelectorAll('pre')) {
+    if (p.getBoundingClientRect().width === 0) continue;
+    const over = p.scrollWidth - p.clientWidth;
+    if (over > 1) bad.push(`code "${name(p)}" +${over}px`);
+  }
+  return bad;
+}"""
+
+#: The widths at which every table and code block must fit.
+WIDTHS = (1400, 1000)
+
+
 def _open(browser, url):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(url, wait_until="load")
@@ -335,3 +363,40 @@ def test_captions_and_images_tell_what_they_show(browser, pages):
                 problems.append(f"{name}: image alt text {a!r}")
         page.close()
     assert not problems, "\n".join(sorted(set(problems)))
+
+
+def test_every_table_and_code_block_fits_the_column(browser, pages):
+    """At 1,400 and 1,000 px wide, on every page, no table is wider than the column or than the
+    box it scrolls in, and no code block's lines run past its edge: a reader sees every
+    column and every line without scrolling sideways."""
+    problems = []
+    for url in pages:
+        page = _open(browser, url)
+        for w in WIDTHS:
+            page.set_viewport_size({"width": w, "height": 900})
+            page.wait_for_timeout(50)
+            bad = page.evaluate(_HIDDEN_JS)
+            if bad:
+                problems.append(f"{url.rsplit('/', 1)[-1]} at {w} px: {bad[:5]}")
+        page.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_fit_check_finds_a_hidden_column(browser):
+    """The check above on a counterexample: a table wider than its scrolling box and a code
+    line wider than its block are found; the same content wrapped is not."""
+    page = browser.new_page(viewport={"width": 1000, "height": 600})
+    wide = "x" * 400
+    page.set_content(
+        "<main><div class='bd-article' style='width:600px'>"
+        "<div style='overflow-x:auto'><table><tr><td style='white-space:nowrap'>"
+        f"{'word ' * 200}</td></tr></table></div>"
+        f"<pre style='overflow-x:auto; white-space:pre'>{wide}</pre></div></main>")
+    bad = page.evaluate(_HIDDEN_JS)
+    assert any(b.startswith("table") for b in bad) and any(b.startswith("code") for b in bad)
+    page.set_content(
+        "<main><div class='bd-article' style='width:600px'><table><tr><td>"
+        f"{'word ' * 200}</td></tr></table>"
+        f"<pre style='white-space:pre-wrap; overflow-wrap:anywhere'>{wide}</pre></div></main>")
+    assert page.evaluate(_HIDDEN_JS) == []
+    page.close()

@@ -6,8 +6,8 @@ prior-order``, target at most 3 minutes); ``--full`` adds the run at the default
 examples of 10 documents).  ``--only WORDS``: the runs whose name holds WORDS (the others keep
 their last result, with its date).  ``--floor``: the fast path's floor, the model as it is on
 the tuning and test prompts alone (``bench/results/fix-floor.json``).  As ``bench_report.py``: each run its own process, the
-de-quantized weights kept, a quiet machine.  Results go to ``bench/results/fix.json``; the
-README quotes them.
+de-quantized weights kept, a quiet machine.  Results go to ``bench/results/fix.json``;
+docs/remedies.md (the README's reference on ``posbias fix``) quotes them.
 """
 from __future__ import annotations
 

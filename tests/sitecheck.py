@@ -12,6 +12,8 @@ and the unit tests that feed each check a counterexample (``tests/test_sitecheck
   that carries a whole command, to be parsed by the CLI's own parser.
 - :func:`intervals_missing_estimate`: a printed ``estimate [low, high]`` whose estimate lies
   outside its own interval.
+- :func:`bare_reprs`: a cell output that is a bare Python repr (a dict, a list, a tuple of
+  ``np.float64``, ``(True, True)``) where the reader should see a table, math or a sentence.
 """
 from __future__ import annotations
 
@@ -137,3 +139,73 @@ def intervals_missing_estimate(parts: dict) -> list[str]:
         if not lo <= e <= hi:
             out.append(_around(parts["prose"], m, 40, 5))
     return out
+
+
+#: What a bare Python repr looks like: text that opens a container, or a NumPy scalar or array
+#: repr, a dict with string keys, a printed boolean or a tuple of booleans anywhere in it.
+REPR_START = ("{", "[", "(")
+REPR_MARKS = ("np.float64(", "np.int64(", "array(", "Matrix(", "{'", ": True", ": False",
+              "(True", "(False")
+#: A dict literal with a key that is not a JSON string (``{1: 1.0``, ``{0.1: 'a'``), or an
+#: output that is one bare number (``2.4288586266815387e-15``).
+REPR_DICT = re.compile(r"\{[^{}\s\"]+: ")
+REPR_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(nan|inf)")
+
+
+class _Outputs(HTMLParser):
+    """The text of every cell output of mime ``text/plain`` and every stream output, as
+    myst-nb renders them (``<div class="output text_plain ...">``, ``<div class="output
+    stream ...">``)."""
+
+    KINDS = {"text_plain", "stream"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.outputs, self._depth, self._buf = [], 0, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag != "div":
+            return
+        if self._buf is not None:
+            self._depth += 1
+            return
+        cls = set((dict(attrs).get("class") or "").split())
+        if "output" in cls and cls & self.KINDS:
+            self._buf, self._depth = [], 1
+
+    def handle_endtag(self, tag):
+        if tag != "div" or self._buf is None:
+            return
+        self._depth -= 1
+        if self._depth == 0:
+            self.outputs.append("".join(self._buf))
+            self._buf = None
+
+    def handle_data(self, data):
+        if self._buf is not None:
+            self._buf.append(data)
+
+
+def looks_like_repr(text: str) -> bool:
+    """Whether an output's text reads as a bare Python repr: it starts with ``{``, ``[`` or
+    ``(``, or holds a NumPy repr (``np.float64(``, ``array(``), a dict with string keys
+    (``{'``, ``{1: ``) or a printed boolean (``: True``, ``(True``), or is one bare number.  A
+    printed prompt (its JSON has double-quoted keys) or a sentence does not.
+
+    >>> looks_like_repr("{'a': 1}"), looks_like_repr("B by w: {1: 1.0}"), looks_like_repr("0.5")
+    (True, True, True)
+    >>> looks_like_repr('JSON data:\\n{"1bdc": "2f13"}'), looks_like_repr("The floor is 0.5.")
+    (False, False)
+    """
+    t = text.strip()
+    return (t.startswith(REPR_START) or any(m in t for m in REPR_MARKS)
+            or bool(REPR_DICT.search(t)) or bool(REPR_NUMBER.fullmatch(t)))
+
+
+def bare_reprs(html: str) -> list[str]:
+    """A short excerpt (whitespace collapsed, at most 80 characters) of every ``text/plain``
+    or stream cell output of a built page that :func:`looks_like_repr`: a value the reader
+    should see as a table, as math or in a sentence."""
+    p = _Outputs()
+    p.feed(html)
+    return [re.sub(r"\s+", " ", t.strip())[:80] for t in p.outputs if looks_like_repr(t)]

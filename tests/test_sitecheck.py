@@ -78,3 +78,53 @@ def test_commands_are_taken_from_code_blocks_not_synopses():
 def test_an_interval_that_misses_its_estimate_is_found(text, bad):
     p = sc.page_parts(f"<p>{text}</p>")
     assert len(sc.intervals_missing_estimate(p)) == bad, sc.intervals_missing_estimate(p)
+
+
+def _output(kind, text):
+    """A cell output as myst-nb renders it (``kind``: ``text_plain`` or ``stream``)."""
+    from html import escape
+    return (f'<div class="cell docutils container"><div class="cell_output docutils container">'
+            f'<div class="output {kind} highlight-myst-ansi notranslate"><div class="highlight">'
+            f'<pre><span></span>{escape(text)}\n</pre></div>\n</div>\n</div>\n</div>')
+
+
+@pytest.mark.parametrize("kind, text", [
+    # the older site's own: a list of dicts, a tuple of NumPy scalars, a SymPy tuple, a bare
+    # float, a tuple of booleans, a printed check and printed dicts
+    ("text_plain", "[{'name': 'gpt2', 'n_layers': 12},\n {'name': 'qwen2-0.5b'}]"),
+    ("text_plain", "(np.float64(2.7755575615628914e-17), np.float64(3.3306690738754696e-16))"),
+    ("text_plain", "(-x/(x - 1), x/(x - 1)**2)"),
+    ("text_plain", "2.4288586266815387e-15"),
+    ("text_plain", "(True, True, True)"),
+    ("text_plain", "{'pearson': array([0.9996, 0.999 , 0.9995])}"),
+    ("stream", "closed form = exact product at j >= w: True\nreach 90 ; zero beyond it: True"),
+    ("stream", "B by window w: {1: 1.0, 8: 6.97, 64: 24.27, 512: 79.12} ; globals: 9.93"),
+    ("stream", "5*sliding:512,full\n{0.1: 'middle per token: 0.462', 0.5: 'middle: 156'}"),
+])
+def test_a_bare_repr_is_found(kind, text):
+    page = f"<html><body><main><p>Before.</p>{_output(kind, text)}<p>After.</p></main></body></html>"
+    found = sc.bare_reprs(page)
+    assert len(found) == 1 and len(found[0]) <= 80, found
+
+
+@pytest.mark.parametrize("kind, text", [
+    # a printed prompt: its JSON has double-quoted keys
+    ("stream", 'Extract the value corresponding to the specified key in the JSON object below.\n\n'
+               'JSON data:\n{"1bdc0c54": "2f13aa2c",\n "ea3b33b5": "3181433b"}\n\n'
+               'Key: "1bdc0c54"\nCorresponding value:'),
+    ("stream", "The floor is 0.031 for the uniform kernel and 0.020 for ALiBi."),
+    ("text_plain", "Figure(640x480) drawn: the profile of gpt2 at 1,024 tokens."),
+])
+def test_a_prompt_or_a_sentence_is_not_a_repr(kind, text):
+    assert sc.bare_reprs(f"<main>{_output(kind, text)}</main>") == []
+
+
+def test_only_text_outputs_are_read():
+    """A table, math or HTML output, and code in the cell's input, are not outputs to read."""
+    page = ('<div class="cell_input"><pre>x = {1: 2}\n(True, True)</pre></div>'
+            '<div class="output text_html"><div>{1: 2}</div></div>'
+            '<div class="output text_latex math">\\((1, 2)\\)</div>'
+            '<table><tr><td>[0.1, 0.2]</td></tr></table>')
+    assert sc.bare_reprs(page) == []
+    # nested divs inside an output do not end it early
+    assert sc.bare_reprs('<div class="output stream"><div><div>x</div></div>(True, 1)</div>')

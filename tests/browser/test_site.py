@@ -400,3 +400,20 @@ def test_the_fit_check_finds_a_hidden_column(browser):
         f"<pre style='white-space:pre-wrap; overflow-wrap:anywhere'>{wide}</pre></div></main>")
     assert page.evaluate(_HIDDEN_JS) == []
     page.close()
+
+
+def test_no_page_shows_a_bare_python_repr():
+    """No cell output on any page is a bare Python repr (a dict, a list, a tuple of
+    ``np.float64``, ``(True, True)``, a SymPy expression as text): the reader sees a table,
+    typeset math or a sentence instead (issue 55, item 6)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import sitecheck
+
+    pages = _built_pages()
+    assert len(pages) >= 10, pages
+    bad = [f"{p.relative_to(SITE).as_posix()}: {x!r}" for p in pages
+           for x in sitecheck.bare_reprs(p.read_text(errors="replace"))]
+    assert not bad, "\n".join(bad)

@@ -1,7 +1,7 @@
 r"""Does a reorder help a real retrieval prompt?  The book's confirmatory study of the prompt
 remedies (issue 53), chapter :ref:`ch-practice`.
 
-``posbias fix --quick`` (chapter *Fixing it at inference time*) could not see what it looked
+``posbias fix --quick`` (chapter :ref:`ch-documents`) could not see what it looked
 for: at 5 documents and 16 test questions the smallest gain it detects is larger than a perfect
 reorder's.  This study is sized to see it.  Its design (:data:`DESIGN`, registry ``confirm``)
 was fixed before any of its questions was scored, from what the book had already measured:

@@ -1,7 +1,7 @@
 r"""``posbias fix``: choose an inference-time remedy on one part of the user's own examples, and
 judge it on another part that the choice never saw.
 
-Chapter :ref:`ch-inference` (its last section runs this on the zoo's pretrained models).  The
+Chapter :ref:`ch-documents` (it runs this on the zoo's pretrained models).  The
 steps, in order (:func:`fix`):
 
 1. **The split.**  The examples of the task file (:func:`posbias_nb.experiments.task.prepare`:
@@ -154,7 +154,7 @@ QUICK = dict(DEFAULTS, examples=24, documents=QUICK_DOCUMENTS, cost_windows=4, c
              timing_prompts=4, channel_samples=4, channel_length=512)
 
 
-#: The book's run of ``posbias fix`` (chapter *Fixing it at inference time*, its last section),
+#: The book's run of ``posbias fix`` (chapter :ref:`ch-documents`),
 #: fixed before its measurements (registry: ``designs.json``).
 DESIGN = Design("fix", {
     "models": ["smollm2-135m", "gemma3-270m"],
@@ -1405,7 +1405,7 @@ PROMPT_LABELS = {"long-context-reorder": "LangChain's reorder",
 
 
 def slot_figure(results: dict):
-    """Chapter *Fixing it at inference time*, section "Where the documents go": for each model
+    """Chapter :ref:`ch-documents`, section "Where the documents go": for each model
     (``{label: fix result}``, one column), the gold answer's log p (top) and its accuracy,
     Liu et al.'s best_subspan_em (bottom), by the gold passage's original slot on the test
     part, the model as it is and under each prompt remedy judged there (its chosen setting),

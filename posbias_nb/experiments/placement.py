@@ -1,5 +1,5 @@
 r"""``posbias fix``'s prompt remedies: where the documents go, measured on one part of the
-user's examples (chapter *Fixing it at inference time*, section "Where the documents go").
+user's examples (chapter :ref:`ch-documents`).
 
 :mod:`posbias_nb.experiments.fix` calls :func:`on_tuning` on the tuning part and
 :func:`on_test` on the test part; this module measures, ``fix`` decides.  Each prompt of a part holds the example's

@@ -2,7 +2,7 @@ r"""A remedy file: one inference-time remedy, its parameters and the model it wa
 applied anywhere with :func:`posbias_nb.models.remedy` (``models.remedy(model,
 "fix/remedy.json")``) or ``--remedy-file`` on the command line.
 
-``posbias fix`` writes one (chapter *Fixing it at inference time*); :func:`write` writes one by
+``posbias fix`` writes one (chapter :ref:`ch-documents`); :func:`write` writes one by
 hand.  The JSON object holds:
 
 * ``format`` (:data:`FORMAT`), ``remedy`` (a name of :data:`FILE_REMEDIES`), ``params`` (its

@@ -1,8 +1,8 @@
 r"""Remedies in the prompt: where each document goes, as pure functions on a list of documents.
 No torch, no model: what a practitioner changes in a retrieval-augmented pipeline.
 
-Chapter *Fixing it at inference time* (``book/retrieval_inference.md``), section "Where the
-documents go"; ``posbias fix`` chooses among them (:mod:`posbias_nb.experiments.fix`).
+Chapter :ref:`ch-documents`; ``posbias fix`` chooses among them
+(:mod:`posbias_nb.experiments.fix`).
 
 Every reorder takes the documents **in descending relevance** (the first is the most relevant,
 as a retriever or a ranker returns them) and returns the same documents in prompt order.

@@ -6,7 +6,8 @@ import matplotlib as mpl
 import numpy as np
 
 __all__ = ["use_style", "profile_axes", "COLORS", "figure", "positions", "headline_figure",
-           "force_figure", "VERDICT_COLORS", "verdict_overview"]
+           "force_figure", "VERDICT_COLORS", "verdict_overview", "COLUMN_PX", "MIN_TEXT_PX",
+           "text_sizes", "check_readable"]
 
 COLORS = ["#1b4f72", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#5d6d7e", "#17a589", "#a04000"]
 
@@ -29,9 +30,88 @@ _STYLE = {
 }
 
 
+#: The narrowest the book's text column gets at the widths the site test reads (1,000 px wide;
+#: ``tests/browser/test_site.py`` measures it): a figure wider than this is shown shrunk to it.
+COLUMN_PX = 736
+#: The smallest text a reader should meet in a figure at the size it is shown, in CSS pixels.
+MIN_TEXT_PX = 9.0
+
+
+def text_sizes(fig, column_px: float = COLUMN_PX) -> list[tuple[float, str]]:
+    """Every visible, non-empty text of ``fig`` (tick labels, legends, labels, titles,
+    annotations) with its size in pixels **as shown**: the figure saved as the notebook shows
+    it (``bbox_inches="tight"`` at the figure's dpi) and shrunk to ``column_px`` when wider.
+    Smallest first, each as ``(pixels, text)``.
+
+    Raises
+    ------
+    ValueError
+        A ``column_px`` that is not a positive number.
+    """
+    from matplotlib.text import Text
+
+    if not (isinstance(column_px, (int, float)) and column_px > 0):
+        raise ValueError(f"column_px must be a positive number, got {column_px!r}")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    pad = mpl.rcParams["savefig.pad_inches"]
+    width_px = (fig.get_tightbbox(renderer).width + 2 * pad) * fig.dpi
+    scale = min(1.0, column_px / width_px)
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        if t.axes is not None and t.get_window_extent(renderer).width == 0:
+            continue
+        out.append((t.get_fontsize() * fig.dpi / 72 * scale, t.get_text()))
+    return sorted(out)
+
+
+def check_readable(fig, column_px: float = COLUMN_PX, minimum: float = MIN_TEXT_PX) -> float:
+    """The smallest text of ``fig`` at display size (:func:`text_sizes`), or ValueError naming
+    the texts below ``minimum`` pixels: draw the figure at the size it is shown, or its text
+    larger."""
+    sizes = text_sizes(fig, column_px)
+    small = [(px, t) for px, t in sizes if px < minimum]
+    if small:
+        shown = ", ".join(f"{t[:30]!r} {px:.1f} px" for px, t in small[:5])
+        raise ValueError(f"{len(small)} text(s) of the figure are below {minimum:g} px as shown "
+                         f"in a {column_px:g} px column: {shown}")
+    return sizes[0][0] if sizes else float("inf")
+
+
+def _check_shown_figures() -> None:
+    """In a notebook, every figure shown as PNG is first held to :func:`check_readable`: the
+    image formatter of the inline backend is wrapped (once; pyplot is imported first so that
+    the backend has registered it)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None or not hasattr(ip, "display_formatter"):
+        return
+    import matplotlib.pyplot  # noqa: F401  (the inline backend registers its formatter)
+    from matplotlib.figure import Figure
+
+    fmt = ip.display_formatter.formatters["image/png"]
+    old = fmt.type_printers.get(Figure)
+    if old is None or getattr(old, "_posbias_checked", False):
+        return
+
+    def png(fig, _old=old):
+        check_readable(fig)
+        return _old(fig)
+
+    png._posbias_checked = True
+    fmt.for_type(Figure, png)
+
+
 def use_style() -> None:
-    """Apply the book's matplotlib style (call once at the top of a chapter)."""
+    """Apply the book's matplotlib style (call once at the top of a chapter); in a notebook,
+    every figure shown is checked for text too small to read (:func:`check_readable`)."""
     mpl.rcParams.update(_STYLE)
+    _check_shown_figures()
 
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 7.0, height: float = 3.4, **kw):
@@ -94,12 +174,12 @@ def headline_figure(data: dict):
     ins.plot([j - L], [b["theory"][j - 1]], "v", ms=7, color=COLORS[1], zorder=5)
     ins.set_yscale("log")
     ins.set_xticks([1 - k, -6, -1] if k > 6 else [1 - k, -1])
-    ins.tick_params(axis="x", labelsize=6.5)
-    ins.tick_params(axis="y", labelsize=6.5)
-    ins.set_xlabel("j \u2212 L", fontsize=7, labelpad=1)
-    ins.set_ylabel("influence", fontsize=7, labelpad=1)
+    ins.tick_params(axis="x", labelsize=8.5)
+    ins.tick_params(axis="y", labelsize=8.5)
+    ins.set_xlabel("j \u2212 L", fontsize=8.5, labelpad=1)
+    ins.set_ylabel("influence", fontsize=8.5, labelpad=1)
     ins.set_title(f"the last {k}: lowest at {'L' if j == L else f'L{chr(0x2212)}{L - j}'}",
-                  fontsize=7.5)
+                  fontsize=8.5)
     ax2.axhline(0.0, color="0.35", lw=0.8)
     for i, (name, r) in enumerate(data["real"].items()):
         c = COLORS[(i + 2) % len(COLORS)]

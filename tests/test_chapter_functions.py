@@ -80,11 +80,36 @@ def test_figures_have_labelled_axes():
     # the valley is marked where the theory row is lowest: at L - 1 here, not in the middle
     marker = [ln for ln in axes[2].lines if ln.get_marker() == "v"][0]
     assert marker.get_xdata()[0] == -1  # j - L
+    assert plots.check_readable(fig) >= plots.MIN_TEXT_PX  # the inset too, as shown
     L = 32
     rows = {"a": theory.influence(L, 3, 0.5), "b": theory.influence(L, 3, 1.0)}
     fig, (ax, ax2) = plots.force_figure(L, rows, [0.5, 1.0], [0.4, 0.3], "alpha")
     assert ax.get_xlabel() and ax.get_ylabel() and ax2.get_xlabel() == "alpha"
     assert len(ax.get_lines()) == 2
+    plots.check_readable(fig)
+
+
+def test_the_readability_check_finds_small_text():
+    """A legend at 5 pt in a figure 12 inches wide, shown shrunk to the column, is refused;
+    the same figure at the column's width and the style's sizes is not."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from posbias_nb import plots
+
+    fig, ax = plots.figure(width=12.0)
+    ax.plot([1, 2], [3, 4], label="series")
+    ax.legend(fontsize=5)
+    sizes = plots.text_sizes(fig)
+    assert sizes[0][1] == "series" and sizes[0][0] < 5 * 110 / 72
+    with pytest.raises(ValueError, match="below 9 px.*'series'"):
+        plots.check_readable(fig)
+    fig, ax = plots.figure(width=6.0)
+    ax.plot([1, 2], [3, 4], label="series")
+    ax.legend()
+    assert plots.check_readable(fig) == pytest.approx(8.5 * 110 / 72)  # not shrunk: 6 in fits
+    with pytest.raises(ValueError, match="column_px"):
+        plots.text_sizes(fig, column_px=0)
 
 
 def test_headline_data_fits_the_born_row_and_pairs_the_real_curves(monkeypatch):

@@ -223,3 +223,25 @@ def test_describe_memo_needs_no_transformers_on_a_hit(tmp_path):
     off = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                     text=True, check=True).stdout)
     assert off[0] == runs[0][0]
+
+
+def test_importing_the_package_sets_no_environment_variable_and_a_users_setting_wins():
+    """Issue 56: ``import posbias_nb.models`` (and the measure and experiments layers above it)
+    leaves the environment as it was; loading a model sets offline mode only where the user
+    did not choose, so HF_HUB_OFFLINE=0 stays 0."""
+    import subprocess
+    import sys
+
+    code = ("import os, json; before = dict(os.environ); import posbias_nb.models, "
+            "posbias_nb.measure, posbias_nb.experiments; "
+            "print(json.dumps(sorted(set(os.environ.items()) ^ set(before.items()))))")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE",
+                                                            "TRANSFORMERS_OFFLINE")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    code = ("import os; from posbias_nb import models; models.load('gpt2', seed=0); "
+            "print(os.environ['HF_HUB_OFFLINE'], os.environ['TRANSFORMERS_OFFLINE'])")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(env, HF_HUB_OFFLINE="0"),
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "1"], out.stdout

@@ -37,9 +37,10 @@ from .zoo import (ALIBI_MODELS, PRETRAINED_NAMES, SCALE_MODELS, WEIGHTS, ZOO, Mo
                   hub_snapshot, is_hub_id, missing_weights_message, names, resolve,
                   zoo_table)
 
-# No network from this package, ever; and keep tqdm.auto's "IProgress not found" notice (transformers
-# imports it) off the chapters' stderr.  An environment setting, not a registration.
-loading._env_offline()
+# keep tqdm.auto's "IProgress not found" notice (transformers imports it) off the chapters'
+# stderr: a warnings filter.  No environment variable is set on import: offline mode is set
+# where a model is loaded (loading._env_offline), and a user's own setting wins.
+loading._quiet_notices()
 
 __all__ = [
     "ZOO", "WEIGHTS", "DTYPES", "ALIBI_MODELS", "PRETRAINED_NAMES", "SCALE_MODELS", "at_width",

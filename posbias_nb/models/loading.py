@@ -83,15 +83,22 @@ def _from_config(cfg, attn: str, seed: int, dtype: str):
                                             dtype=getattr(torch, dtype))
 
 
-def _env_offline() -> None:
-    """Make sure nothing reaches the network from here (idempotent), and keep one known
-    import-time notice off the notebooks' stderr: in a Jupyter kernel without ipywidgets,
-    ``tqdm.auto`` (imported by transformers) warns "IProgress not found"."""
+def _quiet_notices() -> None:
+    """Keep one known import-time notice off the notebooks' stderr: in a Jupyter kernel
+    without ipywidgets, ``tqdm.auto`` (imported by transformers) warns "IProgress not found".
+    A warnings filter, set when :mod:`posbias_nb.models` is imported; no environment variable."""
     import warnings
 
+    warnings.filterwarnings("ignore", message="IProgress not found")
+
+
+def _env_offline() -> None:
+    """Where a model or a tokenizer is loaded: nothing reaches the network from here
+    (``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` set to 1 unless the user set them: a
+    user's own setting wins; every load also passes ``local_files_only=True``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    warnings.filterwarnings("ignore", message="IProgress not found")
+    _quiet_notices()
 
 
 class _QuietBars:

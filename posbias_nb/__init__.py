@@ -18,4 +18,29 @@ __version__ = "0.1.0"
 
 from . import metrics, theory  # noqa: E402,F401  (light, pure numerics)
 
-__all__ = ["theory", "metrics", "__version__"]
+#: The front door: what a user calls first, each returning a :class:`results.Result` (what the
+#: ``posbias`` subcommand of the same name writes), imported only when first used so that
+#: ``import posbias_nb`` stays light (no torch).
+FRONT_DOOR = {
+    "profile": ("posbias_nb.measure.runs", "profile_run"),
+    "report": ("posbias_nb.experiments.report", "report"),
+    "task": ("posbias_nb.experiments.task", "task_run"),
+    "fix": ("posbias_nb.experiments.fix", "fix"),
+}
+
+__all__ = ["theory", "metrics", "__version__", *FRONT_DOOR]
+
+
+def __getattr__(name: str):
+    """``posbias_nb.profile``, ``.report``, ``.task`` and ``.fix`` (:data:`FRONT_DOOR`),
+    imported on first use."""
+    if name in FRONT_DOOR:
+        import importlib
+
+        module, attr = FRONT_DOOR[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'posbias_nb' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(FRONT_DOOR))

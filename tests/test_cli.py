@@ -86,3 +86,66 @@ def test_theory_blames_the_depth_not_the_layout(depth, capsys):
     assert "neither a layout" not in err
     # without a layout, depth 0 is the identity (the last token alone)
     assert cli.main(["theory", "--length", "3", "--depth", "0"]) == 0
+
+
+# ------------------------------------------------------------------ the front door (issue 56)
+def _subparsers():
+    import argparse
+
+    p = cli.build_parser()
+    return [a for a in p._actions if isinstance(a, argparse._SubParsersAction)][0].choices
+
+
+def _default_mismatches(parser, func):
+    """The options of ``parser`` whose default differs from ``func``'s for the same name."""
+    import inspect
+
+    sig = inspect.signature(func).parameters
+    return [(a.dest, a.default, sig[a.dest].default) for a in parser._actions
+            if a.dest in sig and sig[a.dest].default is not inspect.Parameter.empty
+            and a.default != sig[a.dest].default]
+
+
+@pytest.mark.parametrize("command", ["profile", "report", "task", "fix"])
+def test_every_cli_default_is_the_apis(command):
+    """``posbias profile --length`` defaulted to 512 while ``profile_run`` took 1024: each
+    subcommand's defaults are now those of the function behind it (posbias_nb.FRONT_DOOR)."""
+    import posbias_nb
+
+    func = getattr(posbias_nb, command)
+    assert not _default_mismatches(_subparsers()[command], func)
+
+
+def test_the_default_check_finds_a_mismatch():
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--length", type=int, default=512)
+
+    def f(model, length=1024):
+        return model, length
+
+    assert _default_mismatches(p, f) == [("length", 512, 1024)]
+
+
+def test_the_front_door_is_lazy_and_returns_results():
+    """``import posbias_nb`` loads no torch; ``posbias_nb.profile`` etc. are the functions of
+    the subcommands, imported on first use; an unknown name is an AttributeError."""
+    import subprocess
+    import sys
+
+    code = ("import sys, posbias_nb; assert 'torch' not in sys.modules, 'torch'; "
+            "f = posbias_nb.fix; assert f.__module__ == 'posbias_nb.experiments.fix'; "
+            "print(sorted(n for n in posbias_nb.FRONT_DOOR if n in dir(posbias_nb)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["['fix',", "'profile',", "'report',", "'task']"]
+    import posbias_nb
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        posbias_nb.nope  # noqa: B018
+    r = posbias_nb.profile("gpt2", length=8, probes=2, seed=0)
+    from posbias_nb.results import Result
+
+    assert isinstance(r, Result) and len(r["influence"]) == 8
+    assert r.meta["command"] == "profile"

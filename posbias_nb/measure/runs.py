@@ -88,11 +88,13 @@ def _one_line_load_errors(model, call):
         raise ValueError(f"cannot load {model!r}: {str(e).strip().splitlines()[0]}") from None
 
 
-def profile_run(model, weights: str = "random", length: int = 1024, *, rope: bool = True,
+def profile_run(model, weights: str = "random", length: int = 512, *, rope: bool = True,
                 exact: bool = False, probes: int = 8, batch: int = 1, seed: int = 0,
                 target: str = "hidden", source: str = "text", device: str = "cpu",
                 dtype: str = "float32", device_map=None, progress: bool = False) -> Result:
-    """:func:`posbias_nb.measure.profile` as the result of ``posbias profile``."""
+    """:func:`posbias_nb.measure.profile` as the result of ``posbias profile`` (and of
+    ``posbias_nb.profile``): the same defaults as the command (512 positions here, where the
+    cached :func:`~posbias_nb.measure.profile` of the chapters takes 1024)."""
     info = models.describe(model)
     res = _one_line_load_errors(model, lambda: profile(
         model, weights=weights, length=length, rope=rope,

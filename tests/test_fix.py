@@ -443,3 +443,32 @@ def test_coinciding_rules_are_one_arm_at_an_odd_count():
 def test_min_test_detects_one_standard_deviation():
     n = fix_mod.MIN_TEST
     assert stats.detectable_effect(1.0, n) <= 1.0 < stats.detectable_effect(1.0, n - 1)
+
+
+def test_slot_figure_draws_identical_series_once_labelled_for_both():
+    """At an odd count LangChain's and Haystack's rules give one prompt: the figure draws that
+    series once, labelled for both (it drew two, one hidden under the other), and its text
+    is readable as shown."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from posbias_nb import plots
+    from posbias_nb.experiments import fix
+    from posbias_nb.results import Result
+
+    def ivs(e):
+        return [dict(estimate=v, low=v - 0.1, high=v + 0.1) for v in e]
+
+    same = dict(logprob=ivs([-1.0, -1.2, -0.9]), accuracy=ivs([0.5, 0.4, 0.6]))
+    test = {"long-context-reorder": dict(same, base_logprob=ivs([-1.1, -1.5, -1.0]),
+                                         base_accuracy=ivs([0.5, 0.3, 0.6])),
+            "lost-in-the-middle-ranker": dict(same),
+            "query-aware": dict(logprob=ivs([-1.3, -1.4, -1.2]),
+                                accuracy=ivs([0.4, 0.4, 0.5]))}
+    r = Result({"test": test}, meta={"gold_slots": [1, 3, 5]}, columns=[])
+    fig = fix.slot_figure({"m": r})
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["as it is", "LangChain's reorder = Haystack's ranker",
+                      "query-aware (Liu et al.)"]
+    assert len(fig.axes[0].containers) == 3
+    plots.check_readable(fig)

@@ -1422,7 +1422,7 @@ def slot_figure(results: dict):
             ax = axes[row][c]
             series = ([("as it is", base[f"base_{what}"])] if base else []) + \
                 [(PROMPT_LABELS[n], test[n][what]) for n in names]
-            for i, (lab, ivs) in enumerate(series):
+            for i, (lab, ivs) in enumerate(_merge_identical(series)):
                 off = (i - (len(series) - 1) / 2) * 0.08
                 ax.errorbar([v + off for v in x], [v["estimate"] for v in ivs], yerr=_yerr(ivs),
                             marker="os^vDP<>"[i % 8], capsize=2, ms=4,
@@ -1447,6 +1447,25 @@ def slot_figure(results: dict):
         fig.legend(list(handles.values()), list(handles), loc="outside lower center",
                    ncols=min(4, len(handles)), fontsize=8)
     return fig
+
+
+def _merge_identical(series):
+    """``[(label, values)]`` with the series whose values are identical drawn once, under
+    their labels joined by " = " (LangChain's and Haystack's rules at an odd count give one
+    prompt, hence one series).
+
+    >>> _merge_identical([("a", [1.0]), ("b", [2.0]), ("c", [1.0])])
+    [('a = c', [1.0]), ('b', [2.0])]
+    """
+    out = []
+    for lab, vals in series:
+        for m in out:
+            if m[1] == vals:
+                m[0] = f"{m[0]} = {lab}"
+                break
+        else:
+            out.append([lab, vals])
+    return [tuple(m) for m in out]
 
 
 def _yerr(ivs):

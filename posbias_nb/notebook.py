@@ -2,13 +2,15 @@
 the Markdown tables and the verdict tables."""
 from __future__ import annotations
 
+import math
 import numbers
 import re
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["glue", "interval", "bold_best", "markdown_table", "verdict_markdown",
+__all__ = ["glue", "interval", "bold_best", "markdown_table", "significant", "value_table",
+           "verdict_markdown",
            "verdict_table", "VERDICT_COLUMNS", "decision", "Badge", "BADGE_STYLE", "NO_DECISION",
            "verdict_dir", "write_verdict_record", "read_verdict_records"]
 
@@ -149,6 +151,106 @@ def markdown_table(columns, rows):
             raise ValueError(f"row {i} has {len(cells)} cells, the header {len(cols)}")
         lines.append("| " + " | ".join(cells) + " |")
     return Markdown("\n".join(lines))
+
+
+def significant(value, digits: int = 3) -> str:
+    """A number as a reader reads it in a table: a whole number as it is, any other number
+    rounded to ``digits`` significant digits without an exponent between 0.001 and 100,000 and
+    with one outside (a float error of ``2.4e-15``); ``True``/``False`` as ``yes``/``no``, NaN
+    and ``None`` (a statistic that is undefined) as ``—``; anything else (a string) as ``str``
+    gives it.
+
+    Examples
+    --------
+    >>> [significant(v) for v in (512.0, 20.783, 0.12549, 212.861, 2.4288e-15, 8192, True)]
+    ['512', '20.8', '0.125', '213', '2.43e-15', '8192', 'yes']
+    """
+    if value is None:
+        return "\u2014"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, numbers.Real):
+        return str(value)
+    v = float(value)
+    if math.isnan(v):
+        return "\u2014"
+    if math.isinf(v) or (v == int(v) and abs(v) < 1e15):
+        return str(int(v)) if math.isfinite(v) else str(v)
+    if not 1e-3 <= abs(v) < 1e5:
+        return f"{v:.{digits - 1}e}"
+    return f"{v:.{max(0, digits - 1 - math.floor(math.log10(abs(v))))}f}"
+
+
+def _cell(value, digits, intervals):
+    """One cell of :func:`value_table`."""
+    if value is None or isinstance(value, (str, bool, np.bool_, numbers.Number)):
+        return significant(value, digits)
+    vals = list(value) if isinstance(value, (list, tuple)) else list(np.asarray(value).ravel())
+    if (intervals and len(vals) == 3 and all(isinstance(v, numbers.Real) for v in vals)
+            and np.all(np.isfinite(vals)) and vals[1] <= vals[0] <= vals[2]):
+        ref = max(abs(float(v)) for v in vals)  # the largest number gets `digits` digits
+        if 1e-3 <= ref < 1e5:
+            return interval(vals, f".{max(0, digits - 1 - math.floor(math.log10(ref)))}f")
+    return ", ".join(_cell(v, digits, False) for v in vals)
+
+
+def value_table(values, key: str = "", value: str = "value", digits: int = 3,
+                intervals: bool = True, transpose: bool = False):
+    """The Markdown table (:func:`markdown_table`) of a dict the chapter computed, in place of
+    its Python repr: one row per key; one column ``value`` for a dict of numbers, one column
+    per inner key (in order of first appearance; a missing one left empty) for a dict of
+    dicts, or with ``transpose`` one row per inner key and one column per outer key.  The
+    first column is headed ``key``; a tuple key is joined with spaces.
+
+    Numbers are shown by :func:`significant` (``digits`` significant digits); a sequence of
+    three numbers is an ``(estimate, low, high)`` interval shown by :func:`interval`, with
+    ``digits`` significant digits for the largest of the three; any other sequence is listed
+    with commas.  A sequence of three numbers that is not an interval (its first number
+    outside the other two, a number not finite, all three tiny or huge), or any sequence with
+    ``intervals=False``, is listed too.
+
+    Raises
+    ------
+    ValueError
+        ``values`` is not a non-empty dict, or ``transpose`` with values that are not dicts.
+
+    Examples
+    --------
+    >>> print(value_table({"gpt2": 4.2281, "mpt-7b": 5.0}, "model", "ratio").data)
+    | model | ratio |
+    |---|---|
+    | gpt2 | 4.23 |
+    | mpt-7b | 5 |
+    >>> print(value_table({("G", "r2"): dict(rho=(0.861, 0.61, 0.96), n=30),
+    ...                    ("S", "r2"): dict(rho=(0.0, -0.214, 0.107), n=28)}).data)
+    |  | rho | n |
+    |---|---|---|
+    | G r2 | 0.861 [0.610, 0.960] | 30 |
+    | S r2 | 0.000 [-0.214, 0.107] | 28 |
+    >>> print(value_table({"a": dict(x=1), "b": dict(x=2.5, y=True)}, transpose=True).data)
+    |  | a | b |
+    |---|---|---|
+    | x | 1 | 2.50 |
+    | y |  | yes |
+    """
+    if not isinstance(values, dict) or not values:
+        raise ValueError("value_table needs a non-empty dict")
+    name = lambda k: " ".join(map(str, k)) if isinstance(k, tuple) else str(k)  # noqa: E731
+    nested = all(isinstance(v, dict) for v in values.values())
+    if transpose and not nested:
+        raise ValueError("value_table(transpose=True) needs a dict of dicts")
+    if not nested:
+        return markdown_table([key, value], [[name(k), _cell(v, digits, intervals)]
+                                             for k, v in values.items()])
+    inner = list(dict.fromkeys(c for v in values.values() for c in v))
+    cell = lambda r, c: _cell(values[r][c], digits, intervals) if c in values[r] else ""  # noqa: E731
+    if transpose:
+        return markdown_table([key] + [name(r) for r in values],
+                              [[name(c)] + [cell(r, c) for r in values] for c in inner])
+    return markdown_table([key] + [name(c) for c in inner],
+                          [[name(r)] + [cell(r, c) for c in inner] for r in values])
 
 
 VERDICT_COLUMNS = ("claim", "the paper says", "we measure (95% interval)", "verdict")

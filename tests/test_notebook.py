@@ -335,3 +335,40 @@ def test_interval_refuses_an_interval_that_misses_its_estimate():
     with pytest.raises(ValueError, match="outside its interval"):
         notebook.interval((1.0, 2.0, 3.0))
     assert notebook.interval(0.993, 0.986, 0.993) == "0.993 [0.986, 0.993]"  # a bound may be it
+
+
+def test_significant_shows_what_a_reader_reads():
+    import numpy as np
+    s = notebook.significant
+    assert [s(v) for v in (512.0, np.float64(20.783), 0.0, -0.2143, 1299.3, 12345.6)] == \
+        ["512", "20.8", "0", "-0.214", "1299", "12346"]
+    assert [s(v) for v in (2.4288586266815387e-15, 462123.5, 0.00091515, 462000.0)] == \
+        ["2.43e-15", "4.62e+05", "9.15e-04", "462000"]
+    assert [s(True), s(np.bool_(False)), s(float("nan")), s(None), s("llama")] == \
+        ["yes", "no", "\u2014", "\u2014", "llama"]
+    assert s(0.123456, 2) == "0.12"
+
+
+def test_value_table_shapes_and_cells():
+    import numpy as np
+    flat = notebook.value_table({100: np.float64(0.0465), 1000: 0.0157}, "L", "TV").data
+    assert flat.splitlines() == ["| L | TV |", "|---|---|", "| 100 | 0.0465 |", "| 1000 | 0.0157 |"]
+    nested = {"pretrained": dict(ptv=20.783, ci=np.array([20.783, 13.807, 37.933])),
+              "random": dict(ptv=57.263, near_right=np.nan)}
+    rows = notebook.value_table(nested, "weights").data.splitlines()
+    assert rows[0] == "| weights | ptv | ci | near_right |"
+    assert rows[2] == "| pretrained | 20.8 | 20.8 [13.8, 37.9] |  |"
+    assert rows[3] == "| random | 57.3 |  | \u2014 |"
+    cols = notebook.value_table(nested, transpose=True).data.splitlines()
+    assert cols[0] == "|  | pretrained | random |" and cols[2] == "| ptv | 20.8 | 57.3 |"
+    # three numbers that are not an interval, or intervals=False: listed, never refused
+    assert "| 0.125, 0, 0 |" in notebook.value_table({"acc": [0.125, 0.0, 0.0]}).data
+    assert "| 1, 2, 3 |" in notebook.value_table({"x": (1, 2, 3)}, intervals=False).data
+    assert "| 5, 1, 2 |" in notebook.value_table({"x": (5, 1, 2)}).data
+    # a tuple key is joined; a missing or undefined bound is a dash
+    assert "| G curve | 0.500, \u2014, \u2014 |" in notebook.value_table(
+        {("G", "curve"): (0.5, None, None)}).data
+    with pytest.raises(ValueError, match="non-empty dict"):
+        notebook.value_table({})
+    with pytest.raises(ValueError, match="dict of dicts"):
+        notebook.value_table({"a": 1}, transpose=True)

@@ -610,6 +610,10 @@ def _interval(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     the book's pages (BCa's bias correction collapses onto the replicates' top instead).
     ``n_boot`` and ``seed`` do not apply to it.
 
+    A gap or a ratio between agreements of mean profiles whose noise differs
+    (:func:`agreement_vs_floor`: ``"difference-jackknife"``, ``"log"``): the jackknife too, for
+    the same reason (BCa excluded the floor gap's estimate on RoPE on/off).
+
     A difference of two agreements of the same mean profile (``agreement="difference"``): the
     percentile bootstrap, whose law :func:`posbias_nb.stats.bootstrap_atom` reads for the
     differences that no resample moves (chapter :ref:`ch-prediction`); the noise that biases
@@ -621,7 +625,7 @@ def _interval(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     if agreement is None or agreement == "difference":
         return _stats_bootstrap(statistic, *samples, n_boot=n_boot, level=level, seed=seed,
                                 method="bca" if agreement is None else "percentile")
-    transform = {"fisher": "fisher", "log": "log"}[agreement]
+    transform = {"fisher": "fisher", "log": "log", "difference-jackknife": None}[agreement]
     return jackknife_interval(statistic, *samples, level=level, transform=transform)
 
 
@@ -837,10 +841,11 @@ def agreement_vs_floor(same, fresh, other, *, n_boot: int = 2000, seed: int = 0)
       for the probe noise (a disattenuated correlation: 1 when the change cannot be told from
       re-measuring the original).
 
-    Each value is an ``(estimate, low, high)`` tuple: BCa (:func:`posbias_nb.stats.bootstrap`)
-    for the gaps and ratios, the jackknife on Fisher's scale
-    (:func:`posbias_nb.stats.jackknife_interval`) for the correlations themselves (see
-    :func:`_interval`: their estimand depends on the number of windows).
+    Each value is an ``(estimate, low, high)`` tuple of the delete-one jackknife
+    (:func:`posbias_nb.stats.jackknife_interval`): on Fisher's scale for the correlations, on
+    the log scale for the ratios, plain for the gaps (see :func:`_interval`: these estimands
+    depend on the number of windows, and a bootstrap resample, which repeats windows, leans
+    away from them; BCa excluded the gap's own estimate).
 
     Raises
     ------
@@ -866,8 +871,8 @@ def agreement_vs_floor(same, fresh, other, *, n_boot: int = 2000, seed: int = 0)
         "ratio_spearman": lambda a, f, o: (spearman(o.mean(0), f.mean(0))
                                            / spearman(a.mean(0), f.mean(0))),
     }
-    return {k: _interval(s, A, F, O, agreement=None if k.startswith(("gap", "ratio"))
-                         else "fisher", **kw)
+    how = {"gap": "difference-jackknife", "ratio": "log"}
+    return {k: _interval(s, A, F, O, agreement=how.get(k.split("_")[0], "fisher"), **kw)
             for k, s in stats_.items()}
 
 

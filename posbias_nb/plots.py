@@ -91,8 +91,12 @@ def _check_shown_figures() -> None:
     ip = get_ipython()
     if ip is None or not hasattr(ip, "display_formatter"):
         return
-    import matplotlib.pyplot  # noqa: F401  (the inline backend registers its formatter)
+    import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
+
+    # pyplot loads its backend lazily, at the first figure; the inline backend registers its
+    # PNG formatter when it loads, so load it now (the backend stays the configured one)
+    plt.switch_backend(mpl.get_backend())
 
     fmt = ip.display_formatter.formatters["image/png"]
     old = fmt.type_printers.get(Figure)

@@ -257,7 +257,7 @@ def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 58):
     if not rows:
         raise ValueError("verdict_overview needs at least one row")
     n_lines = [len(textwrap.wrap(f"{r['chapter']}: {r['claim']}", label_width)) for r in rows]
-    fig, ax = figure(height=0.9 + 0.17 * sum(n_lines) + 0.08 * len(rows), width=8.4)
+    fig, ax = figure(height=0.9 + 0.205 * sum(n_lines) + 0.08 * len(rows), width=8.4)
     n = len(rows)
     labels = []
     drawn = set()
@@ -271,7 +271,7 @@ def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 58):
         m = r.get("margin")
         if m is None:
             ax.annotate("no single interval", (0.01, y), xycoords=("axes fraction", "data"),
-                        va="center", fontsize=7, color="#7f8c8d", style="italic")
+                        va="center", fontsize=8.5, color="#7f8c8d", style="italic")
             continue
         e, lo, hi = (float(v) for v in m)
         if not (np.isfinite([e, lo, hi]).all() and lo <= e <= hi):
@@ -292,7 +292,7 @@ def verdict_overview(rows, linthresh: float = 0.01, label_width: int = 58):
     ax.set_xticks(ticks, [f"$-10^{{{k}}}$" for k in ks[::-1]] + ["0"]
                   + [f"$10^{{{k}}}$" for k in ks])
     ax.minorticks_off()
-    ax.set_yticks(range(n - 1, -1, -1), labels, fontsize=7)
+    ax.set_yticks(range(n - 1, -1, -1), labels, fontsize=8.5)
     for tick, r in zip(ax.get_yticklabels(), rows):
         tick.set_color(VERDICT_COLORS[r.get("decision")])
     ax.set_ylim(-0.7, n - 0.3)

@@ -244,6 +244,7 @@ def test_verdict_overview_draws_every_row():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "holds", "fails", "inconclusive", "no decision word"]
     assert any(t.get_text() == "no single interval" for t in ax.texts)
+    plots.check_readable(fig)  # every label at least 9 px as the verdicts page shows it
     matplotlib.pyplot.close(fig)
     with pytest.raises(ValueError, match="low <= estimate"):
         plots.verdict_overview([dict(chapter="A", claim="x", decision="holds",

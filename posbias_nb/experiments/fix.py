@@ -1438,14 +1438,14 @@ def slot_figure(results: dict):
                 ax.set_ylim(-0.05, 1.05)
             if not names:
                 ax.text(0.5, 0.5, "no prompt remedy gained on the tuning part",
-                        transform=ax.transAxes, ha="center", va="center", fontsize=8)
+                        transform=ax.transAxes, ha="center", va="center", fontsize=9)
     handles, labels = {}, []
     for ax in axes.reshape(-1):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
     if handles:
         fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                   ncols=min(4, len(handles)), fontsize=8)
+                   ncols=min(2, len(handles)), fontsize=9)
     return fig
 
 

@@ -78,10 +78,11 @@ NB_PAGES   := $(filter-out book/verdicts book/api/%,$(CHAPTERS))
 # Recorded measurements (recorded/, made by `make record` from a cold run): a measurement the live
 # cache lacks is read from there; the namespaces of RECORDED_VERIFY are computed anew and must
 # agree with their recorded entries.  COLD=1 ignores them and measures everything.
-# Every run that reads them also measures a sample of them anew (bench/verify_plan.py): in every
-# namespace its cheapest entry, and where the namespace's code changed since recording
-# (posbias_nb.cache.code_digest), more entries within VERIFY_BUDGET seconds of recorded compute
-# (default posbias_nb.cache.VERIFY_BUDGET).
+# Every run that reads them also measures a sample of them anew (python -m posbias_nb.provenance
+# plan, the rule in posbias_nb.provenance.plan): in every namespace its cheapest entry, and where
+# the namespace's code changed since recording (posbias_nb.provenance.code.code_digest), more
+# entries within VERIFY_BUDGET seconds of recorded compute (default
+# posbias_nb.provenance.plan.VERIFY_BUDGET).
 # A disagreement fails the chapter that asked, naming namespace, key and the command below.
 # REMEASURE=ns,... (with record-new): those namespaces measured anew, their recorded entries replaced.
 COLD            ?=
@@ -95,7 +96,7 @@ notebooks: setup
 	state=$$( [ -d "$(POSBIAS_CACHE_DIR)" ] && echo warm || echo $(if $(USE_RECORDED),recorded,cold) ); \
 	rm -rf _build/cache-events.jsonl _build/verify-keys.txt _build/verify-plan.json \
 	  _build/chapter-times.json _build/.jupyter_cache $(NB_PROFILE); mkdir -p _build; \
-	$(if $(USE_RECORDED),$(PY) bench/verify_plan.py plan --recorded recorded $(if $(VERIFY_BUDGET),--budget $(VERIFY_BUDGET)) \
+	$(if $(USE_RECORDED),$(PY) -m posbias_nb.provenance plan --recorded recorded $(if $(VERIFY_BUDGET),--budget $(VERIFY_BUDGET)) \
 	  --out _build/verify-plan.json --keys _build/verify-keys.txt || exit 2;) \
 	POSBIAS_CACHE_LOG=$(CURDIR)/_build/cache-events.jsonl \
 	POSBIAS_RECORDED_DIR=$(USE_RECORDED) POSBIAS_RECORDED_VERIFY=$(RECORDED_VERIFY) \
@@ -105,7 +106,7 @@ notebooks: setup
 	OMP_NUM_THREADS=$(NB_THREADS) MKL_NUM_THREADS=$(NB_THREADS) bash -c '\
 	  $(NB_PYTEST) -n $(NB_WORKERS) --dist loadfile $(NB_PAGES:%=%.md); rc=$$?; \
 	  $(NB_PYTEST) book/verdicts.md || rc=1; exit $$rc'; rc=$$?; \
-	$(if $(USE_RECORDED),$(PY) bench/verify_plan.py summary --plan _build/verify-plan.json \
+	$(if $(USE_RECORDED),$(PY) -m posbias_nb.provenance summary --plan _build/verify-plan.json \
 	  --log _build/cache-events.jsonl || { [ $$rc = 0 ] && rc=1; };) exit $$rc
 	$(if $(NB_PROFILE),$(PY) bench/profile_chapters.py --from-kernels $(NB_PROFILE) \
 	  --label after --out bench/results/profile-after.json)
@@ -113,11 +114,11 @@ notebooks: setup
 	  cp _build/chapter-times.json bench/results/chapter-times.json; fi
 
 # a cold run of every chapter (the live cache emptied first, nothing recorded read), whose
-# measurements then replace recorded/ (bench/record_measurements.py writes its MANIFEST.json)
+# measurements then replace recorded/ (python -m posbias_nb.provenance record writes its MANIFEST.json)
 record: setup
 	rm -rf "$(POSBIAS_CACHE_DIR)"
 	$(MAKE) --no-print-directory notebooks COLD=1 NB_PROFILE=$(CURDIR)/_build/record-profile
-	$(PY) bench/record_measurements.py --cache "$(POSBIAS_CACHE_DIR)" \
+	$(PY) -m posbias_nb.provenance record --cache "$(POSBIAS_CACHE_DIR)" \
 	  --log _build/record-profile/cache.jsonl --times _build/chapter-times.json --out recorded
 
 # after a change that needs new measurements (a new chapter, a changed design): every chapter
@@ -125,15 +126,15 @@ record: setup
 record-new: setup
 	$(foreach ns,$(subst $(comma), ,$(REMEASURE)),rm -rf "$(POSBIAS_CACHE_DIR)/$(ns)";)
 	$(MAKE) --no-print-directory notebooks
-	$(PY) bench/record_measurements.py --merge --cache "$(POSBIAS_CACHE_DIR)" \
+	$(PY) -m posbias_nb.provenance record --merge --cache "$(POSBIAS_CACHE_DIR)" \
 	  --log _build/cache-events.jsonl --times _build/chapter-times.json --out recorded \
 	  $(if $(REMEASURE),--replace $(REMEASURE))
 
 # this machine's CPU reference of the training entry make test re-measures, where training was
 # recorded on another CPU (training amplifies float rounding): the recording commit's code run
-# here in a git worktree (bench/cpu_reference.py), into recorded/by-cpu
+# here in a git worktree (python -m posbias_nb.provenance cpu-reference), into recorded/by-cpu
 cpu-reference: setup
-	OMP_NUM_THREADS=$(NB_THREADS) MKL_NUM_THREADS=$(NB_THREADS) $(PY) bench/cpu_reference.py --recorded recorded
+	OMP_NUM_THREADS=$(NB_THREADS) MKL_NUM_THREADS=$(NB_THREADS) $(PY) -m posbias_nb.provenance cpu-reference --recorded recorded
 
 # the born U at full width on a GPU (chapter Born at scale): the token windows and the code
 # digest prepared here into .gpu/, then the one command to run where a GPU is (its output folder

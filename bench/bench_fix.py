@@ -18,8 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_report import _weights_dir, timed  # noqa: E402
+from bench_report import _weights_dir, timed  # bench/, beside this script
 
 DATA = str(Path(__file__).resolve().parents[1] / "data" / "liu2023" / "nq-open-oracle.jsonl.gz")
 MODEL = "smollm2-135m"

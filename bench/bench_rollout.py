@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +30,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from posbias_nb import __version__, rollout  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "rollout.json"

@@ -36,14 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _source_sha() -> str:
     """SHA-256 of the raw source of the modules that compute ``scale-gpu``
-    (:func:`posbias_nb.cache.code_modules`): the same on any Python, where the ``ast`` dump
-    behind :func:`posbias_nb.cache.code_digest` differs between Python versions."""
+    (:func:`posbias_nb.provenance.code.code_modules`): the same on any Python, where the ``ast``
+    dump behind :func:`posbias_nb.provenance.code.code_digest` differs between Python versions."""
     import hashlib
 
-    from posbias_nb import cache
+    from posbias_nb.provenance import code
 
     h = hashlib.sha256()
-    for m in cache.code_modules("scale-gpu"):
+    for m in code.code_modules("scale-gpu"):
         base = ROOT / "posbias_nb" / Path(*m.split(".")) if m else ROOT / "posbias_nb"
         f = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
         h.update(m.encode() + b"\0" + f.read_bytes() + b"\0")
@@ -51,15 +51,15 @@ def _source_sha() -> str:
 
 
 def prepare(out: Path) -> None:
-    from posbias_nb import cache
     from posbias_nb.experiments import scale
+    from posbias_nb.provenance import code
 
     out.mkdir(parents=True, exist_ok=True)
     lengths = sorted({L for _, L in scale.gpu_plan()})
     np.savez(out / "inputs.npz", **{str(L): scale.gpu_inputs(L) for L in lengths})
-    from record_measurements import head_commit  # bench/, beside this script
+    from posbias_nb.provenance.record import head_commit
 
-    expect = {"code": cache.code_digest("scale-gpu"), "source": _source_sha(),
+    expect = {"code": code.code_digest("scale-gpu"), "source": _source_sha(),
               "commit": head_commit(),
               "params": {f"{c}/{L}": scale.gpu_params(c, L) for c, L in scale.gpu_plan()}}
     (out / "expect.json").write_text(json.dumps(expect, indent=1) + "\n")
@@ -188,16 +188,17 @@ def import_run(folder: Path, recorded: Path, results: Path) -> int:
     from posbias_nb import cache, models
     from posbias_nb.experiments import scale
     from posbias_nb.models.configs import ARCH_KEYS
+    from posbias_nb.provenance import code
 
     log = json.loads((folder / "run.json").read_text())
     if log.get("dry_run"):
         print("gpu_born import: a dry run is never recorded", file=sys.stderr)
         return 2
-    from record_measurements import files_at  # bench/, beside this script
+    from posbias_nb.provenance.record import files_at
 
     # the digest of the code that ran: the prepared commit's, which the run checked its tree
     # against (by raw source); today's may differ, and make test says so
-    then = cache.code_digest("scale-gpu", files_at(log["commit"]))
+    then = code.code_digest("scale-gpu", files_at(log["commit"]))
     if log["code"] != then:
         print(f"gpu_born import: the run's code ({log['code'][:12]}) is not that of its commit "
               f"{log['commit'][:12]} ({then[:12]}): the tree was not committed when prepared",
@@ -224,7 +225,7 @@ def import_run(folder: Path, recorded: Path, results: Path) -> int:
         params = scale.gpu_params(c, L)
         k = cache.key("scale-gpu", params)
         path = recorded / "cache" / "scale-gpu" / f"{k}.npz"
-        cache.write_file(path, arrays)
+        cache.write_entry(path, arrays)
         man["entries"][f"scale-gpu/{k}"] = {
             "recorded": log["started"][:10], "commit": log["commit"],
             "bytes": path.stat().st_size, "compute_seconds": float(arrays["profile_seconds"]),

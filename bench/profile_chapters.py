@@ -42,10 +42,11 @@ CATEGORIES = ("model_load", "dequantize", "describe_blocks", "generation", "impo
 
 # the code that runs inside the chapter's process (python -c): sampler, counters, the script
 _INNER = r'''
-import builtins, io, json, runpy, sys
+import builtins, importlib.util, io, json, os, runpy, sys
 script, out, bench = sys.argv[1], sys.argv[2], sys.argv[3]
-sys.path.insert(0, bench)
-import sampler
+spec = importlib.util.spec_from_file_location("sampler", os.path.join(bench, "sampler.py"))
+sampler = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sampler)
 dump = sampler.install(out)
 def flush():
     import matplotlib.pyplot as plt

@@ -37,8 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_report import _weights_dir  # noqa: E402
+from bench_report import _weights_dir  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "liu2023" / "nq-open-oracle.jsonl.gz"

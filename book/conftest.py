@@ -43,10 +43,11 @@ from queue import Empty
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+# the reader, the cache summary, the kernel profiler; the repository root is on the path by
+# pytest's own configuration (pyproject.toml: pythonpath)
+from tests import nbrun
 
-import nbrun  # noqa: E402  (the reader, the cache summary, the kernel profiler)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_addoption(parser):
@@ -185,8 +186,8 @@ class Chapter(_File):
 
         from posbias_nb import cache as pcache
 
-        with pcache._flock(Path(self.config.option.jupyter_cache).parent /
-                           ".jupyter_cache.lock"):
+        with pcache.file_lock(Path(self.config.option.jupyter_cache).parent /
+                              ".jupyter_cache.lock"):
             jc = get_cache(self.config.option.jupyter_cache)
             nb = nbformat.from_dict(self.nb)
             jc.cache_notebook_bundle(CacheBundleIn(nb, str(self.path),
@@ -277,8 +278,10 @@ def pytest_sessionfinish(session, exitstatus):
     if not out:
         return
     p = Path(out)
+    from posbias_nb.provenance import machine
+
     data = json.loads(p.read_text()) if p.exists() else {
-        "machine": {"cpus": os.cpu_count(), "cpu": nbrun._cpu_model(), "id": nbrun._machine_id(),
+        "machine": {"cpus": os.cpu_count(), "cpu": machine.cpu_model(), "id": machine.machine_id(),
                     "python": platform.python_version(), "gpu": False},
         "cache": os.environ.get("POSBIAS_CACHE_STATE", "unknown"),
         "date": time.strftime("%Y-%m-%d"),

@@ -36,10 +36,12 @@ def read_chapter(path: Path):
 
 
 _STARTUP = """
-import os as __o, sys as __s
+import os as __o
 if __o.environ.get("POSBIAS_PROFILE_DIR"):
-    __s.path.insert(0, {bench!r})
-    import sampler as __posbias_sampler
+    import importlib.util as __u
+    __spec = __u.spec_from_file_location("posbias_sampler", {sampler!r})
+    __posbias_sampler = __u.module_from_spec(__spec)
+    __spec.loader.exec_module(__posbias_sampler)
     __posbias_dump = __posbias_sampler.install(__o.path.join(
         __o.environ["POSBIAS_PROFILE_DIR"], __o.environ["POSBIAS_CACHE_TAG"] + ".samples.json"))
     get_ipython().events.register("post_run_cell", lambda *a: __posbias_dump())
@@ -52,7 +54,8 @@ def _profile_kernels(folder: Path) -> None:
     holds already stays (the verdict overview runs in a second pytest run, after the others)."""
     startup = folder / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
-    (startup / "00-posbias-sampler.py").write_text(_STARTUP.format(bench=str(ROOT / "bench")))
+    (startup / "00-posbias-sampler.py").write_text(
+        _STARTUP.format(sampler=str(ROOT / "bench" / "sampler.py")))
     os.environ.update(IPYTHONDIR=str(folder / ".ipython"), POSBIAS_PROFILE_DIR=str(folder),
                       POSBIAS_CACHE_LOG=str(folder / "cache.jsonl"))
 
@@ -77,15 +80,3 @@ def cache_summary(log) -> str:
             + (f": {top}" if top else "") + f"), {n['hit']} read from the cache, "
             f"{n['recorded']} read from recorded/, {n['verified']} verified against it, "
             f"{n['mismatch']} disagreeing")
-
-
-def _cpu_model() -> str:
-    from posbias_nb.cache import cpu_model
-
-    return cpu_model()
-
-
-def _machine_id() -> str:
-    from posbias_nb.cache import machine_id
-
-    return machine_id()

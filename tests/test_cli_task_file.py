@@ -193,9 +193,9 @@ def test_a_recorded_task_entry_is_re_measured_by_two_prompts(tmp_path, monkeypat
     assert "computed" not in [e["event"] for e in ev]
     # the counterexample: a recorded entry whose log p differs in every prompt
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
-    arrays = cache._read(f)
+    arrays = cache.read_entry(f)
     arrays["logprob"] = arrays["logprob"] + 0.5
-    cache._write("task", f.stem, arrays)
+    cache.write_entry(cache.entry_path("task", f.stem), arrays)
     with pytest.raises(cache.RecordedMismatch, match="part 0 of"):
         again("bad")
 

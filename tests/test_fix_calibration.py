@@ -439,7 +439,7 @@ def test_a_recorded_calibration_tuning_entry_is_re_measured_by_two_records(tmp_p
     first = fix_mod.fix(model_dir, f, **kw)
     cal = []
     for p in (tmp_path / "rec" / "fix-tune").glob("*.npz"):
-        a = cache._read(p)
+        a = cache.read_entry(p)
         if "relevance" in a:
             cal.append((p, a))
     (path, arrays), = cal
@@ -457,6 +457,6 @@ def test_a_recorded_calibration_tuning_entry_is_re_measured_by_two_records(tmp_p
     assert mine[-1]["event"] == "verified" and mine[-1]["parts"] == len(arrays["slot"])
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
     arrays["relevance"] = arrays["relevance"] + 0.5
-    cache._write("fix-tune", path.stem, arrays)
+    cache.write_entry(cache.entry_path("fix-tune", path.stem), arrays)
     with pytest.raises(cache.RecordedMismatch, match="part 0 of"):
         again("bad")

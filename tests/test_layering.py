@@ -16,16 +16,23 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "posbias_nb"
 NUMERICS = ("posbias_nb.theory", "posbias_nb.rollout", "posbias_nb.metrics", "posbias_nb.stats")
 #: The layers from the top down (DESIGN.md): a module may import only its own layer or lower ones.
+#: The provenance room (:mod:`posbias_nb.provenance`) is support, beside the cache, but for its
+#: command line, an entry point like ``posbias_nb.cli`` (it alone may import a study).
 LAYERS = (
-    ("cli", ("posbias_nb.cli", "posbias_nb.__main__", "posbias_nb.integrations")),
+    ("cli", ("posbias_nb.cli", "posbias_nb.__main__", "posbias_nb.integrations",
+             "posbias_nb.provenance.cli", "posbias_nb.provenance.__main__")),
     ("experiments", ("posbias_nb.experiments",)),
     ("measure", ("posbias_nb.measure",)),
     ("models/tasks", ("posbias_nb.models", "posbias_nb.tasks")),
     ("numerics", ("posbias_nb.theory", "posbias_nb.rollout", "posbias_nb.metrics",
                   "posbias_nb.stats")),
-    ("support", ("posbias_nb.cache", "posbias_nb.plots", "posbias_nb.notebook",
-                 "posbias_nb.results", "posbias_nb._validate", "posbias_nb.data")),
+    ("support", ("posbias_nb.cache", "posbias_nb.provenance", "posbias_nb.plots",
+                 "posbias_nb.notebook", "posbias_nb.results", "posbias_nb._validate",
+                 "posbias_nb.data")),
 )
+#: The entry points: nothing below them imports them, and they alone may import anything.
+ENTRY = ("posbias_nb.cli", "posbias_nb.__main__", "posbias_nb.integrations",
+         "posbias_nb.provenance.cli", "posbias_nb.provenance.__main__")
 
 
 def _modules() -> dict[str, Path]:
@@ -187,9 +194,83 @@ def test_graph_reader_sees_lazy_imports(tmp_path):
 
 def test_nothing_below_experiments_imports_it():
     g = import_graph()
-    below = [m for m in g if not m.startswith(("posbias_nb.experiments", "posbias_nb.cli",
-                                               "posbias_nb.__main__", "posbias_nb.integrations"))]
+    below = [m for m in g if not m.startswith(("posbias_nb.experiments",) + ENTRY)]
     assert not [m for m in below if any(d.startswith("posbias_nb.experiments") for d in g[m])]
+
+
+def _module_is(m: str, *prefixes: str) -> bool:
+    return any(m == p or m.startswith(p + ".") for p in prefixes)
+
+
+def test_the_provenance_room_floors():
+    """The provenance room (``posbias_nb.provenance``): its library (code, verify, machine,
+    plan, record) imports nothing of the package but itself, so the cache can use it for its
+    one hook for recorded entries; ``reference`` uses the cache's entry files too; only its
+    command line reaches a study.  No module that computes imports the room (its code counts in
+    no namespace's digest): the cache and the design registry alone use it."""
+    g = import_graph()
+    room = [m for m in g if _module_is(m, "posbias_nb.provenance")]
+    assert {"posbias_nb.provenance.code", "posbias_nb.provenance.verify",
+            "posbias_nb.provenance.machine", "posbias_nb.provenance.plan"} <= set(room)
+    library = [m for m in room if m not in ENTRY and m != "posbias_nb.provenance.reference"]
+    for m in library:
+        assert all(_module_is(d, "posbias_nb.provenance") for d in g[m]), (m, g[m])
+    assert g["posbias_nb.provenance.reference"] <= set(room) | {"posbias_nb.cache"}
+    for m in room:
+        if m not in ENTRY:
+            for layer in ("posbias_nb.experiments", "posbias_nb.measure", "posbias_nb.models"):
+                assert not _reaches(g, m, layer), f"{m} reaches {layer}"
+    users = sorted(m for m, deps in g.items() if not _module_is(m, "posbias_nb.provenance")
+                   and any(_module_is(d, "posbias_nb.provenance") for d in deps))
+    assert users == ["posbias_nb.cache", "posbias_nb.experiments.design"], users
+    # and the store keeps to its size: the provenance went to its room
+    assert len((PKG / "cache.py").read_text().splitlines()) <= 400
+
+
+_PRIVATE_OWNERS = ("posbias_nb.cache", "posbias_nb.provenance")
+
+
+def private_uses(src: str) -> list[str]:
+    """Underscore names of the cache or the provenance room that ``src`` (a file outside the
+    package) imports or reads: ``from posbias_nb.cache import _x``, ``cache._x`` on a name
+    bound to one of those modules."""
+    bound, out = set(), []
+    tree = ast.parse(src)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if _module_is(node.module, *_PRIVATE_OWNERS) and a.name.startswith("_"):
+                    out.append(full)
+                elif _module_is(full, *_PRIVATE_OWNERS):
+                    bound.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if _module_is(a.name, *_PRIVATE_OWNERS) and a.asname:
+                    bound.add(a.asname)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                and not node.attr.startswith("__") and isinstance(node.value, ast.Name) \
+                and node.value.id in bound:
+            out.append(f"{node.value.id}.{node.attr}")
+    return out
+
+
+def test_the_private_use_check_catches_one():
+    assert private_uses("from posbias_nb import cache as pc\nwith pc._flock(p): pass\n") == \
+        ["pc._flock"]
+    assert private_uses("from posbias_nb.provenance.code import _imports\n") == \
+        ["posbias_nb.provenance.code._imports"]
+    assert private_uses("from posbias_nb import cache\ncache.read_entry(p)\n") == []
+
+
+def test_nothing_outside_the_package_uses_a_private_name_of_the_cache_or_provenance():
+    root = PKG.parent
+    files = [*(root / "tests").rglob("*.py"), *(root / "bench").glob("*.py"),
+             *(root / "book").glob("*.py")]
+    bad = {str(f.relative_to(root)): u for f in files for u in [private_uses(f.read_text())] if u}
+    assert not bad, bad
+
 
 
 def test_tasks_reach_no_model_code():
@@ -222,3 +303,45 @@ def test_package_imports_load_no_torch_and_register_nothing():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+#: Files that still edit sys.path, being rewritten by another change.
+SYS_PATH_PENDING = {"tests/test_sitecheck.py", "tests/browser/test_site.py"}
+
+
+def sys_path_edits(src: str) -> list[int]:
+    """The lines of ``src`` that edit the import path: a call of ``<x>.path.insert``,
+    ``.append`` or ``.extend``, pytest's ``syspath_prepend``, or such a call in a string of code
+    run elsewhere (a subprocess, a kernel's startup file)."""
+    import re
+
+    out = []
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr == "syspath_prepend"
+                or (node.func.attr in ("insert", "append", "extend")
+                    and isinstance(node.func.value, ast.Attribute)
+                    and node.func.value.attr == "path")):
+            out.append(node.lineno)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                re.search(r"\bpath\.(insert|append|extend)\(", node.value):
+            out.append(node.lineno)
+    return out
+
+
+def test_the_sys_path_check_catches_an_edit():
+    assert sys_path_edits("import sys\nsys.path.insert(0, 'x')\n") == [2]
+    assert sys_path_edits("def t(monkeypatch):\n    monkeypatch.syspath_prepend('x')\n") == [2]
+    assert sys_path_edits("code = 'import sys; sys.path.insert(0, d)'\n") == [1]
+    assert sys_path_edits("import os\nos.path.join('a', 'b')\n") == []
+
+
+def test_no_sys_path_edits_in_tests_bench_or_book():
+    """tests/, bench/ and book/ import what they share as modules of the repository (pytest's
+    ``pythonpath``, a script's own folder), or load a file by its path: none edits sys.path."""
+    root = PKG.parent
+    files = [*(root / "tests").rglob("*.py"), *(root / "bench").glob("*.py"),
+             *(root / "book").glob("*.py")]
+    bad = {str(f.relative_to(root)): n for f in files for n in [sys_path_edits(f.read_text())]
+           if n and f.name != "test_layering.py"}
+    assert set(bad) <= SYS_PATH_PENDING, {k: v for k, v in bad.items()
+                                          if k not in SYS_PATH_PENDING}

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+import nbrun  # tests/, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).parent))
-import nbrun  # noqa: E402
 
 HEADER = """---
 jupytext:
@@ -56,7 +56,8 @@ def _run(tmp_path, chapters, *extra, workers=2, env=None):
     for d in {Path(c).parent for c in chapters}:
         (d / "conftest.py").write_text(_CONFTEST)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "--rootdir", str(tmp_path), "-c", os.devnull, "--nbval-lax",
+           "--rootdir", str(tmp_path), "-c", os.devnull, "-o", f"pythonpath={ROOT}",
+           "--nbval-lax",
            "--nbval-cell-timeout", "120", "--jupyter-cache", str(jc), "--chapter-times",
            str(times), "--chapter-previous", str(tmp_path / "none.json"),
            *(["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []), *extra,

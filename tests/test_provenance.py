@@ -1,21 +1,20 @@
 """The code behind each recorded measurement is part of its identity (issue 44): the digest of a
-namespace's normalised source, the sample ``make test`` measures anew (bench/verify_plan.py),
+namespace's normalised source, the sample ``make test`` measures anew (posbias_nb.provenance.plan),
 and a fake namespace recorded under one version of its code and read under another."""
 import ast
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from remeasure import as_make_test  # tests/, beside this file
 
 from posbias_nb import cache
+from posbias_nb.provenance import code, machine, plan, verify
+from posbias_nb.provenance import record as rec
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-import record_measurements as rec  # noqa: E402
-from remeasure import as_make_test  # noqa: E402
 
 
 SRC = '''"""A fake measurement."""
@@ -38,7 +37,7 @@ SRC_SAME = SRC.replace("standard_normal(n)", "standard_normal(size=n)")
 
 
 def test_normalised_source_ignores_comments_docstrings_and_layout():
-    n = cache.normalised_source
+    n = code.normalised_source
     assert n(SRC) == n(SRC_COMMENT)
     assert n(SRC) != n(SRC_SEED) and n(SRC) != n(SRC_SAME)
     # a function whose body is only a docstring still parses
@@ -69,21 +68,21 @@ def test_every_cached_namespace_declares_the_module_that_computes_it():
     found = _cached_namespaces()
     assert len(found) >= 20
     for ns, mods in found.items():
-        assert ns in cache.NAMESPACE_CODE, ns
-        assert mods <= set(cache.NAMESPACE_CODE[ns]), (ns, mods)
+        assert ns in code.NAMESPACE_CODE, ns
+        assert mods <= set(code.NAMESPACE_CODE[ns]), (ns, mods)
     # every recorded namespace is declared
     man = json.loads((ROOT / "recorded" / "MANIFEST.json").read_text())
-    assert {k.split("/")[0] for k in man["entries"]} <= set(cache.NAMESPACE_CODE)
+    assert {k.split("/")[0] for k in man["entries"]} <= set(code.NAMESPACE_CODE)
 
 
 def test_code_modules_follow_imports_not_presentation():
-    mods = cache.code_modules("profile")
+    mods = code.code_modules("profile")
     assert {"measure.cached", "measure.jacobian", "models.zoo", "tasks.text"} <= set(mods)
-    assert not set(mods) & cache.NOT_COMPUTING
+    assert not set(mods) & code.NOT_COMPUTING
     assert "experiments.realqa" not in mods  # measure does not import experiments
-    assert "measure.jacobian" in cache.code_modules("realqa-jacobian")
+    assert "measure.jacobian" in code.code_modules("realqa-jacobian")
     with pytest.raises(ValueError, match="nope"):
-        cache.code_modules("nope")
+        code.code_modules("nope")
 
 
 def _pkg(src):
@@ -92,21 +91,21 @@ def _pkg(src):
 
 @pytest.fixture
 def fake_ns(monkeypatch):
-    monkeypatch.setitem(cache.NAMESPACE_CODE, "fake", ("fake",))
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
     return "fake"
 
 
 def test_digest_of_a_fake_namespace(fake_ns):
-    d = cache.code_digest(fake_ns, _pkg(SRC))
-    assert d == cache.code_digest(fake_ns, _pkg(SRC_COMMENT))
-    assert d != cache.code_digest(fake_ns, _pkg(SRC_SEED))
-    assert d != cache.code_digest(fake_ns, _pkg(SRC_SAME))
+    d = code.code_digest(fake_ns, _pkg(SRC))
+    assert d == code.code_digest(fake_ns, _pkg(SRC_COMMENT))
+    assert d != code.code_digest(fake_ns, _pkg(SRC_SEED))
+    assert d != code.code_digest(fake_ns, _pkg(SRC_SAME))
     # a module it imports counts; one it does not, does not
     with_helper = {"__init__.py": "", "fake.py": "from . import helper\n" + SRC,
                    "helper.py": "K = 1\n", "other.py": "K = 2\n"}
-    d2 = cache.code_digest(fake_ns, with_helper)
-    assert d2 != cache.code_digest(fake_ns, {**with_helper, "helper.py": "K = 3\n"})
-    assert d2 == cache.code_digest(fake_ns, {**with_helper, "other.py": "K = 4\n"})
+    d2 = code.code_digest(fake_ns, with_helper)
+    assert d2 != code.code_digest(fake_ns, {**with_helper, "helper.py": "K = 3\n"})
+    assert d2 == code.code_digest(fake_ns, {**with_helper, "other.py": "K = 4\n"})
 
 
 def _module(tmp_path, src, name):
@@ -127,14 +126,14 @@ def _record_fake(tmp_path, monkeypatch, ns):
         cache.cached(ns, {"n": n}, lambda: v1.compute(n))
     entries = {f"{ns}/{cache.key(ns, {'n': n})}": {
         "recorded": "2026-12-03", "commit": "c", "bytes": 1, "compute_seconds": float(n),
-        "code": cache.code_digest(ns, _pkg(SRC)), "read": True} for n in (3, 5)}
+        "code": code.code_digest(ns, _pkg(SRC)), "read": True} for n in (3, 5)}
     monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(tmp_path / "cold"))
     return {"entries": entries}
 
 
 def _run(tmp_path, monkeypatch, ns, manifest, src, name, budget=100.0):
     """make test's part: plan under ``src``, then the chapter asks for both entries."""
-    p = cache.verification_plan(manifest, {ns: cache.code_digest(ns, _pkg(src))}, budget)
+    p = plan.verification_plan(manifest, {ns: code.code_digest(ns, _pkg(src))}, budget)
     keys = tmp_path / f"keys-{name}.txt"
     keys.write_text("".join(k + "\n" for k in p["keys"]))
     log = tmp_path / f"log-{name}.jsonl"
@@ -146,10 +145,10 @@ def _run(tmp_path, monkeypatch, ns, manifest, src, name, budget=100.0):
     try:
         for n in (3, 5):
             cache.cached(ns, {"n": n}, lambda: mod.compute(n))
-    except cache.RecordedMismatch as e:
+    except verify.RecordedMismatch as e:
         err = e
     events = [json.loads(x) for x in log.read_text().splitlines()]
-    return p, err, cache.verification_summary(p, events)
+    return p, err, plan.verification_summary(p, events)
 
 
 def test_the_guard_on_a_fake_namespace(tmp_path, monkeypatch, fake_ns):
@@ -179,7 +178,7 @@ def test_the_guard_on_a_fake_namespace(tmp_path, monkeypatch, fake_ns):
 
 def test_a_chosen_entry_no_chapter_asks_for_fails_the_summary():
     p = {"namespaces": {"a": {"entries": 2, "changed": False, "chosen": ["k" * 64]}}}
-    lines, problems = cache.verification_summary(p, [{"ns": "a", "event": "recorded", "key": "j" * 16}])
+    lines, problems = plan.verification_summary(p, [{"ns": "a", "event": "recorded", "key": "j" * 16}])
     assert "0 re-measured" in lines[0] and "asked for by no chapter" in problems[0]
 
 
@@ -190,23 +189,22 @@ def test_plan_rules():
         "a/3": {"compute_seconds": 0.5, "code": "A", "read": False},   # not read by make test
         "b/1": {"compute_seconds": 0.0, "code": "old"}, "b/2": {"compute_seconds": 0.0},
     }}
-    p = cache.verification_plan(man, d, budget=100)
+    p = plan.verification_plan(man, d, budget=100)
     assert p["namespaces"]["a"]["chosen"] == ["2"]          # unchanged: the cheapest read one
     assert p["namespaces"]["b"]["chosen"] == ["1"] and p["namespaces"]["b"]["unknown_cost"]
     assert p["namespaces"]["b"]["changed"]
     with pytest.raises(ValueError, match="declare no code"):
-        cache.verification_plan({"entries": {"z/1": {"compute_seconds": 1.0}}}, d, 10)
+        plan.verification_plan({"entries": {"z/1": {"compute_seconds": 1.0}}}, d, 10)
     with pytest.raises(ValueError, match="-1"):
-        cache.verification_plan(man, d, -1)
+        plan.verification_plan(man, d, -1)
 
 
 def test_verify_keys_file_is_checked(tmp_path, monkeypatch):
     f = tmp_path / "k.txt"
     f.write_text("no-slash-here\n")
     monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(f))
-    monkeypatch.setattr(cache, "_VERIFY_KEYS", {})
     with pytest.raises(ValueError, match="no-slash-here"):
-        cache._verify_keys()
+        cache.verify_keys()
 
 
 def test_backfill_reads_the_code_at_each_entry_commit(monkeypatch, fake_ns):
@@ -215,8 +213,8 @@ def test_backfill_reads_the_code_at_each_entry_commit(monkeypatch, fake_ns):
     entries = {"fake/k1": {"commit": "c1"}, "fake/k2": {"commit": "c2"},
                "fake/k3": {"commit": "c2", "code": "kept"}}
     assert rec.backfill_code(entries) == 2
-    assert entries["fake/k1"]["code"] == cache.code_digest("fake", _pkg(SRC))
-    assert entries["fake/k2"]["code"] == cache.code_digest("fake", _pkg(SRC_SEED))
+    assert entries["fake/k1"]["code"] == code.code_digest("fake", _pkg(SRC))
+    assert entries["fake/k2"]["code"] == code.code_digest("fake", _pkg(SRC_SEED))
     assert entries["fake/k3"]["code"] == "kept"
 
 
@@ -227,11 +225,11 @@ def test_machine_fields_are_present_but_not_compared():
            "hidden-scaling#logp": np.array([-1.0, -2.0])}
     fresh = dict(rec, **{"hidden-scaling#seconds": np.array(3.9),
                          "hidden-scaling#peak_mib": np.array(26.4)})
-    assert cache.agree(rec, fresh) == []
+    assert verify.agree(rec, fresh) == []
     moved = dict(fresh, **{"hidden-scaling#logp": np.array([-1.0, -2.5])})
-    assert any("logp" in d for d in cache.agree(rec, moved))
+    assert any("logp" in d for d in verify.agree(rec, moved))
     lacking = {k: v for k, v in fresh.items() if not k.endswith("seconds")}
-    assert cache.agree(rec, lacking)
+    assert verify.agree(rec, lacking)
 
 
 def test_json_entries_are_compared_field_by_field():
@@ -240,12 +238,12 @@ def test_json_entries_are_compared_field_by_field():
     doc = {"meta": {"seconds": 12.0, "n": 3}, "curve": [1.0, 2.0], "verdict": "holds"}
     same = dict(doc, meta={"seconds": 99.0, "n": 3}, curve=[1.0000001, 2.0])
     a = {"json": np.array(json.dumps(doc))}
-    assert cache.agree(a, {"json": np.array(json.dumps(same))}) == []
+    assert verify.agree(a, {"json": np.array(json.dumps(same))}) == []
     for bad, what in ((dict(doc, verdict="fails"), "verdict"),
                       (dict(doc, curve=[1.0, 2.1]), "curve[1]"),
                       (dict(doc, meta={"seconds": 12.0, "n": 4}), "meta/n"),
                       (dict(doc, extra=1), "extra")):
-        diffs = cache.agree(a, {"json": np.array(json.dumps(bad))})
+        diffs = verify.agree(a, {"json": np.array(json.dumps(bad))})
         assert diffs and what in " ".join(diffs), (what, diffs)
 
 
@@ -257,11 +255,11 @@ def test_a_json_list_of_numbers_is_compared_as_one_array():
     import json
 
     def cmp(x, y):
-        return cache.agree({"json": np.array(json.dumps({"low": x}))},
+        return verify.agree({"json": np.array(json.dumps({"low": x}))},
                            {"json": np.array(json.dumps({"low": y}))})
 
     assert cmp([0.05, 8.19280414940237e-05], [0.05, 8.201447459399783e-05]) == []
-    assert cache.agree({"j": np.array(json.dumps({"v": 8.19280414940237e-05}))},
+    assert verify.agree({"j": np.array(json.dumps({"v": 8.19280414940237e-05}))},
                        {"j": np.array(json.dumps({"v": 8.201447459399783e-05}))})  # alone: itself
     diffs = cmp([0.05, 1e-4], [0.0502, 1e-4])
     assert diffs and "low[0]" in diffs[0], diffs
@@ -272,19 +270,19 @@ def test_a_rounding_amplified_namespace_is_re_measured_only_on_its_cpu():
     """Training amplifies float rounding: on another CPU than the one that recorded it, the same
     code gives other numbers, so the plan takes none of its entries there, and says why; on the
     recording CPU it takes the cheapest as everywhere; other namespaces ignore the CPU."""
-    ns = next(iter(cache.ROUNDING_AMPLIFIED))
+    ns = next(iter(machine.ROUNDING_AMPLIFIED))
     d = {ns: "A", "other": "B"}
     man = {"entries": {
         f"{ns}/1": {"compute_seconds": 5.0, "code": "A", "machine": {"cpu": "AMD EPYC"}},
         f"{ns}/2": {"compute_seconds": 9.0, "code": "A", "machine": {"cpu": "Intel Xeon"}},
         "other/1": {"compute_seconds": 1.0, "code": "B", "machine": {"cpu": "AMD EPYC"}}}}
-    assert cache.verification_plan(man, d, 100, cpu="AMD EPYC")["namespaces"][ns]["chosen"] == ["1"]
-    assert cache.verification_plan(man, d, 100, cpu="Intel Xeon")["namespaces"][ns]["chosen"] == ["2"]
-    p = cache.verification_plan(man, d, 100, cpu="ARM Neoverse")
+    assert plan.verification_plan(man, d, 100, cpu="AMD EPYC")["namespaces"][ns]["chosen"] == ["1"]
+    assert plan.verification_plan(man, d, 100, cpu="Intel Xeon")["namespaces"][ns]["chosen"] == ["2"]
+    p = plan.verification_plan(man, d, 100, cpu="ARM Neoverse")
     assert p["namespaces"][ns]["chosen"] == [] and "ARM Neoverse" in p["namespaces"][ns]["skipped"]
     assert p["namespaces"]["other"]["chosen"] == ["1"] and "skipped" not in p["namespaces"]["other"]
-    assert cache.verification_plan(man, d, 100)["namespaces"][ns]["chosen"] == ["1"]  # no cpu given
-    lines, problems = cache.verification_summary(p, [])
+    assert plan.verification_plan(man, d, 100)["namespaces"][ns]["chosen"] == ["1"]  # no cpu given
+    lines, problems = plan.verification_summary(p, [])
     assert any("not re-measured" in x and "ARM Neoverse" in x for x in lines)
     assert not any(x.startswith(ns + ":") for x in problems)
 
@@ -298,30 +296,30 @@ def test_a_rounding_amplified_entry_is_compared_with_this_cpus_reference(tmp_pat
     namespace, the key and the reference; without a reference the plan skips it and says how
     to make one."""
     ns = fake_ns
-    monkeypatch.setitem(cache.ROUNDING_AMPLIFIED, ns, "it amplifies rounding")
-    monkeypatch.setattr(cache, "cpu_model", lambda: "Test CPU")
+    monkeypatch.setitem(machine.ROUNDING_AMPLIFIED, ns, "it amplifies rounding")
+    monkeypatch.setattr(machine, "cpu_model", lambda: "Test CPU")
     v1 = _module(tmp_path, SRC, "fake_ref_v1")
     rec_dir = tmp_path / "rec" / "cache"
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(rec_dir))
     # the recording CPU's numbers: the same code, other rounding (here: shifted)
     cache.cached(ns, {"n": 4}, lambda: {"x": v1.compute(4)["x"] + 0.5})
     k = cache.key(ns, {"n": 4})
-    man = {"entries": {f"{ns}/{k}": {"compute_seconds": 2.0, "code": cache.code_digest(ns, _pkg(SRC)),
+    man = {"entries": {f"{ns}/{k}": {"compute_seconds": 2.0, "code": code.code_digest(ns, _pkg(SRC)),
                                      "commit": "c", "machine": {"cpu": "AMD EPYC"}}}}
     monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(rec_dir))
-    d = {ns: cache.code_digest(ns, _pkg(SRC_COMMENT))}
-    p = cache.verification_plan(man, d, 100, cpu="Test CPU")
+    d = {ns: code.code_digest(ns, _pkg(SRC_COMMENT))}
+    p = plan.verification_plan(man, d, 100, cpu="Test CPU")
     assert p["keys"] == [] and "make cpu-reference" in p["namespaces"][ns]["skipped"]
     assert cache.references_dir() == tmp_path / "rec" / "by-cpu"
     # the reference: the recording's code run on this machine, listed in REFERENCES.json
-    rel = Path(cache.machine_slug(cache.machine_id())) / ns / f"{k}.npz"
-    cache.write_file(cache.references_dir() / rel, v1.compute(4))
+    rel = Path(machine.machine_slug(machine.machine_id())) / ns / f"{k}.npz"
+    cache.write_entry(cache.references_dir() / rel, v1.compute(4))
     (tmp_path / "rec" / "MANIFEST.json").write_text(json.dumps(man))
-    index = {"entries": {f"{ns}/{k}": {cache.machine_id(): {"commit": "c", "file": str(rel),
+    index = {"entries": {f"{ns}/{k}": {machine.machine_id(): {"commit": "c", "file": str(rel),
                                                              "code": man["entries"][f"{ns}/{k}"]["code"]}}}}
     (cache.references_dir() / "REFERENCES.json").write_text(json.dumps(index))
-    assert cache.machine_id().startswith("Test CPU (")
-    p = cache.verification_plan(man, d, 100, cpu="Test CPU", references={f"{ns}/{k}"})
+    assert machine.machine_id().startswith("Test CPU (")
+    p = plan.verification_plan(man, d, 100, cpu="Test CPU", references={f"{ns}/{k}"})
     assert p["keys"] == [f"{ns}/{k}"] and "skipped" not in p["namespaces"][ns]
     keys = tmp_path / "keys.txt"
     keys.write_text(p["keys"][0] + "\n")
@@ -334,10 +332,10 @@ def test_a_rounding_amplified_entry_is_compared_with_this_cpus_reference(tmp_pat
         mod = _module(tmp_path, src, f"fake_ref_{name}")
         try:
             out, err = cache.cached(ns, {"n": 4}, lambda: mod.compute(4)), None
-        except cache.RecordedMismatch as e:
+        except verify.RecordedMismatch as e:
             out, err = None, e
         events = [json.loads(x) for x in log.read_text().splitlines()]
-        return out, err, cache.verification_summary(p, events)
+        return out, err, plan.verification_summary(p, events)
 
     out, err, (lines, problems) = run(SRC_COMMENT, "comment")
     assert err is None and not problems
@@ -356,39 +354,39 @@ def test_a_rounding_amplified_entry_is_compared_with_this_cpus_reference(tmp_pat
     assert err is not None and "this CPU's reference" not in str(err)
     assert "against the CPU reference" not in " ".join(lines)
     # make record drops it
-    dropped = cache.prune_references(tmp_path / "rec", man)
+    dropped = machine.prune_references(tmp_path / "rec", man)
     assert len(dropped) == 1 and "stale" in dropped[0]
-    assert cache.reference_index()["entries"] == {}
+    assert machine.reference_index(cache.references_dir())["entries"] == {}
     assert not (cache.references_dir() / rel).exists()
 
 
 def test_reference_holds_only_for_the_recording_it_was_made_for():
     entry = {"commit": "c", "code": "d", "machine": {"cpu": "AMD EPYC"}}
     ref = {"commit": "c", "code": "d"}
-    assert cache.reference_holds(entry, ref, "Intel Xeon") is None
-    assert cache.reference_holds(entry, ref, "AMD EPYC") == "recorded on this CPU"
-    assert "stale" in cache.reference_holds(dict(entry, commit="e"), ref, "Intel Xeon")
-    assert "stale" in cache.reference_holds(dict(entry, code="x"), ref, "Intel Xeon")
-    assert cache.reference_holds(None, ref, "Intel Xeon") == "no such recorded entry"
-    assert cache.reference_holds(entry, None, "Intel Xeon") == "no reference for this machine"
+    assert machine.reference_holds(entry, ref, "Intel Xeon") is None
+    assert machine.reference_holds(entry, ref, "AMD EPYC") == "recorded on this CPU"
+    assert "stale" in machine.reference_holds(dict(entry, commit="e"), ref, "Intel Xeon")
+    assert "stale" in machine.reference_holds(dict(entry, code="x"), ref, "Intel Xeon")
+    assert machine.reference_holds(None, ref, "Intel Xeon") == "no such recorded entry"
+    assert machine.reference_holds(entry, None, "Intel Xeon") == "no reference for this machine"
 
 
 def test_cpu_reference_finds_the_training_call_of_a_key_and_refuses_what_it_cannot_make(
         tmp_path, capsys):
-    import cpu_reference as cr
     from posbias_nb.experiments import remedies as r
+    from posbias_nb.provenance import cli, reference
 
     kw = dict(r.CHAPTER, **r.ARMS["weighted"], seed=4)
-    assert cr.find_arguments("train", cr._train_key(kw)) == kw
+    assert reference.find_arguments(cli.FINDERS, "train", cli.train_key(kw)) == kw
     with pytest.raises(ValueError, match="no call of the chapters"):
-        cr.find_arguments("train", "0" * 64)
+        reference.find_arguments(cli.FINDERS, "train", "0" * 64)
     with pytest.raises(ValueError, match="no CPU reference can be made"):
-        cr.find_arguments("replay", "0" * 64)
+        reference.find_arguments(cli.FINDERS, "replay", "0" * 64)
     (tmp_path / "MANIFEST.json").write_text(json.dumps({"entries": {
         "replay/" + "a" * 64: {"commit": "c", "code": "d", "machine": {"cpu": "AMD EPYC"}}}}))
-    assert cr.main(["--recorded", str(tmp_path), "--key", "replay/" + "a" * 64]) == 2
+    assert cli.cpu_reference(["--recorded", str(tmp_path), "--key", "replay/" + "a" * 64]) == 2
     assert "does not amplify rounding" in capsys.readouterr().err
-    assert cr.main(["--recorded", str(tmp_path), "--key", "train/" + "b" * 64]) == 2
+    assert cli.cpu_reference(["--recorded", str(tmp_path), "--key", "train/" + "b" * 64]) == 2
     assert "not a recorded entry" in capsys.readouterr().err
 
 
@@ -446,7 +444,7 @@ def _parts_run(tmp_path, monkeypatch, rows, name):
     try:
         got = cache.cached(ns, params, whole, parts=cache.Parts(5, one, take))
         assert np.array_equal(got["x"], whole()["x"])  # the recorded whole, returned
-    except cache.RecordedMismatch as e:
+    except verify.RecordedMismatch as e:
         err = e
     return err, asked, [json.loads(x) for x in log.read_text().splitlines()]
 
@@ -456,15 +454,15 @@ def test_an_entry_of_parts_is_re_measured_by_a_sample_of_its_parts(tmp_path, mon
     code digest chooses), compares each with its part of the recorded whole, logs their seconds
     as computed-part (never as the entry's own cost) and returns the recorded whole; a part
     that differs fails, naming the part and the command that re-records."""
-    monkeypatch.setitem(cache.NAMESPACE_CODE, "fake-parts", ("experiments.task",))
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake-parts", ("experiments.task",))
     err, asked, ev = _parts_run(tmp_path, monkeypatch, lambda i: {"x": np.arange(3.0) + i}, "ok")
-    assert err is None and asked == cache.part_sample("fake-parts", cache.key(
-        "fake-parts", {"n": 5}), 5) and len(asked) == cache.VERIFY_PARTS and asked[0] == 0
+    assert err is None and asked == verify.part_sample("fake-parts", cache.key(
+        "fake-parts", {"n": 5}), 5) and len(asked) == verify.VERIFY_PARTS and asked[0] == 0
     assert [e["event"] for e in ev].count("computed-part") == 2
     assert "computed" not in [e["event"] for e in ev]
     (v,) = [e for e in ev if e["event"] == "verified"]
     assert v["parts"] == 5 and v["sampled"] == 2
-    lines, problems = cache.verification_summary(
+    lines, problems = plan.verification_summary(
         {"namespaces": {"fake-parts": {"entries": 1, "changed": False,
                                        "chosen": [cache.key("fake-parts", {"n": 5})]}}}, ev)
     assert not problems and "by parts: 2 of 5" in lines[0]
@@ -476,7 +474,7 @@ def test_an_entry_of_parts_is_re_measured_by_a_sample_of_its_parts(tmp_path, mon
     assert "make record-new REMEASURE=fake-parts" in str(err)
     assert [e["event"] for e in ev][-1] == "mismatch"
     with pytest.raises(ValueError, match="0 parts"):
-        cache.part_sample("fake-parts", "k", 0)
+        verify.part_sample("fake-parts", "k", 0)
 
 
 def test_a_cost_never_measured_is_null_not_zero(tmp_path):
@@ -504,7 +502,7 @@ def test_a_cost_never_measured_is_null_not_zero(tmp_path):
     assert e["a/fedcba987654321000"]["compute_seconds"] is None
     assert "not measured" in e["a/fedcba987654321000"]["seconds_note"]
     assert got["namespaces"]["a"]["compute_seconds"] == 19.5
-    p = cache.verification_plan(got, {"a": "x"})
+    p = plan.verification_plan(got, {"a": "x"})
     assert p["keys"] == ["a/aaaaaaaaaaaaaaaa00"]  # the cheapest measured, not the unknown one
 
 
@@ -513,20 +511,20 @@ def test_a_cpu_name_alone_does_not_make_an_entry_recorded_on_this_machine():
     records only its CPU's name is not "recorded here" on a machine that gives its full id (CPU,
     generation, instruction set), so a rounding-amplified namespace needs this machine's
     reference there; an entry that records the full id matches it."""
-    ns = next(iter(cache.ROUNDING_AMPLIFIED))
+    ns = next(iter(machine.ROUNDING_AMPLIFIED))
     here = "AMD EPYC (25/17/1) / AVX512"
     legacy = {"compute_seconds": 5.0, "code": "A", "commit": "c", "machine": {"cpu": "AMD EPYC"}}
     full = {"compute_seconds": 5.0, "code": "A", "commit": "c",
             "machine": {"cpu": "AMD EPYC", "id": here}}
-    assert cache.recorded_machine(legacy) == "AMD EPYC" and cache.recorded_machine(full) == here
+    assert machine.recorded_machine(legacy) == "AMD EPYC" and machine.recorded_machine(full) == here
     d = {ns: "A"}
-    p = cache.verification_plan({"entries": {f"{ns}/1": legacy}}, d, 100, cpu=here)
+    p = plan.verification_plan({"entries": {f"{ns}/1": legacy}}, d, 100, cpu=here)
     assert p["namespaces"][ns]["chosen"] == [] and "skipped" in p["namespaces"][ns]
-    p = cache.verification_plan({"entries": {f"{ns}/1": legacy}}, d, 100, cpu=here,
+    p = plan.verification_plan({"entries": {f"{ns}/1": legacy}}, d, 100, cpu=here,
                                 references={f"{ns}/1"})
     assert p["namespaces"][ns]["chosen"] == ["1"]
-    assert cache.verification_plan({"entries": {f"{ns}/1": full}}, d, 100,
+    assert plan.verification_plan({"entries": {f"{ns}/1": full}}, d, 100,
                                    cpu=here)["namespaces"][ns]["chosen"] == ["1"]
     ref = {"commit": "c", "code": "A"}
-    assert cache.reference_holds(legacy, ref, here) is None  # the reference stands for it here
-    assert cache.reference_holds(full, ref, here) == "recorded on this CPU"
+    assert machine.reference_holds(legacy, ref, here) is None  # the reference stands for it here
+    assert machine.reference_holds(full, ref, here) == "recorded on this CPU"

@@ -147,8 +147,9 @@ def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch,
     # (cache.Parts: prompt k alone is row k of the whole), and agrees with the recorded entry
     import json
 
-    from posbias_nb import cache
     from remeasure import as_make_test
+
+    from posbias_nb.provenance import verify
 
     mode["v"], seen[:] = "gold", []
     rec = tmp_path / "rec"
@@ -168,6 +169,6 @@ def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch,
 
     monkeypatch.setattr(jacobian, "influence_profile", _by_seed)
     assert np.array_equal(realqa.jacobian_prior("smollm2-135m", res), whole)
-    assert calls == cache.part_sample("realqa-jacobian", f.stem, 6) and len(calls) == 2
+    assert calls == verify.part_sample("realqa-jacobian", f.stem, 6) and len(calls) == 2
     ev = [json.loads(x)["event"] for x in log.read_text().splitlines()]
     assert ev.count("computed-part") == 2 and "verified" in ev and "computed" not in ev

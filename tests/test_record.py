@@ -1,16 +1,14 @@
-"""bench/record_measurements.py: recorded/ from a cold run, and merged after a run that read it
-(new entries added, entries no chapter read removed, verified ones left as measured)."""
+"""posbias_nb.provenance.record (make record, bench/record_measurements.py): recorded/ from a cold
+run, and merged after a run that read it (new entries added, entries no chapter read removed,
+verified ones left as measured)."""
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import record_measurements as rec  # noqa: E402
-
-from posbias_nb import cache  # noqa: E402
+from posbias_nb import cache
+from posbias_nb.provenance import code
+from posbias_nb.provenance import record as rec
 
 
 def _times(path, state, failed=(), chapters=None):
@@ -99,11 +97,11 @@ def test_an_entry_carries_the_code_that_computed_it(tmp_path, monkeypatch):
     live, out, log = tmp_path / "live", tmp_path / "recorded", tmp_path / "log.jsonl"
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(live))
     monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
-    monkeypatch.setitem(cache.NAMESPACE_CODE, "ns-c", ("cache",))
-    monkeypatch.setattr(cache, "code_digest", lambda ns, files=None: "then")
+    monkeypatch.setitem(code.NAMESPACE_CODE, "ns-c", ("cache",))
+    monkeypatch.setattr(code, "code_digest", lambda ns, files=None: "then")
     cache.cached("ns-c", {"x": 1}, lambda: {"a": np.arange(3.0)})
     assert json.loads(log.read_text().splitlines()[-1])["code"] == "then"
-    monkeypatch.setattr(cache, "code_digest", lambda ns, files=None: "now")  # code edited since
+    monkeypatch.setattr(code, "code_digest", lambda ns, files=None: "now")  # code edited since
     assert rec.main(["--cache", str(live), "--log", str(log), "--out", str(out),
                      "--times", str(_times(tmp_path / "t.json", "cold")), "--commit", "c1"]) == 0
     man = json.loads((out / "MANIFEST.json").read_text())

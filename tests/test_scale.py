@@ -7,8 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from posbias_nb import cache, models, theory
+from posbias_nb import models, theory
 from posbias_nb.experiments import scale
+from posbias_nb.provenance import plan
 
 # published values (the config.json each configs function names)
 PUBLISHED = {
@@ -139,12 +140,12 @@ def _gpu_manifest(**over):
 
 
 def test_the_plan_never_remeasures_a_gpu_entry_and_takes_its_twin():
-    p = cache.verification_plan(_gpu_manifest(), {"scale-gpu": "c1", "profile": "p"}, 0.0)
+    p = plan.verification_plan(_gpu_manifest(), {"scale-gpu": "c1", "profile": "p"}, 0.0)
     ns = p["namespaces"]
     assert ns["scale-gpu"]["chosen"] == [] and "GPU" in ns["scale-gpu"]["skipped"]
     assert "the code is the GPU run's" in ns["scale-gpu"]["skipped"]
     assert ns["profile"]["chosen"] == ["t0", "t1"]  # its cheapest entry, and the twin
-    stale = cache.verification_plan(_gpu_manifest(), {"scale-gpu": "c2", "profile": "p"}, 0.0)
+    stale = plan.verification_plan(_gpu_manifest(), {"scale-gpu": "c2", "profile": "p"}, 0.0)
     assert "changed since the GPU run" in stale["namespaces"]["scale-gpu"]["skipped"]
 
 
@@ -154,7 +155,7 @@ def test_the_plan_never_remeasures_a_gpu_entry_and_takes_its_twin():
                                                 "transformers": "5", "cuda": "1"})])
 def test_the_plan_refuses_a_gpu_entry_without_its_provenance(over):
     with pytest.raises(ValueError, match="provenance"):
-        cache.verification_plan(_gpu_manifest(**over), {"scale-gpu": "c1", "profile": "p"}, 0.0)
+        plan.verification_plan(_gpu_manifest(**over), {"scale-gpu": "c1", "profile": "p"}, 0.0)
 
 
 def test_the_gpu_code_runs_on_a_cpu_rung_and_refuses_other_windows():
@@ -204,7 +205,6 @@ def test_gpu_import_refuses_a_dry_run_and_code_that_is_not_its_commits(tmp_path,
     import json
 
     gb = _gpu_born()
-    monkeypatch.syspath_prepend(str(Path_bench()))
     rec = tmp_path / "recorded"
     rec.mkdir()
     (rec / "MANIFEST.json").write_text(json.dumps({"entries": {}}))

@@ -928,7 +928,8 @@ def test_property_tests_are_derandomized_without_a_profile_named():
     import sys
     from pathlib import Path
 
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import conftest; "
+    # run in tests/, whose conftest.py python -c imports from its working directory
+    code = ("import conftest; "
             "from hypothesis import settings; s = settings(); "
             "print(s.derandomize, s.deadline, s.database)")
     env = {k: v for k, v in os.environ.items()
@@ -936,7 +937,7 @@ def test_property_tests_are_derandomized_without_a_profile_named():
     tests = str(Path(__file__).resolve().parent)
 
     def run(**extra):
-        return subprocess.run([sys.executable, "-c", code, tests], env=dict(env, **extra),
+        return subprocess.run([sys.executable, "-c", code], env=dict(env, **extra), cwd=tests,
                               capture_output=True, text=True, check=True).stdout.split()
     assert run() == ["True", "None", "None"]
     assert run(HYPOTHESIS_PROFILE="dev")[0] == "False"

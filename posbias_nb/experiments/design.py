@@ -26,18 +26,17 @@ committed digest was made under the current design and code (``tests/check_diges
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib
-import inspect
 import json
 import math
 import os
 import re
-import textwrap
 from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
+
+from ..provenance.code import normalised_code
 
 __all__ = ["Design", "freeze", "registry", "check", "history", "history_markdown",
            "REGISTRY", "VERDICT_CODE", "code_hash", "digest", "verdict_rows", "write_digest",
@@ -231,34 +230,15 @@ def _resolve(name: str):
     return getattr(importlib.import_module(mod), attr)
 
 
-def _strip_docstrings(tree):
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module))
-                and body and isinstance(body[0], ast.Expr)
-                and isinstance(getattr(body[0], "value", None), ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-def _code_text(obj) -> str:
-    """What counts of ``obj``: the AST of its source without docstrings (functions, classes),
-    or the repr of a constant."""
-    if inspect.isfunction(obj) or inspect.isclass(obj):
-        tree = _strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(obj))))
-        return ast.dump(tree, include_attributes=False)
-    return repr(obj)
-
-
 def code_hash(study: str, names=None) -> str:
     """SHA-256 of the verdict code of ``study`` (:data:`VERDICT_CODE`, or ``names``): each
-    name with its :func:`_code_text`, in order.  A docstring or comment does not move it; a
-    changed line of code does."""
+    name with what counts of it (:func:`posbias_nb.provenance.code.normalised_code`, the one
+    code hasher, which also digests the cache's namespaces), in order.  A docstring or comment
+    does not move it; a changed line of code does."""
     names = VERDICT_CODE[study] if names is None else names
     h = hashlib.sha256()
     for n in names:
-        h.update(n.encode() + b"\0" + _code_text(_resolve(n)).encode() + b"\0")
+        h.update(n.encode() + b"\0" + normalised_code(_resolve(n)).encode() + b"\0")
     return h.hexdigest()
 
 

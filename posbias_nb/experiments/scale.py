@@ -29,7 +29,7 @@ On a GPU (:func:`gpu_profile`, ``bench/gpu_born.py``), the same configurations a
 width and at the design's long lengths, with the time of the profile against its bare floor
 (:func:`floor_seconds`); those entries are recorded with their device and cannot be re-measured
 on a CPU: ``make test`` checks their provenance and re-measures their reduced-width twins
-(:data:`posbias_nb.cache.GPU_MEASURED`).
+(:data:`posbias_nb.provenance.plan.GPU_MEASURED`).
 """
 from __future__ import annotations
 

@@ -1,0 +1,30 @@
+"""Provenance of recorded measurements: why a number read from ``recorded/`` can be trusted.
+
+``make test`` reads the expensive measurements from ``recorded/`` (the cache of one cold run,
+:mod:`posbias_nb.cache`) and re-measures a sample of them.  This room holds everything that
+decides and checks that sample, one job a module:
+
+* :mod:`~posbias_nb.provenance.code`: code identity, the modules that compute each cached
+  namespace and the digest of their normalised source; the one code hasher, shared with the
+  design registry.
+* :mod:`~posbias_nb.provenance.verify`: agreement of a re-measurement with its record, whole, by
+  a sample of its parts, or against a CPU reference.
+* :mod:`~posbias_nb.provenance.machine`: machine identity (CPU, generation, instruction set) and
+  the bookkeeping of CPU references.
+* :mod:`~posbias_nb.provenance.plan`: ``make test``'s sample (the budget, the rule) and its
+  summary after the chapters ran.
+* :mod:`~posbias_nb.provenance.record`: ``make record`` and ``make record-new``, ``recorded/``
+  and its ``MANIFEST.json`` written from a run.
+* :mod:`~posbias_nb.provenance.reference`: ``make cpu-reference``, an entry computed on this
+  machine by the code of its recording commit.
+* :mod:`~posbias_nb.provenance.cli`: the command, ``python -m posbias_nb.provenance`` with
+  ``plan``, ``summary``, ``record`` or ``cpu-reference``.
+
+Imports: ``code``, ``verify``, ``machine``, ``plan`` and ``record`` import nothing of the package
+but each other (:mod:`posbias_nb.cache` imports them for its one hook for recorded entries);
+``reference`` imports the cache too (it reads and writes entry files); ``cli`` is an entry point
+beside :mod:`posbias_nb.cli` and alone may import a study (the calls that make a training
+entry).  No module that computes a measurement imports this room, and its modules are listed in
+:data:`~posbias_nb.provenance.code.NOT_COMPUTING`, so its code counts in no namespace's digest.
+"""
+__all__ = ["code", "verify", "machine", "plan", "record", "reference", "cli"]

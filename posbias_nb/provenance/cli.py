@@ -1,0 +1,79 @@
+"""``python -m posbias_nb.provenance``: the provenance of ``recorded/`` from the command line.
+
+    python -m posbias_nb.provenance plan --recorded recorded --out PLAN.json --keys KEYS.txt \\
+        [--budget SECONDS]                        # make test's sample (before the chapters)
+    python -m posbias_nb.provenance summary --plan PLAN.json --log EVENTS.jsonl   # (after)
+    python -m posbias_nb.provenance record --cache DIR --log LOG --times TIMES --out recorded \\
+        [--merge] [--replace NS,...] [--backfill-code]   # make record, make record-new
+    python -m posbias_nb.provenance cpu-reference [--recorded recorded] [--key NS/KEY]
+
+``plan`` and ``summary`` are :func:`posbias_nb.provenance.plan.main`, ``record``
+:func:`posbias_nb.provenance.record.main`, ``cpu-reference``
+:func:`posbias_nb.provenance.reference.main` with :data:`FINDERS`; ``bench/verify_plan.py``,
+``bench/record_measurements.py`` and ``bench/cpu_reference.py`` are the same commands.
+
+An entry point, beside :mod:`posbias_nb.cli`: the one module of the room that imports a study
+(:data:`FINDERS`: which calls of the chapters make a training entry).
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+
+from .. import cache
+from . import plan, record, reference
+
+__all__ = ["FINDERS", "train_arguments", "train_key", "cpu_reference", "main"]
+
+
+def train_arguments():
+    """Every ``train_run`` call the chapters make: the chapter's configuration with each arm
+    (residual scales among them), seed and depth of its design."""
+    from ..experiments import remedies as r
+
+    d = r.DESIGN.spec
+    for arm, seed, layers in itertools.product(r.ARMS, range(max(d["seeds"], 10)),
+                                               d["depths"]):
+        yield dict(r.CHAPTER, **r.ARMS[arm], seed=seed, layers=layers)
+
+
+def train_key(kw) -> str:
+    """The cache key of the ``train_run`` call ``kw`` (today's code)."""
+    from ..experiments import remedies as r
+
+    return cache.key("train", r._run_params(**kw))
+
+
+#: For each namespace of :data:`~posbias_nb.provenance.machine.ROUNDING_AMPLIFIED`: the calls
+#: that may have made an entry, the key a call gives (today's code: a key ``make test`` reads is
+#: today's key), and the statement that computes it in the recording commit's code (``kw``: the
+#: call's keyword arguments); :data:`posbias_nb.provenance.reference.Finder`.
+FINDERS: dict[str, reference.Finder] = {
+    "train": (train_arguments, train_key,
+              "from posbias_nb.experiments.remedies import train_run; train_run(**kw)"),
+}
+
+
+def cpu_reference(argv=None, prog: str | None = None) -> int:
+    """``cpu-reference``: :func:`posbias_nb.provenance.reference.main` with :data:`FINDERS`."""
+    return reference.main(argv, FINDERS, prog=prog)
+
+
+PROG = "python -m posbias_nb.provenance"
+
+
+def main(argv=None) -> int:
+    """Run one command (the module docstring); its exit status (2 on a command not known)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd = argv[0] if argv else None
+    if cmd in ("plan", "summary"):
+        return plan.main(argv, prog=PROG)
+    if cmd == "record":
+        return record.main(argv[1:], prog=f"{PROG} record")
+    if cmd == "cpu-reference":
+        return cpu_reference(argv[1:], prog=f"{PROG} cpu-reference")
+    if cmd in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    print(f"usage: {PROG} {{plan,summary,record,cpu-reference}} ...", file=sys.stderr)
+    return 2

@@ -1,0 +1,318 @@
+"""Which recorded measurements ``make test`` measures anew, and what came of it.
+
+    # before the chapters run: choose the sample, write it for posbias_nb.cache
+    python -m posbias_nb.provenance plan --recorded recorded --out _build/verify-plan.json \\
+        --keys _build/verify-keys.txt [--budget SECONDS]
+    # after them: one line per namespace; fails on a disagreement or a sample nobody asked for
+    python -m posbias_nb.provenance summary --plan _build/verify-plan.json \\
+        --log _build/cache-events.jsonl
+
+(``bench/verify_plan.py plan|summary`` is the same command.)
+
+**The rule** (:func:`verification_plan`, fixed before any run it decides): in every namespace of
+``recorded/MANIFEST.json``, the cheapest entry that ``make test``'s chapters read (its recorded
+``compute_seconds``; an entry whose cost was never measured counts as unknown and is taken only
+where the namespace has no measured one), and, in the namespaces whose code digest
+(:func:`posbias_nb.provenance.code.code_digest`) differs from the one recorded with the entry,
+further entries in order of cost while the sample's recorded seconds in all stay within the
+budget (``--budget``, seconds of recorded compute on CI's 2 cores; the cheapest entries count
+against it first and are taken even where they alone exceed it).  In a namespace whose
+computation amplifies float rounding
+(:data:`~posbias_nb.provenance.machine.ROUNDING_AMPLIFIED`: training), only entries recorded on
+this machine's CPU are candidates: on another CPU the same code gives other numbers, so the run
+says that it re-measured none there, and why, unless this machine holds a CPU reference of an
+entry (``recorded/by-cpu``, made here by the recording's code: ``make cpu-reference``), which it
+then re-measures against that reference.
+
+:mod:`posbias_nb.cache` computes the chosen entries anew where a chapter asks for them
+(``$POSBIAS_RECORDED_VERIFY_KEYS``) and compares them with the recorded values
+(:mod:`posbias_nb.provenance.verify`); a disagreement fails the chapter that asked, naming the
+namespace, the key and ``make record-new REMEASURE=<namespace>``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Mapping
+
+from . import code, machine
+from .machine import ROUNDING_AMPLIFIED, recorded_machine
+
+__all__ = ["VERIFY_BUDGET", "GPU_MEASURED", "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET",
+           "gpu_provenance_problems", "verification_plan", "verification_summary", "main"]
+
+#: The default budget of :func:`verification_plan`: seconds of recorded compute (on CI's two
+#: cores) that ``make test`` may spend re-measuring recorded entries beyond each namespace's
+#: cheapest one (``make test VERIFY_BUDGET=...`` changes it for one run).
+VERIFY_BUDGET = 600.0
+
+#: Namespaces measured on a GPU, which a CPU cannot afford to measure again: ``make test`` checks
+#: each entry's provenance (:data:`GPU_PROVENANCE`) and re-measures its reduced-width CPU twin
+#: (the entry's ``twin``, a ``namespace/key`` of a recorded CPU entry) instead.  Chapter
+#: :ref:`ch-scale`.
+GPU_MEASURED = {"scale-gpu": "measured at full width on a GPU (bench/gpu_born.py), which a CPU "
+                             "cannot afford"}
+#: What every recorded GPU entry must say: its provenance, and the machine's.
+GPU_PROVENANCE = ("recorded", "commit", "compute_seconds", "code", "peak_bytes", "twin")
+GPU_MACHINE = ("gpu", "device", "torch", "transformers", "cuda")
+#: Seconds of recorded compute of the GPU entries' twins that ``make test`` re-measures beyond
+#: the cheapest twin (always taken).
+GPU_TWIN_BUDGET = 60.0
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gpu_provenance_problems(name: str, entry: Mapping) -> list[str]:
+    """What a recorded GPU entry ``name`` (``namespace/key``) lacks of :data:`GPU_PROVENANCE`
+    and :data:`GPU_MACHINE` (a GPU machine: ``gpu`` true), each as a line; empty when whole."""
+    out = [f"{name}: no {k}" for k in GPU_PROVENANCE if entry.get(k) in (None, "")]
+    m = entry.get("machine") or {}
+    out += [f"{name}: machine without {k}" for k in GPU_MACHINE if m.get(k) in (None, "")]
+    if m.get("gpu") is not True:
+        out.append(f"{name}: its machine is not marked as a GPU")
+    return out
+
+
+def verification_plan(manifest: dict, digests: dict[str, str], budget: float = VERIFY_BUDGET,
+                      cpu: str | None = None, references: set[str] | frozenset = frozenset()
+                      ) -> dict:
+    """The sample of recorded entries that ``make test`` measures anew (:func:`main`'s ``plan``
+    writes it for ``$POSBIAS_RECORDED_VERIFY_KEYS``).
+
+    The rule, fixed before any run it decides: in every namespace, the cheapest entry that
+    ``make test`` reads (its recorded ``compute_seconds``; an entry whose cost was never measured
+    is taken only where the namespace has no measured one); in the namespaces whose code digest
+    differs from the one recorded with an entry, further entries in order of cost while the
+    sample's recorded seconds in all stay within ``budget`` (the cheapest entries count first
+    and are taken even where they alone exceed it).
+
+    Returns the sample: ``{"keys": [...], "namespaces": {ns: {...}}}``.
+
+    ``manifest`` is ``recorded/MANIFEST.json``; ``digests`` the code digest of each namespace
+    today. An entry is a candidate if ``make test`` reads it (``read`` true, or absent in an
+    older manifest). Each namespace's line says how many entries it holds, whether its code
+    changed since they were recorded (any entry's ``code`` differs from today's digest; an entry
+    without a recorded digest counts as changed), which entries were chosen and their recorded
+    seconds.
+
+    ``cpu`` (this machine's, :func:`~posbias_nb.provenance.machine.machine_id`): in the
+    namespaces of :data:`~posbias_nb.provenance.machine.ROUNDING_AMPLIFIED`, only entries
+    recorded on that CPU are candidates; where there is none, the namespace's line says why
+    nothing was re-measured (``skipped``).  ``references``: the ``namespace/key`` entries that
+    hold a CPU reference for this machine (``recorded/by-cpu``), candidates too (compared with
+    the reference, not the record)."""
+    if budget < 0:
+        raise ValueError(f"budget must be >= 0 seconds, got {budget!r}")
+    by_ns: dict[str, list] = defaultdict(list)
+    for k, v in sorted(manifest.get("entries", {}).items()):
+        ns, key = k.split("/")
+        by_ns[ns].append((key, v))
+    unknown = sorted(set(by_ns) - set(digests))
+    if unknown:
+        raise ValueError(f"recorded namespaces {unknown} declare no code "
+                         "(posbias_nb.provenance.code.NAMESPACE_CODE)")
+    out, extra, twins = {}, [], {}
+    entries = manifest.get("entries", {})
+    for ns, items in sorted(by_ns.items()):
+        if ns in GPU_MEASURED:
+            bad = [p for key, v in items for p in gpu_provenance_problems(f"{ns}/{key}", v)]
+            if bad:
+                raise ValueError(f"recorded GPU entries without their provenance: "
+                                 f"{'; '.join(bad[:5])}")
+            stale = any(v.get("code") != digests[ns] for _, v in items)
+            devices = sorted({f"{v['machine']['device']}, torch {v['machine']['torch']}, "
+                              f"CUDA {v['machine']['cuda']}" for _, v in items})
+            commits = sorted({v["commit"][:12] for _, v in items})
+            for key, v in items:
+                t = str(v["twin"])
+                if t in entries and entries[t].get("read", True):
+                    twins[t] = entries[t].get("compute_seconds") or 0.0
+            out[ns] = dict(entries=len(items), candidates=0, changed=stale, chosen=[],
+                           seconds=0.0, unknown_cost=False, gpu=True,
+                           skipped=(f"{GPU_MEASURED[ns]}: recorded on {'; '.join(devices)}, "
+                                    f"provenance checked; "
+                                    + (f"the code changed since the GPU run (commit "
+                                       f"{', '.join(commits)}): its numbers are that code's"
+                                       if stale else "the code is the GPU run's")
+                                    + "; its reduced-width CPU twins are re-measured instead"))
+            continue
+        cands = [(key, v) for key, v in items if v.get("read", True)]
+        skipped = None
+        if cpu is not None and ns in ROUNDING_AMPLIFIED:
+            here = [(key, v) for key, v in cands if recorded_machine(v) == cpu
+                    or f"{ns}/{key}" in references]
+            if cands and not here:
+                cpus = sorted({str((v.get("machine") or {}).get("cpu")) for _, v in cands})
+                skipped = (f"recorded on {', '.join(cpus)}, this is {cpu}: "
+                           f"{ROUNDING_AMPLIFIED[ns]}, so only that CPU can compare, or this "
+                           f"one against a reference made here by the recording's code "
+                           f"(make cpu-reference)")
+            cands = here
+        changed = any(v.get("code") != digests[ns] for _, v in items)
+        known = sorted((v["compute_seconds"], key) for key, v in cands
+                       if (v.get("compute_seconds") or 0) > 0)
+        if known:
+            first = [known[0]]
+        elif cands:
+            first = [(None, cands[0][0])]
+        else:
+            first = []
+        out[ns] = dict(entries=len(items), candidates=len(cands), changed=changed,
+                       chosen=[key for _, key in first],
+                       seconds=sum(s for s, _ in first if s is not None),
+                       unknown_cost=bool(first) and first[0][0] is None,
+                       **({"skipped": skipped} if skipped else {}))
+        if changed:
+            extra += [(s, ns, key) for s, key in known[1:]]
+    spent = sum(v["seconds"] for v in out.values())
+    # the GPU entries' twins: the cheapest always, more within GPU_TWIN_BUDGET
+    twin_spent = 0.0
+    for i, (sec, t) in enumerate(sorted((s, t) for t, s in twins.items())):
+        if i and twin_spent + sec > GPU_TWIN_BUDGET:
+            break
+        ns, key = t.split("/")
+        if ns not in out or key in out[ns]["chosen"]:
+            continue
+        twin_spent += sec
+        out[ns]["chosen"].append(key)
+        out[ns]["seconds"] += sec
+        out[ns].setdefault("twins", []).append(key)
+        spent += sec
+        extra = [x for x in extra if (x[1], x[2]) != (ns, key)]
+    for s, ns, key in sorted(extra):
+        if spent + s > budget:
+            break
+        spent += s
+        out[ns]["chosen"].append(key)
+        out[ns]["seconds"] += s
+    keys = [f"{ns}/{key}" for ns in sorted(out) for key in out[ns]["chosen"]]
+    return dict(keys=keys, budget=budget, seconds=round(spent, 1), namespaces=out)
+
+
+def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str], list[str]]:
+    """One line per namespace (entries read from recorded/, re-measured, agreeing, whether its
+    code changed since recording) and the problems: a disagreement, or a chosen entry that no
+    chapter asked for (so its namespace went unchecked)."""
+    n = defaultdict(Counter)
+    seen = defaultdict(set)
+    by_parts = defaultdict(list)
+    by_ref = defaultdict(set)
+    for e in events:
+        n[e["ns"]][e["event"]] += 1
+        if e["event"] in ("verified", "mismatch") and e.get("reference"):
+            by_ref[e["ns"]].add(e["reference"])
+        if e["event"] in ("verified", "mismatch"):
+            seen[e["ns"]].add(e["key"])
+            if "parts" in e:
+                by_parts[e["ns"]].append(f"{e.get('sampled', '?')} of {e['parts']}")
+    lines, problems = [], []
+    for ns, p in sorted(the_plan["namespaces"].items()):
+        c = n[ns]
+        got = c["verified"] + c["mismatch"]
+        sampled = f" (by parts: {', '.join(by_parts[ns])})" if by_parts[ns] else ""
+        if by_ref[ns]:
+            sampled += (f" (against the CPU reference of {', '.join(sorted(by_ref[ns]))}, made "
+                        "by the recording's code)")
+        lines.append(
+            f"{ns:22s} {p['entries']:3d} recorded, {c['recorded']:3d} read, {got:2d} re-measured"
+            f"{sampled}, {c['verified']:2d} agreeing; code "
+            + ("changed since recording" + (", and its sample agrees" if got and not c['mismatch']
+                                            else "") if p["changed"] else "unchanged")
+            + (f"; not re-measured: {p['skipped']}" if p.get("skipped") else ""))
+        if c["mismatch"]:
+            problems.append(f"{ns}: {c['mismatch']} re-measured entries disagree with recorded/ "
+                            f"{'(or this CPU reference) ' if by_ref[ns] else ''}"
+                            f"(the chapter's error names the key): make record-new "
+                            f"REMEASURE={ns}")
+        missing = [k for k in p["chosen"] if k[:16] not in seen[ns]]
+        if missing:
+            problems.append(f"{ns}: chosen entries {[k[:16] for k in missing]} were asked for by "
+                            "no chapter, so it went unchecked; a run that reads recorded/ in "
+                            "full (make record-new) drops entries no chapter reads")
+    return lines, problems
+
+
+def read_events(path) -> list[dict]:
+    """The cache events of a run (``$POSBIAS_CACHE_LOG``, one JSON object a line); none where
+    the file is absent."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+
+
+def this_machines_references(recorded: Path, manifest: Mapping, here: str
+                             ) -> tuple[set[str], list[str]]:
+    """The entries that hold a CPU reference for the machine ``here`` that stands
+    (:func:`~posbias_nb.provenance.machine.reference_holds`, the check the run applies too, and
+    its file is there), and a line for each stale one."""
+    refs, stale = set(), []
+    by_cpu = Path(recorded) / "by-cpu"
+    for k, v in machine.reference_index(by_cpu)["entries"].items():
+        if here not in v:
+            continue
+        why = machine.reference_holds(manifest["entries"].get(k), v[here], here)
+        if why is None and not (by_cpu / v[here].get("file", "")).is_file():
+            why = "its file is missing"
+        if why is None:
+            refs.add(k)
+        elif why != "recorded on this CPU":
+            stale.append(f"{k[:40]}: {why} (make cpu-reference makes it anew)")
+    return refs, stale
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """``plan`` (choose the sample before the chapters run) or ``summary`` (after them), as the
+    module docstring shows; the exit status is 2 on a plan that cannot be made, 1 on a summary
+    with a problem."""
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a1 = sub.add_parser("plan")
+    a1.add_argument("--recorded", default=str(ROOT / "recorded"))
+    a1.add_argument("--out", required=True)
+    a1.add_argument("--keys", required=True)
+    a1.add_argument("--budget", type=float, default=None,
+                    help="seconds of recorded compute (default: "
+                         "posbias_nb.provenance.plan.VERIFY_BUDGET)")
+    a2 = sub.add_parser("summary")
+    a2.add_argument("--plan", required=True)
+    a2.add_argument("--log", required=True)
+    a = ap.parse_args(argv)
+    if a.cmd == "plan":
+        manifest = json.loads((Path(a.recorded) / "MANIFEST.json").read_text())
+        digests = {ns: code.code_digest(ns) for ns in code.NAMESPACE_CODE}
+        # this machine by its full id (CPU name, generation, instruction set): an entry recorded
+        # under a CPU name alone does not count as recorded here (machine.recorded_machine)
+        cpu = machine.machine_id()
+        refs, stale = this_machines_references(Path(a.recorded), manifest, cpu)
+        try:
+            p = verification_plan(manifest, digests, VERIFY_BUDGET if a.budget is None
+                                  else a.budget, cpu=cpu, references=refs)
+        except ValueError as e:
+            print(f"verify_plan: {e}", file=sys.stderr)
+            return 2
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(p, indent=1) + "\n")
+        Path(a.keys).write_text("".join(k + "\n" for k in p["keys"]))
+        changed = [ns for ns, v in p["namespaces"].items() if v["changed"]]
+        known = sum(v["seconds"] for v in p["namespaces"].values())
+        print(f"recorded/: re-measuring {len(p['keys'])} entries of "
+              f"{len(p['namespaces'])} namespaces ({known:.0f} s as recorded, plus "
+              f"{sum(v['unknown_cost'] for v in p['namespaces'].values())} of unknown cost); "
+              f"code changed since recording: {', '.join(changed) or 'none'}")
+        for x in stale:
+            print(f"recorded/: CPU reference of {x}")
+        for ns, v in p["namespaces"].items():
+            if v.get("skipped"):
+                print(f"recorded/: {ns} not re-measured: {v['skipped']}")
+        return 0
+    lines, problems = verification_summary(json.loads(Path(a.plan).read_text()),
+                                           read_events(a.log))
+    print("recorded/ namespaces (this run):")
+    print("\n".join("  " + x for x in lines))
+    for x in problems:
+        print("FAILED " + x, file=sys.stderr)
+    return 1 if problems else 0

@@ -1,0 +1,204 @@
+"""Verification of recorded entries: a re-measurement agrees with its record (:func:`agree`),
+whole, by a sample of its parts (:func:`by_parts`), or against this CPU's reference
+(:func:`against_reference`).
+
+:func:`posbias_nb.cache.cached` calls :func:`by_parts` and :func:`against_reference` from its
+one hook for recorded entries, and :func:`agree` where a verified namespace is computed whole
+(:func:`posbias_nb.cache.store`); a disagreement raises :class:`RecordedMismatch`, naming the
+namespace, the key and the command that re-records.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import Callable, Mapping
+
+import numpy as np
+
+from . import code
+from .machine import machine_id
+
+__all__ = ["RecordedMismatch", "MACHINE_FIELDS", "agree", "VERIFY_PARTS", "part_sample",
+           "by_parts", "against_reference"]
+
+
+class RecordedMismatch(RuntimeError):
+    """A measurement computed anew disagrees with its recorded entry."""
+
+
+#: Fields that measure the machine, not the computation (wall seconds, peak memory): a recorded
+#: entry and its re-measurement must both have them, but their values are not compared.  An
+#: array name or JSON key counts when its last component (after ``#``, ``/`` or ``.``) is one.
+MACHINE_FIELDS = ("seconds", "peak_mib", "peak_kb", "wall", "wall_s", "latency_s")
+
+
+def _machine_field(name: str) -> bool:
+    return re.split(r"[#/.]", str(name))[-1] in MACHINE_FIELDS
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _agree_json(a, b, where: str, rtol: float, out: list) -> None:
+    """Parsed JSON compared as :func:`agree` compares arrays: a list of numbers as one array
+    (within ``rtol`` of its largest recorded magnitude: an interval's bound near zero, the
+    difference of two larger numbers, keeps their rounding, not its own), a lone number within
+    ``rtol`` of the larger of the two, everything else equal, :data:`MACHINE_FIELDS` present
+    but not compared."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            out.append(f"{where}: keys {sorted(set(a) ^ set(b))} in only one of the two")
+        for k in sorted(set(a) & set(b), key=str):
+            if not _machine_field(k):
+                _agree_json(a[k], b[k], f"{where}/{k}", rtol, out)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{where}: {len(a)} items recorded, {len(b)} now")
+        elif a and all(_number(x) for x in a) and all(_number(y) for y in b):
+            # a list of numbers is an array: within rtol of its largest recorded magnitude
+            x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+            ok = ~np.isnan(x)
+            if not np.array_equal(ok, ~np.isnan(y)):
+                out.append(f"{where}: NaNs in different places")
+            elif ok.any():
+                d = np.where(ok, np.abs(x - np.where(ok, y, 0.0)), 0.0)
+                i, scale = int(np.argmax(d)), float(np.max(np.abs(x[ok])))
+                if d[i] > rtol * scale:
+                    out.append(f"{where}[{i}]: {a[i]!r} recorded, {b[i]!r} now (more than "
+                               f"{rtol:g} of the list's largest magnitude {scale:.3g})")
+        else:
+            for i, (x, y) in enumerate(zip(a, b)):
+                _agree_json(x, y, f"{where}[{i}]", rtol, out)
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)) \
+            and not isinstance(a, bool) and not isinstance(b, bool):
+        fa, fb = float(a), float(b)
+        if np.isnan(fa) or np.isnan(fb):
+            if not (np.isnan(fa) and np.isnan(fb)):
+                out.append(f"{where}: NaN in only one of the two")
+        elif abs(fa - fb) > rtol * max(abs(fa), abs(fb)):
+            out.append(f"{where}: {fa!r} recorded, {fb!r} now")
+    elif a != b:
+        out.append(f"{where}: {str(a)[:60]!r} recorded, {str(b)[:60]!r} now")
+
+
+def _json(a: np.ndarray):
+    try:
+        v = json.loads(str(a[()]))
+    except (ValueError, TypeError):
+        return None
+    return v if isinstance(v, (dict, list)) else None
+
+
+def agree(recorded: Mapping[str, np.ndarray], fresh: Mapping[str, np.ndarray],
+          rtol: float = 1e-3) -> list[str]:
+    """The differences between a recorded entry and the same computation made again: an empty
+    list when they agree.  Same array names, shapes and dtypes kinds; integers, booleans and
+    strings equal; floats within ``rtol`` of the largest magnitude of the recorded array (the
+    same code on another machine rounds differently, a changed computation moves numbers by far
+    more).  NaNs must sit in the same places.  A string array holding one JSON document is
+    compared field by field by the same rules (a list of numbers as one array, a lone number
+    within ``rtol`` of itself).
+    :data:`MACHINE_FIELDS` (seconds, peak memory) must be present in both but are not compared:
+    they measure the machine, not the computation."""
+    out = []
+    if set(recorded) != set(fresh):
+        return [f"arrays {sorted(set(recorded) ^ set(fresh))} in only one of the two"]
+    for n in sorted(recorded):
+        a, b = np.asarray(recorded[n]), np.asarray(fresh[n])
+        if _machine_field(n):
+            if a.shape != b.shape:
+                out.append(f"{n}: shape {a.shape} recorded, {b.shape} now")
+            continue
+        if a.shape != b.shape:
+            out.append(f"{n}: shape {a.shape} recorded, {b.shape} now")
+        elif a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            a, b = a.astype(complex if "c" in a.dtype.kind + b.dtype.kind else float), \
+                b.astype(complex if "c" in a.dtype.kind + b.dtype.kind else float)
+            if not np.array_equal(np.isnan(a), np.isnan(b)):
+                out.append(f"{n}: NaNs in different places")
+                continue
+            ok = ~np.isnan(a)
+            scale = float(np.max(np.abs(a[ok]))) if ok.any() else 0.0
+            err = float(np.max(np.abs(a[ok] - b[ok]))) if ok.any() else 0.0
+            if err > rtol * scale:
+                out.append(f"{n}: differs by {err:.3g}, more than {rtol:g} of its largest "
+                           f"magnitude {scale:.3g}")
+        elif a.shape == () and a.dtype.kind in "UO" and _json(a) is not None \
+                and _json(b) is not None:
+            diffs: list[str] = []
+            _agree_json(_json(a), _json(b), n, rtol, diffs)
+            out += diffs[:5] + ([f"{n}: and {len(diffs) - 5} more"] if len(diffs) > 5 else [])
+        elif not np.array_equal(a, b):
+            out.append(f"{n}: {int(np.sum(a != b)) if a.shape == b.shape else 'all'} entries "
+                       f"differ")
+    return out
+
+
+#: How many parts of a recorded entry with :class:`posbias_nb.cache.Parts` a re-measurement
+#: computes.
+VERIFY_PARTS = 2
+
+
+def part_sample(namespace: str, k: str, count: int) -> list[int]:
+    """The parts of entry ``k`` that a re-measurement computes: the first, and one chosen by the
+    SHA-256 of the namespace's code digest and the key, so the same code samples the same parts
+    (bit-for-bit reruns) and a change of the code samples another."""
+    if count < 1:
+        raise ValueError(f"an entry of {count} parts cannot be sampled")
+    if count == 1:
+        return [0]
+    h = int(hashlib.sha256(f"{code.code_digest(namespace)}/{k}".encode()).hexdigest(), 16)
+    return [0, 1 + h % (count - 1)][:VERIFY_PARTS]
+
+
+def _asarrays(m: Mapping) -> dict[str, np.ndarray]:
+    return {n: np.asarray(v) for n, v in m.items()}
+
+
+def by_parts(namespace: str, k: str, rec: Mapping[str, np.ndarray], parts, log: Callable) -> None:
+    """Compute the sampled parts (:func:`part_sample`) of the recorded entry ``rec`` anew
+    (``parts``: a :class:`posbias_nb.cache.Parts`) and compare each with its part of the record;
+    ``log(event, namespace, key, seconds, **extra)`` writes the cache events (one
+    ``computed-part`` a part, then ``verified`` or ``mismatch``).  :class:`RecordedMismatch`
+    names the part on a disagreement."""
+    chosen = part_sample(namespace, k, parts.count)
+    diff: list[str] = []
+    for i in chosen:
+        t0 = time.perf_counter()
+        fresh = _asarrays(parts.compute(i))
+        log("computed-part", namespace, k, time.perf_counter() - t0, part=i, parts=parts.count)
+        diff = agree(_asarrays(parts.take(rec, i)), fresh)
+        if diff:
+            break
+    log("mismatch" if diff else "verified", namespace, k, parts=parts.count, sampled=len(chosen))
+    if diff:
+        raise RecordedMismatch(
+            f"recorded namespace {namespace!r}, key {k}, part {i} of {parts.count}: computed "
+            f"now, it disagrees with its recorded value: {'; '.join(diff[:3])}. The code that "
+            f"computes it changed; if the change is meant, re-record the namespace: make "
+            f"record-new REMEASURE={namespace}")
+
+
+def against_reference(namespace: str, k: str, ref: Mapping[str, np.ndarray], compute: Callable,
+                      log: Callable) -> None:
+    """Compute a recorded entry of a :data:`~posbias_nb.provenance.machine.ROUNDING_AMPLIFIED`
+    namespace anew on a CPU other than the recording one and compare it with this machine's
+    reference ``ref`` (made here by the code that recorded the entry); ``log`` as in
+    :func:`by_parts`.  Where they agree, the caller returns the recorded entry (the book prints
+    the recorded numbers on every machine)."""
+    t0 = time.perf_counter()
+    fresh = _asarrays(compute())
+    log("computed", namespace, k, time.perf_counter() - t0)
+    diff = agree(ref, fresh)
+    log("mismatch" if diff else "verified", namespace, k, reference=machine_id())
+    if diff:
+        raise RecordedMismatch(
+            f"recorded namespace {namespace!r}, key {k}: computed now on {machine_id()}, it "
+            f"disagrees with this CPU's reference (made here by the code that recorded the "
+            f"entry; 'recorded' below is the reference): {'; '.join(diff[:3])}. The code that "
+            f"computes it changed; if the change is meant, re-record the namespace on the CPU "
+            f"that recorded it (make record-new REMEASURE={namespace}), then make cpu-reference "
+            f"here")

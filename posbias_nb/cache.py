@@ -36,7 +36,7 @@ import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -299,10 +299,18 @@ class Parts:
 
     ``count`` parts; ``compute(i)`` computes part ``i`` alone, as the whole computation does
     (the whole computation must call the same function for each part, so the code exists once);
-    ``take(arrays, i)`` is part ``i`` of a whole entry, in the arrays ``compute(i)`` returns."""
+    ``take(arrays, i)`` is part ``i`` of a whole entry, in the arrays ``compute(i)`` returns.
+
+    ``kinds()`` (optional): what distinguishes the parts beyond what their slice of the record
+    says (its ``slot``), one mapping a part from a feature to its value (a task's prompts:
+    whether a gold answer takes several tokens), so that the sample reaches every code path the
+    entry depends on: it holds a part of every value of every feature
+    (:func:`~posbias_nb.provenance.verify.part_kinds`,
+    :func:`~posbias_nb.provenance.verify.part_sample`)."""
     count: int
     compute: Callable[[int], Mapping[str, np.ndarray]]
     take: Callable[[Mapping[str, np.ndarray], int], Mapping[str, np.ndarray]]
+    kinds: Callable[[], Sequence[Mapping[str, Hashable]]] | None = None
 
 
 def _recorded_hook(namespace: str, k: str, params: Mapping, compute: Callable,
@@ -341,7 +349,8 @@ def cached(
 
     ``parts`` (:class:`Parts`): where the entry is one of the sample ``make test`` re-measures
     (``$POSBIAS_RECORDED_VERIFY_KEYS``) and is recorded, only a sample of its parts is computed
-    anew (:func:`~posbias_nb.provenance.verify.part_sample`) and compared with theirs in the
+    anew (:func:`~posbias_nb.provenance.verify.part_sample`: the first, one the code digest
+    chooses, and one of every kind its ``kinds`` declares) and compared with theirs in the
     recorded entry, which is then returned; everywhere else the whole is computed.
 
     The computation holds :func:`lock` on its key, so a second process asking for the same

@@ -167,12 +167,23 @@ def test_a_progress_bar_while_measuring_and_none_with_quiet(tmp_path, capsys, BA
     assert capsys.readouterr().err == ""
 
 
-def test_a_recorded_task_entry_is_re_measured_by_two_prompts(tmp_path, monkeypatch, model_dir):
+def test_a_recorded_task_entry_is_re_measured_by_a_sample_of_its_prompts(tmp_path, monkeypatch,
+                                                                         model_dir):
     """task_run scores each prompt through one function (cache.Parts): the whole run, recorded,
-    re-measured by two of its prompts agrees (same log p, same generation), computes nothing
-    else, and returns the recorded table; a recorded entry whose numbers differ fails."""
-    from posbias_nb import cache
+    re-measured by a sample of its prompts agrees (same log p, same generation), computes
+    nothing else, and returns the recorded table; the sample holds a prompt of every gold slot
+    and of the closed-book and oracle prompts (the slots its record holds), and of each kind of
+    gold answer task_run declares (several tokens or one; issue 56); a recorded entry whose
+    numbers differ fails."""
     from remeasure import as_make_test, events
+
+    from posbias_nb import cache
+    from posbias_nb.provenance import verify
+
+    seen_kinds = []
+    sample = verify.part_sample
+    monkeypatch.setattr(verify, "part_sample", lambda ns, k, n, kinds=None: (
+        seen_kinds.append(kinds), sample(ns, k, n, kinds))[1])
 
     data = _file(tmp_path, _qa_rows(4))
     kw = dict(documents=3, examples=2, max_new_tokens=3, weights="pretrained")
@@ -188,7 +199,15 @@ def test_a_recorded_task_entry_is_re_measured_by_two_prompts(tmp_path, monkeypat
     got, ev = again("ok")
     assert got.to_json() == whole.to_json()
     parts = [e for e in ev if e["event"] == "computed-part"]
-    assert len(parts) == 2 and parts[0]["part"] == 0 and parts[0]["parts"] > 2
+    slot = cache.read_entry(f)["slot"]
+    assert parts[0]["part"] == 0 and parts[0]["parts"] == len(slot) == 10
+    assert {int(slot[p["part"]]) for p in parts} == set(slot.tolist()) == {0, 1, 2, -1, -2}
+    # the first, the digest's choice, then one a slot not yet covered: 5 or 6 of the 10
+    assert len(parts) in (5, 6)
+    assert [e for e in ev if e["event"] == "verified"][-1]["sampled"] == len(parts)
+    # what the sample was chosen by: each prompt's slot and whether its answer takes several
+    # tokens (here every answer does: the tiny model reads bytes)
+    assert seen_kinds[-1] == [{"slot": int(s), "several tokens": True} for s in slot]
     assert [e["event"] for e in ev if e["ns"] == "task"][-1] == "verified"
     assert "computed" not in [e["event"] for e in ev]
     # the counterexample: a recorded entry whose log p differs in every prompt

@@ -477,6 +477,102 @@ def test_an_entry_of_parts_is_re_measured_by_a_sample_of_its_parts(tmp_path, mon
         verify.part_sample("fake-parts", "k", 0)
 
 
+def _task_like(count_examples=4, slots=5, several=(2,)):
+    """The parts of a fake task entry, one a prompt as task_run makes them: every example at
+    every gold slot, then closed-book and oracle; only the examples in ``several`` have a gold
+    answer of several tokens.  Returns (rows, kinds)."""
+    rows = [(e, j) for e in range(count_examples)
+            for j in [*range(slots), "closed_book", "oracle"]]
+    kinds = [{"slot": j, "several tokens": e in several} for e, j in rows]
+    return rows, kinds
+
+
+def test_a_sample_by_parts_covers_every_declared_kind():
+    """issue 56: a sample taken by parts exercises what its namespace computes.  A task entry of
+    28 prompts where only the 7 prompts of one example have an answer of several tokens: the
+    first part and the digest's choice alone (2 of 28) may miss them all and most slots; with
+    the kinds declared (cache.Parts.kinds) the sample holds a part of every slot, the
+    closed-book and oracle prompts, and a part with an answer of several tokens and one
+    without, and stays small (at most one part a value) and the same for the same code."""
+    rows, kinds = _task_like()
+    k = "0" * 64
+    plain = verify.part_sample("task", k, len(rows))
+    assert len(plain) == verify.VERIFY_PARTS == 2
+    got = verify.part_sample("task", k, len(rows), kinds)
+    assert got[:2] == plain and len(set(got)) == len(got)
+    assert {kinds[i]["slot"] for i in got} == {0, 1, 2, 3, 4, "closed_book", "oracle"}
+    assert {kinds[i]["several tokens"] for i in got} == {True, False}
+    assert len(got) <= 7 + 2
+    assert got == verify.part_sample("task", k, len(rows), kinds)  # the same code: the same
+    # one kind everywhere: nothing more than the two; numpy values count as their Python value
+    assert verify.part_sample("task", k, 28, [{"slot": np.int64(0)}] * 28) == plain
+    with pytest.raises(ValueError, match="3 kinds"):
+        verify.part_sample("task", k, 28, kinds[:3])
+
+
+def test_the_kinds_of_parts_come_from_the_record_and_the_declaration():
+    """part_kinds: a part's slot is read from its slice of the record (verify.PART_FIELDS: a
+    task's prompts, the calibration's records), what the record cannot tell is declared
+    (cache.Parts.kinds); an entry whose parts say nothing is sampled as before."""
+    rec = {"slot": np.array([0, 1, 2, -1, 0, 1, 2, -1]), "x": np.arange(8.0)}
+    take = lambda a, i: {n: a[n][i] for n in a}  # noqa: E731
+    plain = cache.Parts(8, None, take)
+    assert verify.part_kinds(rec, plain) == [{"slot": s} for s in [0, 1, 2, -1] * 2]
+    declared = cache.Parts(8, None, take, lambda: [{"several tokens": i >= 6} for i in range(8)])
+    assert verify.part_kinds(rec, declared)[6] == {"slot": 2, "several tokens": True}
+    rows = cache.Parts(2, None, lambda a, i: {"row": a["row"][i]})
+    assert verify.part_kinds({"row": np.ones((2, 3))}, rows) is None  # nothing tells them apart
+    got = verify.part_sample("task", "0" * 64, 8, verify.part_kinds(rec, declared))
+    assert {int(rec["slot"][i]) for i in got} == {0, 1, 2, -1} and max(got) >= 6
+
+
+def test_a_change_that_moves_only_answers_of_several_tokens_is_caught(tmp_path, monkeypatch):
+    """The change that failed three chapters but passed make test's sample of the task entry:
+    an answer's log p as the mean of its tokens' log p instead of their sum, which moves only
+    the prompts whose gold answer takes several tokens.  Recorded under the sum, re-measured
+    under the mean: with the kinds declared the sample meets such a prompt and fails, naming
+    it; the old sample (the first part and the digest's choice) agreed with it."""
+    ns = "fake-answers"
+    monkeypatch.setitem(code.NAMESPACE_CODE, ns, ("experiments.task",))
+    params = {"n": 28}
+    k = cache.key(ns, params)
+    count = 28
+    plain = verify.part_sample(ns, k, count)
+    # one example's prompts have a gold answer of three tokens, and the old sample holds none
+    several = next(e for e in range(4) if not {plain[0] // 7, plain[1] // 7} & {e})
+    rows, kinds = _task_like(several=(several,))
+    token_logps = [np.log([0.5, 0.25, 0.125]) - 0.01 * i if e == several
+                   else np.log([0.5]) - 0.01 * i for i, (e, _) in enumerate(rows)]
+
+    def scorer(reduce):  # the record holds the log p alone: what sets parts apart is declared
+        return lambda i: {"logprob": np.array(float(reduce(token_logps[i])))}
+
+    def whole(reduce):
+        return {"logprob": np.stack([scorer(reduce)(i)["logprob"] for i in range(count)])}
+
+    take = lambda a, i: {n: a[n][i] for n in a}  # noqa: E731
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
+    cache.cached(ns, params, lambda: whole(np.sum))   # recorded under the sum
+
+    def remeasure(name, declared):
+        log = as_make_test(monkeypatch, tmp_path, tmp_path / "rec", [f"{ns}/{k}"], name)
+        parts = cache.Parts(count, scorer(np.mean), take, (lambda: kinds) if declared else None)
+        try:
+            cache.cached(ns, params, lambda: whole(np.mean), parts=parts)
+        except verify.RecordedMismatch as e:
+            return e, [json.loads(x) for x in log.read_text().splitlines()]
+        return None, [json.loads(x) for x in log.read_text().splitlines()]
+
+    err, ev = remeasure("old-rule", declared=False)
+    assert err is None  # the old sample of two agreed with the changed code
+    assert [e["part"] for e in ev if e["event"] == "computed-part"] == plain
+    err, ev = remeasure("kinds", declared=True)
+    assert err is not None and "logprob" in str(err)
+    bad = int(str(err).split(", part ")[1].split()[0])
+    assert rows[bad][0] == several  # the part it names has an answer of several tokens
+    assert ev[-1]["event"] == "mismatch" and ev[-1]["parts"] == count
+
+
 def test_a_cost_never_measured_is_null_not_zero(tmp_path):
     """record_measurements --backfill-code: an entry recorded with 0 s that no run re-measured
     alone reads null with the reason (not 0: it was not free); one that a run re-measured gets

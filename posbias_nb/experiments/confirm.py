@@ -283,7 +283,14 @@ def measure(model, select, weights: str | None = None) -> dict:
     def take(a, e: int) -> dict:
         return {k: np.asarray(v)[..., e:e + 1, :] for k, v in a.items()}
 
-    parts = cache.Parts(len(part["items"]), one, take)
+    def kinds() -> list:
+        """What sets a question's code path apart (cache.Parts; each covers every arm and
+        slot): whether its gold answer takes several tokens (its log p sums over them)."""
+        codec = ready()["codec"]
+        return [{"several tokens": len(_task._answer_ids(codec, it["answers"][0])) > 1}
+                for it in part["items"]]
+
+    parts = cache.Parts(len(part["items"]), one, take, kinds)
     return dict(cache.cached("confirm", key, compute, parts=parts))
 
 

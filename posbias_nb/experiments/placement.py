@@ -329,7 +329,14 @@ def _part_run(key, model, weights, seed, part, settings, qualities, fmt, generat
             out["seconds"] = np.asarray(a["seconds"])[e]
         return out
 
-    parts = cache.Parts(len(part["items"]), one, take)
+    def kinds() -> list:
+        """What sets an example's code path apart (cache.Parts; each covers every slot):
+        whether its gold answer takes several tokens (its log p sums over them)."""
+        codec = ready()["codec"]
+        return [{"several tokens": len(_task._answer_ids(codec, it["answers"][0])) > 1}
+                for it in part["items"]]
+
+    parts = cache.Parts(len(part["items"]), one, take, kinds)
     if generate:
         return cache.cached("fix-test", key, compute, parts=parts)
     return cache.cached("fix-tune", key, compute, parts=parts)

@@ -326,7 +326,17 @@ def task_run(model, data, documents: int | None = None, positions=None,
         return {n: np.asarray(arrays[n][r]) for n in ("example", "slot", "logprob", "output",
                                                       "prompt_len")}
 
-    res = cache.cached("task", params, compute, parts=cache.Parts(len(rows), one, take))
+    def kinds() -> list:
+        """What sets a prompt's code path apart beyond its slot (which the record holds), so
+        that a re-measurement's sample reaches them all (cache.Parts): whether a gold answer
+        takes several tokens (its log p sums over them)."""
+        codec = ready()["codec"]
+        several = [any(len(_answer_ids(codec, a)) > 1 for a in it["answers"])
+                   for it in P["items"]]
+        return [{"several tokens": several[e]} for e, _, _ in rows]
+
+    res = cache.cached("task", params, compute,
+                       parts=cache.Parts(len(rows), one, take, kinds))
     out = _result(res, P, info, weights, seed, max_new_tokens, model)
     if rem is not None:
         out.meta.update(remedy={"name": rem[0], "params": rem[1], "file": str(remedy_file)})

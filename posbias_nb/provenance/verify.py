@@ -21,7 +21,7 @@ from . import code
 from .machine import machine_id
 
 __all__ = ["RecordedMismatch", "MACHINE_FIELDS", "agree", "VERIFY_PARTS", "part_sample",
-           "by_parts", "against_reference"]
+           "PART_FIELDS", "part_kinds", "by_parts", "against_reference"]
 
 
 class RecordedMismatch(RuntimeError):
@@ -137,21 +137,71 @@ def agree(recorded: Mapping[str, np.ndarray], fresh: Mapping[str, np.ndarray],
     return out
 
 
-#: How many parts of a recorded entry with :class:`posbias_nb.cache.Parts` a re-measurement
-#: computes.
+#: The parts a re-measurement of a recorded entry with :class:`posbias_nb.cache.Parts` computes
+#: at least: the first and one chosen by the code digest (:func:`part_sample`), more where the
+#: entry declares what distinguishes its parts.
 VERIFY_PARTS = 2
 
 
-def part_sample(namespace: str, k: str, count: int) -> list[int]:
+#: Arrays of a part (its slice of the recorded entry, ``Parts.take``) whose value, a scalar,
+#: sets the part apart: ``slot``, the gold position a prompt or record was measured at (a
+#: task's prompts, the calibration's records; the closed-book and oracle prompts are slots -1
+#: and -2).  What the record cannot tell (a gold answer of several tokens) the entry declares
+#: (:attr:`posbias_nb.cache.Parts.kinds`).
+PART_FIELDS = ("slot",)
+
+
+def part_kinds(rec: Mapping[str, np.ndarray], parts) -> list[dict] | None:
+    """What sets each part of the recorded entry ``rec`` apart, for :func:`part_sample`: the
+    :data:`PART_FIELDS` its slice of the record holds, with what ``parts.kinds()`` declares;
+    None where neither says anything (every part alike)."""
+    declared = parts.kinds() if getattr(parts, "kinds", None) is not None else None
+    out = []
+    for i in range(parts.count):
+        got = {}
+        for n, v in parts.take(rec, i).items():
+            if n in PART_FIELDS and np.asarray(v).shape == ():
+                got[n] = _hashable(np.asarray(v))
+        out.append({**got, **(dict(declared[i]) if declared is not None else {})})
+    return out if any(out) else None
+
+
+def _hashable(v):
+    return v.item() if hasattr(v, "item") and getattr(v, "shape", None) == () else v
+
+
+def part_sample(namespace: str, k: str, count: int, kinds=None) -> list[int]:
     """The parts of entry ``k`` that a re-measurement computes: the first, and one chosen by the
     SHA-256 of the namespace's code digest and the key, so the same code samples the same parts
-    (bit-for-bit reruns) and a change of the code samples another."""
+    (bit-for-bit reruns) and a change of the code samples another.
+
+    ``kinds`` (:func:`part_kinds`): one mapping a part, what sets its code path apart, e.g. for
+    a task's prompts ``{"slot": 3, "several tokens": True}`` (its gold slot, or closed-book or
+    oracle; whether a gold answer takes more than one token).  The rule: the sample then
+    holds, for **every value of every feature**, at least one part that has it (a change that
+    only touches answers of several tokens, or one slot, meets a part it touches): after the
+    two above, parts are added one at a time, each the one that has the most values not yet
+    covered, ties broken by the same digest, so the sample stays small (not every combination
+    of values) and the same code samples the same parts."""
     if count < 1:
         raise ValueError(f"an entry of {count} parts cannot be sampled")
     if count == 1:
         return [0]
-    h = int(hashlib.sha256(f"{code.code_digest(namespace)}/{k}".encode()).hexdigest(), 16)
-    return [0, 1 + h % (count - 1)][:VERIFY_PARTS]
+    seed = f"{code.code_digest(namespace)}/{k}"
+    h = int(hashlib.sha256(seed.encode()).hexdigest(), 16)
+    chosen = [0, 1 + h % (count - 1)][:VERIFY_PARTS]
+    if kinds is None:
+        return chosen
+    values = [{(str(f), _hashable(v)) for f, v in dict(kind).items()} for kind in kinds]
+    if len(values) != count:
+        raise ValueError(f"{len(values)} kinds declared for an entry of {count} parts")
+    missing = set().union(*values) - set().union(*(values[i] for i in chosen))
+    order = sorted(range(count), key=lambda i: hashlib.sha256(f"{seed}/{i}".encode()).digest())
+    while missing:
+        best = max((i for i in order if i not in chosen), key=lambda i: len(values[i] & missing))
+        chosen.append(best)
+        missing -= values[best]
+    return chosen
 
 
 def _asarrays(m: Mapping) -> dict[str, np.ndarray]:
@@ -159,12 +209,13 @@ def _asarrays(m: Mapping) -> dict[str, np.ndarray]:
 
 
 def by_parts(namespace: str, k: str, rec: Mapping[str, np.ndarray], parts, log: Callable) -> None:
-    """Compute the sampled parts (:func:`part_sample`) of the recorded entry ``rec`` anew
-    (``parts``: a :class:`posbias_nb.cache.Parts`) and compare each with its part of the record;
+    """Compute the sampled parts (:func:`part_sample`, one of every kind :func:`part_kinds`
+    finds) of the recorded entry ``rec`` anew (``parts``: a :class:`posbias_nb.cache.Parts`)
+    and compare each with its part of the record;
     ``log(event, namespace, key, seconds, **extra)`` writes the cache events (one
     ``computed-part`` a part, then ``verified`` or ``mismatch``).  :class:`RecordedMismatch`
     names the part on a disagreement."""
-    chosen = part_sample(namespace, k, parts.count)
+    chosen = part_sample(namespace, k, parts.count, part_kinds(rec, parts))
     diff: list[str] = []
     for i in chosen:
         t0 = time.perf_counter()

@@ -1,5 +1,7 @@
 """``python -m posbias_nb.provenance``: the provenance of ``recorded/`` from the command line.
 
+Its commands::
+
     python -m posbias_nb.provenance plan --recorded recorded --out PLAN.json --keys KEYS.txt \\
         [--budget SECONDS]                        # make test's sample (before the chapters)
     python -m posbias_nb.provenance summary --plan PLAN.json --log EVENTS.jsonl   # (after)

@@ -1,13 +1,13 @@
 """Which recorded measurements ``make test`` measures anew, and what came of it.
 
+The command (``bench/verify_plan.py plan|summary`` is the same)::
+
     # before the chapters run: choose the sample, write it for posbias_nb.cache
     python -m posbias_nb.provenance plan --recorded recorded --out _build/verify-plan.json \\
         --keys _build/verify-keys.txt [--budget SECONDS]
     # after them: one line per namespace; fails on a disagreement or a sample nobody asked for
     python -m posbias_nb.provenance summary --plan _build/verify-plan.json \\
         --log _build/cache-events.jsonl
-
-(``bench/verify_plan.py plan|summary`` is the same command.)
 
 **The rule** (:func:`verification_plan`, fixed before any run it decides): in every namespace of
 ``recorded/MANIFEST.json``, the cheapest entry that ``make test``'s chapters read (its recorded

@@ -2,15 +2,10 @@
 reject their counterexamples and pass clean pages."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from posbias_nb import notebook
-
-sys.path.insert(0, str(Path(__file__).parent))
-import sitecheck as sc  # noqa: E402
+from tests import sitecheck as sc
 
 CLEAN = ("<html><body><main><p>The link <strong>fails</strong> for SmolLM2 and is "
          "inconclusive for Gemma-3; first over middle holds (+0.70 [+0.23, +1.17]).</p>"

@@ -184,11 +184,7 @@ def _built_pages():
 
 
 def _site_parts():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import sitecheck
+    from tests import sitecheck
 
     return sitecheck, {p.relative_to(SITE).as_posix(): sitecheck.page_parts(
         p.read_text(errors="replace")) for p in _built_pages()}
@@ -400,11 +396,7 @@ def test_no_page_shows_a_bare_python_repr():
     """No cell output on any page is a bare Python repr (a dict, a list, a tuple of
     ``np.float64``, ``(True, True)``, a SymPy expression as text): the reader sees a table,
     typeset math or a sentence instead (issue 55, item 6)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import sitecheck
+    from tests import sitecheck
 
     pages = _built_pages()
     assert len(pages) >= 10, pages

@@ -1,4 +1,4 @@
-"""Copy measurements into ``recorded/`` (what ``make record`` and ``make record-new`` run).
+r"""Copy measurements into ``recorded/`` (what ``make record`` and ``make record-new`` run)::
 
     # after a cold run of every chapter (make record): recorded/ becomes its cache
     python -m posbias_nb.provenance record --cache .cache/posbias \

@@ -1,7 +1,7 @@
-"""Make this machine's CPU reference of a recorded entry whose computation amplifies float rounding.
+"""Make this machine's CPU reference of a recorded entry whose computation amplifies float rounding
+(``make cpu-reference``; ``bench/cpu_reference.py`` takes the same arguments)::
 
     python -m posbias_nb.provenance cpu-reference [--recorded recorded] [--key NAMESPACE/KEY]
-    (make cpu-reference; bench/cpu_reference.py takes the same arguments)
 
 Training amplifies float rounding (:data:`~posbias_nb.provenance.machine.ROUNDING_AMPLIFIED`):
 on a CPU other than the one that recorded an entry, the same code gives other numbers, so

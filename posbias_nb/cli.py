@@ -51,6 +51,26 @@ def _quiet_libraries() -> None:
 
 # Each command: parse (argparse), call one function that returns a Result, write it (main).
 
+def parse_params(pairs) -> dict:
+    """``["tau=0.5", "scale=-1"]`` (the ``--remedy-param`` flags) as ``{"tau": 0.5, ...}``.
+
+    Examples
+    --------
+    >>> parse_params(["tau=0.5", "lo=1.2"])
+    {'tau': 0.5, 'lo': 1.2}
+    """
+    out = {}
+    for p in pairs or ():
+        k, sep, v = str(p).partition("=")
+        if not sep or not k:
+            raise ValueError(f"--remedy-param must be KEY=VALUE, got {p!r}")
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            raise ValueError(f"--remedy-param {k}: a number is needed, got {v!r}") from None
+    return out
+
+
 def _cmd_theory(args):
     from .measure.runs import theory_run
 
@@ -73,7 +93,7 @@ def _cmd_profile(args):
         return remedy_run(args.model, None, weights=args.weights, length=args.length,
                           progress=not args.quiet, file=args.remedy_file)
     if args.remedy:
-        from .experiments.inference import parse_params, remedy_run
+        from .experiments.inference import remedy_run
 
         if args.exact or args.no_rope or args.batch != 1 or args.target != "hidden" \
                 or args.source != "text":
@@ -130,7 +150,7 @@ def _cmd_retrieval(args):
                                     weights=args.weights, progress=not args.quiet,
                                     file=args.remedy_file)
     if args.remedy:
-        from .experiments.inference import parse_params, retrieval_remedy_run
+        from .experiments.inference import retrieval_remedy_run
 
         if args.variant != "hex":
             raise UsageError("--remedy scores the hex variant (teacher-forced): drop --variant")

@@ -46,7 +46,7 @@ from .design import Design, check
 __all__ = ["DESIGN", "CHAPTER", "ARMS", "GRID", "FAMILIES", "channel", "text_prior", "tune",
            "task_arms", "prior_arms", "cost_arms", "summary", "decisions", "diagnostics",
            "remedy_run",
-           "retrieval_remedy_run", "parse_params", "slots", "arm_params", "score_remedy",
+           "retrieval_remedy_run", "slots", "arm_params", "score_remedy",
            "prompt_documents", "calibrated_relevance", "DUMMIES"]
 
 _DEF = "inference-v3"  # bump when a definition below changes (the design has its own hash)
@@ -655,26 +655,6 @@ def remedy_run(model, name: str | None, weights: str = "pretrained", length: int
             "remedy": name, "setting": setting,
             "remedy_file": None if file is None else str(file), **entry.library_versions()}
     return Result(data, meta=meta, columns=("position", "influence", "stderr"))
-
-
-def parse_params(pairs) -> dict:
-    """``["tau=0.5", "scale=-1"]`` (the ``--remedy-param`` flags) as ``{"tau": 0.5, ...}``.
-
-    Examples
-    --------
-    >>> parse_params(["tau=0.5", "lo=1.2"])
-    {'tau': 0.5, 'lo': 1.2}
-    """
-    out = {}
-    for p in pairs or ():
-        k, sep, v = str(p).partition("=")
-        if not sep or not k:
-            raise ValueError(f"--remedy-param must be KEY=VALUE, got {p!r}")
-        try:
-            out[k.strip()] = float(v)
-        except ValueError:
-            raise ValueError(f"--remedy-param {k}: a number is needed, got {v!r}") from None
-    return out
 
 
 def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, spans=None,

@@ -90,3 +90,32 @@ def test_the_api_check_finds_a_missing_module():
     page = ".. automodule:: posbias_nb.stats\n   :members:\n\n.. automodule:: posbias_nb.cli\n"
     assert _api_modules(page) == {"posbias_nb.stats", "posbias_nb.cli"}
     assert "posbias_nb.metrics" in _public_modules() - _api_modules(page)
+
+
+def _unlisted(pkg) -> list[str]:
+    """The public modules of package ``pkg`` that its docstring does not name."""
+    import re
+
+    subs = [s.name for s in pkgutil.iter_modules(pkg.__path__) if not s.name.startswith("_")]
+    return [s for s in subs if not re.search(rf"(\.|`|\b){s}\b", pkg.__doc__ or "")]
+
+
+def test_every_package_docstring_lists_what_is_there():
+    """Issue 56: a package's ``__init__`` says what each of its modules is for; a module added
+    without a line there fails here."""
+    bad = {}
+    for m in pkgutil.walk_packages(posbias_nb.__path__, "posbias_nb."):
+        if m.ispkg:
+            missing = _unlisted(importlib.import_module(m.name))
+            if missing:
+                bad[m.name] = missing
+    assert not bad, bad
+
+
+def test_the_listing_check_finds_an_unlisted_module():
+    import types
+
+    import posbias_nb.experiments as ex
+
+    pkg = types.SimpleNamespace(__path__=ex.__path__, __doc__=":mod:`.fix` only")
+    assert "confirm" in _unlisted(pkg) and "fix" not in _unlisted(pkg)

@@ -21,6 +21,8 @@
                            test part, its remedy file
 :mod:`.confirm`            the book's confirmatory study of the prompt remedies (its page for
                            a RAG pipeline)
+:mod:`.headline`           the data of the book's headline figure (the born profile beside the
+                           U on real questions)
 =========================  ==================================================================
 
 Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` (the rows the

@@ -15,6 +15,8 @@ points.
                            (the positional prior), the positional hidden channel, held-out loss
 ``spans``                  influence summed over token spans (key-value pairs, documents):
                            ``span_profile``
+:mod:`.prefix`             one pass over a prompt reused: what follows a shared prefix is
+                           computed alone (the remedies that change only the last rows)
 =========================  ==================================================================
 
 The text these measurements read comes from :mod:`posbias_nb.tasks.text` (re-exported here:

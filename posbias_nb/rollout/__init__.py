@@ -46,6 +46,8 @@ each one lives.
 * :mod:`posbias_nb.rollout.published`: the authors' published configurations, read from the
   packaged JSON only (:data:`PUBLISHED_MODELS`, :func:`published_configs`,
   :func:`published_head_dims`, :func:`published_schedules`, :func:`replay`).
+* :mod:`posbias_nb.rollout.explorer`: the reference side of the book's interactive explorer
+  (the rows the page's JavaScript must reproduce).
 """
 from __future__ import annotations
 

@@ -552,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("a command is required: " + ", ".join(
                 sorted(parser._subparsers._group_actions[0].choices)))
         if getattr(args, "out_dir", False):
-            from .experiments.report import check_out_dir
+            from .experiments.pages import check_out_dir
 
             created = _first_missing(args.out)
             check_out_dir(args.out)  # a directory, before any computation

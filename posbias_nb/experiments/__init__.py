@@ -23,6 +23,8 @@
                            a RAG pipeline)
 :mod:`.headline`           the data of the book's headline figure (the born profile beside the
                            U on real questions)
+:mod:`.pages`              the HTML pages of ``report`` and ``fix``: one stylesheet, the PNG
+                           helper, the ``--out`` check
 =========================  ==================================================================
 
 Each run returns a :class:`posbias_nb.results.Result`: its numbers, ``table()`` (the rows the

@@ -1476,6 +1476,8 @@ def _yerr(ivs):
 def _page(obj, png) -> str:
     import html
 
+    from .pages import STYLE
+
     meta, t, c = obj["meta"], obj["test"], obj["tuning"]
 
     def f(v, d=3):
@@ -1594,8 +1596,7 @@ def _page(obj, png) -> str:
         f"ranks high.")
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <title>posbias fix: {html.escape(meta['model'])}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.3rem .5rem}}</style>
+<style>{STYLE}</style>
 </head><body>
 <h1>posbias fix: {html.escape(meta['model'])}</h1>
 {verdict}
@@ -1626,18 +1627,18 @@ def write_fix(result: Result, directory, model_obj=None) -> dict:
     """Write ``index.html``, ``fix.json`` and, when a remedy holds, ``remedy.json`` into
     ``directory``.  Returns the paths written."""
     from ..models import remedy_file
-    from .report import _png, check_out_dir
+    from .pages import check_out_dir, png
 
     d = check_out_dir(directory)
     obj = result.to_json()
     obj = {**{k: v for k, v in obj.items()}, "meta": obj["meta"]}
-    png = _png(_figure(obj))
+    png_url = png(_figure(obj))
     paths = {}
     jp = d / "fix.json"
     jp.write_text(json.dumps(obj, indent=1, allow_nan=True) + "\n")
     paths["json"] = str(jp)
     hp = d / "index.html"
-    hp.write_text(_page(obj, png), encoding="utf-8")
+    hp.write_text(_page(obj, png_url), encoding="utf-8")
     paths["html"] = str(hp)
     rp = d / "remedy.json"
     if obj["winner"]:

@@ -62,7 +62,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import io
 import json
 import math
 import os
@@ -80,10 +79,11 @@ from ..measure.cached import capture, predict, profile, shared_profile
 from ..measure.spans import span_profile
 from ..results import Result, plain
 from ..tasks.retrieval import slot_items
+from .pages import STYLE, check_out_dir, png
 from . import retrieval as _ret
 from .design import Design
 
-__all__ = ["report", "write_report", "figures", "check_out_dir", "SETTINGS", "STRUCTURAL_MAX",
+__all__ = ["report", "write_report", "figures", "SETTINGS", "STRUCTURAL_MAX",
            "headline_items", "DESIGN", "TWINS", "ZERO_REASON"]
 
 _DEF = "report-v7"  # bump when a definition below changes the numbers (v7: reasons of ratios not formed)
@@ -955,15 +955,6 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
 # The page
 
 
-def _png(fig) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
 def _figures(data: dict) -> dict:
     import matplotlib
 
@@ -998,7 +989,7 @@ def _figures(data: dict) -> dict:
                     label=rf"layout theory row, $\alpha$ = {lt['alpha']:.2f} ({lab})")
     plots.profile_axes(ax, L, ylabel="influence (share)")
     ax.legend()
-    figs["profile"] = _png(fig)
+    figs["profile"] = png(fig)
     st = data["structural"]
     if st["available"]:
         fig, (a1, a2) = plots.figure(ncols=2, width=8.5, height=3.3)
@@ -1018,7 +1009,7 @@ def _figures(data: dict) -> dict:
         if np.any(r > 0):  # the attention-only row may fall by dozens of decades: clip
             a2.set_ylim(float(r[r > 0].min()) / 100, 2.0 * max(float(r.max()), 1e-300))
         a2.legend()
-        figs["structural"] = _png(fig)
+        figs["structural"] = png(fig)
     tk = data["task"]
     if tk["available"]:
         fig, (a1, a2) = plots.figure(ncols=2, width=8.5, height=3.3)
@@ -1034,7 +1025,7 @@ def _figures(data: dict) -> dict:
                                  np.asarray(tk["logprob_high"]) - lp], fmt="o-", capsize=3)
         a2.set_xlabel("gold position (depth in the prompt)")
         a2.set_ylabel("answer log-probability (t 95%)")
-        figs["task"] = _png(fig)
+        figs["task"] = png(fig)
         h = tk.get("heatmap", {"lengths": []})
         if h["lengths"]:
             fig, axes = plots.figure(ncols=2, width=8.5, height=3.3)
@@ -1053,7 +1044,7 @@ def _figures(data: dict) -> dict:
                     ax.text(j, i, f"n={h['examples']}", ha="center", va="center", fontsize=6)
                 ax.grid(False)
                 fig.colorbar(im, ax=ax)
-            figs["heatmap"] = _png(fig)
+            figs["heatmap"] = png(fig)
     if tk["available"] and "spans" in tk:
         sp = tk["spans"]
         fig, (a1, a2) = plots.figure(ncols=2, width=8.5, height=3.3)
@@ -1067,7 +1058,7 @@ def _figures(data: dict) -> dict:
         a2.plot(np.asarray(sp["gold_item"]) + 1, sp["gold_share"], "o-")
         a2.set_xlabel("position of the gold pair")
         a2.set_ylabel("gold pair's share")
-        figs["spans"] = _png(fig)
+        figs["spans"] = png(fig)
     return figs
 
 
@@ -1081,17 +1072,11 @@ def _iv_cells(key: str, iv: dict) -> str:
             f"{_num(key + '.low', iv['low'])}, {_num(key + '.high', iv['high'])}]</td>")
 
 
-_CSS = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
-color:#222;line-height:1.45}table{border-collapse:collapse;margin:.8rem 0}td,th{border:1px solid
-#ccc;padding:.25rem .6rem;text-align:left}img{max-width:100%}.v-holds{color:#1e7d32}.v-fails{color:
-#b3261e}.v-inconclusive{color:#8a6d00}.meta{font-size:.85rem;color:#555}code{background:#f3f3f3}"""
-
-
 def _page(data: dict, meta: dict, figs: dict) -> str:
     e = html.escape
     bt, st, tk = data["born_trained"], data["structural"], data["task"]
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>posbias report: {e(meta['model'])}</title>", f"<style>{_CSS}</style>",
+           f"<title>posbias report: {e(meta['model'])}</title>", f"<style>{STYLE}</style>",
            "</head><body>", f"<h1>Position bias of <code>{e(meta['model_argument'])}</code></h1>",
            f'<p class="meta">{e(meta["family"])}, {meta["n_layers"]} layers, width '
            f'{meta["hidden_size"]}; {e(meta["weights"])} weights; L = {meta["length"]}; seed '
@@ -1237,28 +1222,6 @@ def _page(data: dict, meta: dict, figs: dict) -> str:
                    "the task's prompts, and the task did not run (above).</p>")
     out.append('<p class="meta">Every number: report.json.</p></body></html>')
     return "\n".join(out)
-
-
-def check_out_dir(path) -> Path:
-    """``path`` as a directory the report can write (created with its parents if missing);
-    ValueError (one line) otherwise.  Called before any computation; the command removes what
-    it created when the run then fails."""
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ValueError(f"--out {str(path)!r} exists and is not a directory")
-    if not p.exists():
-        try:
-            p.mkdir(parents=True)  # the usual convention: its parents too
-        except OSError as e:
-            raise ValueError(f"--out {str(path)!r} cannot be created: {e.strerror}") from None
-    probe = p / ".posbias-write-test"
-    try:
-        with open(probe, "w") as f:
-            f.write("")
-        probe.unlink()
-    except OSError:
-        raise ValueError(f"--out {str(path)!r} is not writable") from None
-    return p
 
 
 def figures(result) -> dict:

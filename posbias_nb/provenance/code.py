@@ -67,7 +67,7 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
 #: there moves no recorded number, so it does not count as a change of any namespace's code.
 #: The provenance room is among them: it hashes, compares and plans, and computes no entry.
 NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "experiments.design",
-                           "rollout.explorer", "provenance", "provenance.code",
+                           "rollout.explorer", "experiments.pages", "provenance", "provenance.code",
                            "provenance.verify", "provenance.machine", "provenance.plan",
                            "provenance.record", "provenance.reference", "provenance.cli",
                            "provenance.__main__"})

@@ -40,12 +40,12 @@ def floor() -> dict:
     judges a remedy on a held-out part costs at least this, plus the model's loading; and the
     fast path's ``prior-order`` adds its measured prior, the model's Jacobian profile (timed
     here as the fix computes it, with an empty measurement cache)."""
-    from posbias_nb.experiments import fix as F, placement, retrieval as ret, task as T
+    from posbias_nb.experiments import fix as F, placement, study, task as T
     from posbias_nb.measure.scoring import score_and_generate, score_batch
 
     sizes = F.QUICK
     fmt, exs = T.qa.read_task_file(Path(DATA))
-    chosen = T._choose(len(exs), sizes["examples"], 0)
+    chosen = study.choose(len(exs), sizes["examples"], 0)
     tune_i, test_i = F.split(len(chosen), sizes["test_share"], 0)
     tune_idx, test_idx = [int(chosen[i]) for i in tune_i], [int(chosen[i]) for i in test_i]
     pos = F.fix_positions(sizes["documents"])
@@ -53,18 +53,18 @@ def floor() -> dict:
                           pool_exclude=b)
              for n, a, b in (("tune", tune_idx, test_idx), ("test", test_idx, tune_idx))}
     t = time.perf_counter()
-    m, tok, _ = ret._load(MODEL, "pretrained", 0)
-    codec = placement._codec(m, tok)
+    m, tok, _ = study.load(MODEL, "pretrained", 0)
+    codec = study.codec(m, tok)
     load_s = time.perf_counter() - t
     out = {"load_s": round(load_s, 1)}
     for name, part in parts.items():
-        prompts = [(T._encode(codec, p), T._answer_ids(codec, it["answers"][0]))
+        prompts = [(study.encode(codec, p), study.answer_ids(codec, it["answers"][0]))
                    for it in part["items"] for p in it["prompts"]]
         t = time.perf_counter()
         if name == "tune":
             score_batch(m, [p for p, _ in prompts], [a for _, a in prompts])
         else:
-            stop, eos = T._first_line_done(codec), ret._eos_ids(m, codec.tok)
+            stop, eos = study.first_line_done(codec), study.eos_ids(m, codec.tok)
             for p, a in prompts:
                 score_and_generate(m, p, [a], T.DEFAULTS["max_new_tokens"], stop=stop, eos=eos)
         out[f"{name}_prompts"] = len(prompts)

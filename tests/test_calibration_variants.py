@@ -72,7 +72,7 @@ def test_length_matched_dummy_refusals():
     short = qa.qa_prompt("who?", [qa.Document("A", "x."), qa.Document("B", "y.")])
     with pytest.raises(ValueError, match="no cut of the dummy filler"):  # shorter than a header
         qa.length_matched_dummies(codec, short)
-    from posbias_nb.experiments.inference import prompt_documents
+    from posbias_nb.experiments.study import prompt_documents
     with pytest.raises(ValueError, match="dummy must be one of"):
         prompt_documents(codec, qa.qa_prompt("who?", _docs(3)), dummy="short")
 
@@ -87,6 +87,7 @@ from posbias_nb.experiments import fix as fix_mod  # noqa: E402
 from posbias_nb.measure import positional  # noqa: E402
 from posbias_nb.measure.scoring import score_batch  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
+from posbias_nb.experiments import study
 
 
 def _rows(n):
@@ -109,7 +110,7 @@ def test_variant_scores_equal_full_passes_under_the_remedy(data, llama4_dir):
     """_calibration_record under each of the four combinations: the relevance of each dummy is
     eq. 4 from its own dummy prompts, and each score is one full pass under the remedy with
     that relevance (and, shared, the documents' mean attention)."""
-    from posbias_nb.experiments.inference import prompt_documents
+    from posbias_nb.experiments.study import prompt_documents
     from posbias_nb.measure import entry
 
     part = fix_mod._task.prepare(data, 4, fix_mod.fix_positions(4), 2, None, 0, None)
@@ -167,7 +168,7 @@ def test_a_variant_file_applied_by_task_equals_the_remedy(tmp_path, data, llama4
     the documents' mean attention (one prompt against a full pass by hand); a bad dummy name
     in a file is refused."""
     from posbias_nb.experiments import task as task_mod
-    from posbias_nb.experiments.inference import prompt_documents
+    from posbias_nb.experiments.study import prompt_documents
     from posbias_nb.measure import entry
 
     m = entry.loaded(llama4_dir, weights="pretrained", seed=0)[0]
@@ -183,7 +184,7 @@ def test_a_variant_file_applied_by_task_equals_the_remedy(tmp_path, data, llama4
     pid, _ = qa.document_token_spans(codec, t)
     docs = prompt_documents(codec, t, pid, "length-matched")
     c = positional.calibrated_attention(m, pid, *docs)
-    ans = task_mod._answer_ids(codec, it["answers"][0])
+    ans = study.answer_ids(codec, it["answers"][0])
     with models.remedy(m, "attention-calibration", start=len(pid) - 1, spans=docs[0],
                        relevance=c["relevance"], attention=c["attention"], temperature=5e-3,
                        normaliser="shared"):
@@ -214,7 +215,7 @@ def test_retrieval_under_a_variant_file(tmp_path, llama4_dir):
     shared = remedy_file.write(tmp_path / "s.json", "attention-calibration",
                                {"temperature": 5e-3, "normaliser": "shared"}, m, llama4_dir)
     got = inference.retrieval_remedy_run(llama4_dir, None, file=shared, **kw)
-    P, mm = ret._prompts_for(llama4_dir, "kv", 3, 2, 400, 0, "pretrained")
+    P, mm = ret.prompts_for(llama4_dir, "kv", 3, 2, 400, 0, "pretrained")
     want = {}
     for r in P["records"]:  # every prompt by hand; the run reports each gold slot's mean
         spans = [tuple(s) for s in r["pair_spans"]]

@@ -11,6 +11,7 @@ pytest.importorskip("transformers")
 
 from posbias_nb import cli  # noqa: E402
 from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.experiments import study
 
 
 @pytest.fixture(autouse=True)
@@ -125,7 +126,7 @@ def test_bad_file_refused_before_the_model_is_touched(tmp_path, capsys, monkeypa
     def boom(*a, **k):
         raise AssertionError("the model was consulted before the file was checked")
     monkeypatch.setattr(task_mod.entry, "checked", boom)
-    monkeypatch.setattr(task_mod.ret, "_load", boom)
+    monkeypatch.setattr(study, "load", boom)
     assert cli.main(BASE + ["--data", str(f)]) == 2
     assert "unknown format" in capsys.readouterr().err
 

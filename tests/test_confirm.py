@@ -7,6 +7,7 @@ from posbias_nb import stats
 from posbias_nb.experiments import confirm, realqa
 from posbias_nb.experiments import task as task_mod
 from posbias_nb.tasks import reorder
+from posbias_nb.experiments import study
 
 
 def test_questions_are_new_and_fixed():
@@ -17,8 +18,8 @@ def test_questions_are_new_and_fixed():
     assert not used & set(q)
     # posbias fix's own questions (quick and full sizes, seed 0) are left out too
     n = d["data"]["examples_in_file"]
-    assert not set(task_mod._choose(n, 24, 0).tolist()) & set(q)
-    assert not set(task_mod._choose(n, 48, 0).tolist()) & set(q)
+    assert not set(study.choose(n, 24, 0).tolist()) & set(q)
+    assert not set(study.choose(n, 48, 0).tolist()) & set(q)
     assert set(d["excluded"]) >= used
 
 

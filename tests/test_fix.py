@@ -16,6 +16,7 @@ from posbias_nb import cli  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
 from posbias_nb.experiments import task as task_mod  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
+from posbias_nb.experiments import study
 
 
 def _qa_rows(n):
@@ -69,7 +70,7 @@ def test_no_test_example_is_read_before_the_choice(tmp_path, monkeypatch, model_
     search, every grid setting, the choice) finishes first; the raise comes with the test part,
     and no tuning prompt holds a test example's passage."""
     f = _file(tmp_path, _qa_rows(30))
-    chosen = task_mod._choose(30, KW["examples"], 0)
+    chosen = study.choose(30, KW["examples"], 0)
     tune_i, test_i = fix_mod.split(len(chosen), seed=0)
     planted = f"what is item {int(chosen[test_i[0]])}"
     test_passages = {f"thing{int(chosen[i])}." for i in test_i}
@@ -103,7 +104,7 @@ def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
     """The counterexample: a fix that builds every prompt up front (here, the test part
     prepared before the choice) is caught by the planted example."""
     f = _file(tmp_path, _qa_rows(30))
-    chosen = task_mod._choose(30, KW["examples"], 0)
+    chosen = study.choose(30, KW["examples"], 0)
     _, test_i = fix_mod.split(len(chosen), seed=0)
     planted = f"what is item {int(chosen[test_i[0]])}"
     stage = {"chosen": False}
@@ -304,7 +305,7 @@ def test_task_under_a_remedy_file_equals_full_passes_under_the_remedy(tmp_path, 
     import torch
 
     from posbias_nb import models
-    from posbias_nb.experiments.inference import score_remedy
+    from posbias_nb.experiments.study import score_remedy
     from posbias_nb.measure import entry
     from posbias_nb.tasks.retrieval import Codec
 
@@ -322,8 +323,8 @@ def test_task_under_a_remedy_file_equals_full_passes_under_the_remedy(tmp_path, 
     for it in P["items"]:
         texts = list(it["prompts"]) + [it[r] for r in ("closed_book", "oracle") if r in it]
         for t in texts:
-            pid = task_mod._encode(codec, t)
-            ans = task_mod._answer_ids(codec, it["answers"][0])
+            pid = study.encode(codec, t)
+            ans = study.answer_ids(codec, it["answers"][0])
             lp, _ = score_remedy(m, [pid], [ans], name, [params], base=False)
             assert recs[i]["logprob"] == pytest.approx(float(lp[0, 0]), abs=1e-4)
             ids = list(pid)

@@ -109,11 +109,12 @@ pytest.importorskip("transformers")
 
 from posbias_nb import models  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
-from posbias_nb.experiments.inference import score_remedy  # noqa: E402
+from posbias_nb.experiments.study import score_remedy  # noqa: E402
 from posbias_nb.measure import positional  # noqa: E402
 from posbias_nb.measure.prefix import Prefix  # noqa: E402
 from posbias_nb.measure.scoring import score_batch  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
+from posbias_nb.experiments import study
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +229,7 @@ def test_fix_searches_and_judges_the_calibration(run, model_dir):
         dids, (sp,) = qa.document_token_spans(codec, alt, [cs])
         dums.append({"prompt_ids": dids, "span": sp})
     rel = positional.calibrated_attention(m, ids, spans, dums)["relevance"]
-    ans = fix_mod._task._answer_ids(codec, tune_part["items"][0]["answers"][0])
+    ans = study.answer_ids(codec, tune_part["items"][0]["answers"][0])
     base = score_batch(m, [ids], [ans])[0][0]
     temp = t["grid"][0]["temperature"]
     with models.remedy(m, "attention-calibration", start=len(ids) - 1, spans=spans,
@@ -243,7 +244,7 @@ def test_fix_searches_and_judges_the_calibration(run, model_dir):
 
 def _split(f):
     fmt, exs = qa.read_task_file(f)
-    chosen = fix_mod._task._choose(len(exs), 8, 0)
+    chosen = study.choose(len(exs), 8, 0)
     a, b = fix_mod.split(len(chosen), seed=0)
     return [int(chosen[i]) for i in a], [int(chosen[i]) for i in b]
 
@@ -313,7 +314,7 @@ def test_task_under_a_calibration_file_equals_full_passes(tmp_path, model_dir):
     codec = Codec(None, m.get_input_embeddings().num_embeddings)
     i, moved = 0, 0
     for it in P["items"]:
-        ans = task_mod._answer_ids(codec, it["answers"][0])
+        ans = study.answer_ids(codec, it["answers"][0])
         for t in it["prompts"]:
             pid, spans = qa.document_token_spans(codec, t)
             dums = [{"prompt_ids": qa.document_token_spans(codec, alt, [cs])[0],

@@ -18,6 +18,7 @@ from posbias_nb.experiments import task as task_mod  # noqa: E402
 from posbias_nb.measure import entry  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
 from posbias_nb.tasks import qa, reorder  # noqa: E402
+from posbias_nb.experiments import study
 from test_cli_task_file import _file, no_cache  # noqa: E402,F401  (the cache off in every test)
 from test_fix import KW, _qa_rows  # noqa: E402
 
@@ -79,7 +80,7 @@ def test_slot_qualities_by_hand(model_dir):
     assert np.allclose(got, [-2.0, -2.5, -3.0, -3.0, -3.0])
     m, codec = _loaded(model_dir)
     text = qa.qa_prompt("what is item seven", DOCS)
-    ids = task_mod._encode(codec, text)
+    ids = study.encode(codec, text)
     (spans,) = placement._spans(codec, [text], [ids])
     got = placement._born(m, [spans], [len(ids)])
     from posbias_nb import models
@@ -104,8 +105,8 @@ def test_tuning_scores_are_those_of_the_rewritten_prompts(tmp_path, model_dir):
                             select=res["split"]["tune"], pool_exclude=res["split"]["test"])
 
     def lp(text, it):
-        return score_batch(m, [task_mod._encode(codec, text)],
-                           [task_mod._answer_ids(codec, it["answers"][0])])[0][0]
+        return score_batch(m, [study.encode(codec, text)],
+                           [study.answer_ids(codec, it["answers"][0])])[0][0]
 
     for name in ("long-context-reorder", "query-aware"):
         st = t[name]["grid"][0]

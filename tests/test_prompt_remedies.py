@@ -14,6 +14,7 @@ from posbias_nb.experiments import task as task_mod  # noqa: E402
 from posbias_nb.measure import entry  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
 from posbias_nb.tasks import qa, reorder  # noqa: E402
+from posbias_nb.experiments import study
 from test_cli_task_file import _file, no_cache  # noqa: E402,F401  (the cache off in every test)
 
 
@@ -66,8 +67,8 @@ def test_task_places_each_prompt_by_the_file(tmp_path, model_dir, name, params):
                                      quality=params.get("slot_quality"))
             want = qa.qa_prompt(it["question"], placed)
         moved += want != it["prompts"][row["gold_document"] - 1]
-        ids = task_mod._encode(codec, want)
-        lps, _ = score_and_generate(m, ids, [task_mod._answer_ids(codec, a)
+        ids = study.encode(codec, want)
+        lps, _ = score_and_generate(m, ids, [study.answer_ids(codec, a)
                                              for a in it["answers"]], 3)
         assert abs(row["logprob"] - max(lps)) < 1e-4, row
     assert moved > 0  # the remedy changed prompts

@@ -6,6 +6,7 @@ from scipy import stats as st
 
 from posbias_nb.experiments import realqa
 from posbias_nb.results import Result
+from posbias_nb.experiments import study
 
 
 def test_the_pilot_and_the_test_questions_are_disjoint_and_in_the_file():
@@ -97,7 +98,6 @@ def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch,
     flat profile it is 1 everywhere; a profile of the wrong length is refused."""
     pytest.importorskip("transformers")
     from posbias_nb import models
-    from posbias_nb.experiments import retrieval as ret
     from posbias_nb.measure import jacobian
     from posbias_nb.tasks import qa
 
@@ -115,7 +115,7 @@ def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch,
         def get_input_embeddings(self):
             return _Emb()
 
-    monkeypatch.setattr(ret, "_load", lambda *a, **k: (_M(), tok, None))
+    monkeypatch.setattr(study, "load", lambda *a, **k: (_M(), tok, None))
     S = realqa.gold_spans("smollm2-135m", res)
     assert S.shape == (2, 3, 3)
     seen = []

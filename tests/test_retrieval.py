@@ -12,6 +12,7 @@ from posbias_nb.experiments import retrieval as R
 from posbias_nb.tasks import retrieval as T
 from posbias_nb.measure import entry
 from posbias_nb.measure.scoring import score
+from posbias_nb.experiments import study
 
 VOCAB = 300  # the -tiny twins' vocabulary: byte-level prompts
 
@@ -260,7 +261,7 @@ def test_retrieval_run_json_deterministic(tmp_path, monkeypatch):
         assert all(lo <= m <= hi for lo, m, hi in zip(a[k + "_low"], a[k], a[k + "_high"]))
     rec = a["examples"][0]
     assert set(rec) >= {"gold_index", "prompt_ids", "answer_ids", "logprob", "correct"}
-    assert score(R._load("gpt2-tiny", "random", 0)[0], rec["prompt_ids"],
+    assert score(study.load("gpt2-tiny", "random", 0)[0], rec["prompt_ids"],
                    rec["answer_ids"])[0] == pytest.approx(rec["logprob"], abs=1e-9)
     assert a["meta"]["n_items"] >= 3 and a["meta"]["task"] == "kv"
     table = a.table()

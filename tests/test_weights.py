@@ -48,7 +48,7 @@ def test_gemma_chunks_assembled_and_checked(tmp_path, monkeypatch):
     monkeypatch.delenv("POSBIAS_WEIGHTS_DIR")  # the default place: weights/ in the cache folder
     p = weights.locate("gemma3-270m")
     assert p.parent == tmp_path / "weights"
-    assert weights._sha256(p) == weights.SOURCES["gemma3-270m"].sha256
+    assert weights.file_sha256(p) == weights.SOURCES["gemma3-270m"].sha256
     with open(p, "rb") as f:
         assert f.read(4) == b"GGUF"
     assert not list(p.parent.glob("*.tmp"))

@@ -3,6 +3,9 @@
 =========================  ==================================================================
 :mod:`.design`             designs locked before their data: frozen objects, hashed, with a
                            registry of dated changes (``posbias_nb/data/designs.json``)
+:mod:`.study`              the shared base of the studies that score prompts: a model with its
+                           codec, prompt and answer ids, the examples drawn, a remedy file read,
+                           a remedy scored
 :mod:`.retrieval`          retrieval runs (key-value, needle) scored per gold position, and
                            their link to the influence prior
 :mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and

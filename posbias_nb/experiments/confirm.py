@@ -38,7 +38,7 @@ from .. import cache, stats
 from ..measure import entry
 from ..tasks import qa, reorder
 from . import placement, realqa
-from . import retrieval as ret
+from . import study
 from . import task as _task
 from .design import Design, check
 
@@ -64,7 +64,7 @@ def _used() -> list[int]:
     n = realqa.DESIGN["data"]["qa"]["examples_in_file"]
     got = set(realqa.DESIGN["pilot"]) | set(realqa.DESIGN["test"])
     for sizes in (fix.QUICK, fix.DEFAULTS):
-        got |= {int(i) for i in _task._choose(n, sizes["examples"], 0)}
+        got |= {int(i) for i in study.choose(n, sizes["examples"], 0)}
     return sorted(int(i) for i in got)
 
 
@@ -240,26 +240,25 @@ def measure(model, select, weights: str | None = None) -> dict:
 
     def ready():
         if not loaded:
-            m, tok, _ = ret._load(model, weights, d["seed"])
-            codec = placement._codec(m, tok)
-            loaded.update(m=m, codec=codec, stop=_task._first_line_done(codec),
-                          eos=ret._eos_ids(m, codec.tok))
+            m, tok, _ = study.load(model, weights, d["seed"])
+            codec = study.codec(m, tok)
+            loaded.update(m=m, codec=codec, stop=study.first_line_done(codec),
+                          eos=study.eos_ids(m, codec.tok))
         return loaded
 
     def one(e: int) -> dict:
         from ..measure.scoring import score_and_generate
-        from .inference import score_remedy
 
         L = ready()
         m, codec = L["m"], L["codec"]
         it = part["items"][e]
         shuffle = np.random.default_rng([_SEED, e]).permutation(d["documents"])
         texts, gold_at, top1 = _placements(it, pos, orders, best, shuffle)
-        ans = _task._answer_ids(codec, it["answers"][0])
+        ans = study.answer_ids(codec, it["answers"][0])
         gen = {t for a in _GENERATED for t in texts[ARMS.index(a)].tolist()}
         other = sorted(set(texts.reshape(-1).tolist()) - gen)
         other = sorted(set(other) | (set(it["prompts"]) - gen))
-        ids = {t: _task._encode(codec, t) for t in sorted(gen) + other}
+        ids = {t: study.encode(codec, t) for t in sorted(gen) + other}
         lp, ok = {}, {}
         for t in sorted(gen):
             got, g = score_and_generate(m, ids[t], [ans], int(d["max_new_tokens"]),
@@ -267,7 +266,7 @@ def measure(model, select, weights: str | None = None) -> dict:
             lp[t] = float(got[0])
             ok[t] = bool(qa.best_subspan_em(codec.decode(g), list(it["answers"])))
         if other:
-            got, _ = score_remedy(m, [ids[t] for t in other], [ans] * len(other), "ms-poe", [])
+            got, _ = study.score_remedy(m, [ids[t] for t in other], [ans] * len(other), "ms-poe", [])
             lp.update({t: float(v) for t, v in zip(other, got[0])})
         row = lambda f, ts: np.array([f[t] for t in ts])  # noqa: E731
         return {"base_logprob": row(lp, it["prompts"])[None],
@@ -287,7 +286,7 @@ def measure(model, select, weights: str | None = None) -> dict:
         """What sets a question's code path apart (cache.Parts; each covers every arm and
         slot): whether its gold answer takes several tokens (its log p sums over them)."""
         codec = ready()["codec"]
-        return [{"several tokens": len(_task._answer_ids(codec, it["answers"][0])) > 1}
+        return [{"several tokens": len(study.answer_ids(codec, it["answers"][0])) > 1}
                 for it in part["items"]]
 
     parts = cache.Parts(len(part["items"]), one, take, kinds)

@@ -77,13 +77,13 @@ import numpy as np
 from .. import cache, metrics, stats
 from .._validate import positive_int
 from ..measure import entry
-from ..models.weights import _sha256
+from ..models.weights import file_sha256
 from ..results import Result
 from ..tasks import qa
 from . import inference
 from .design import Design
-from . import retrieval as ret
 from . import placement
+from . import study
 from . import task as _task
 
 __all__ = ["DESIGN", "GRID", "REMEDIES", "NETWORK_REMEDIES", "RULES", "DEFAULTS", "QUICK",
@@ -345,15 +345,15 @@ def _slots(n_pos: int) -> dict:
 
 def _records(model, weights, seed, part):
     """Prompt and answer ids of a prepared part, one per (example, slot), example-major."""
-    m, tok, _ = ret._load(model, weights, seed)
+    m, tok, _ = study.load(model, weights, seed)
     from ..tasks.retrieval import Codec
 
     codec = Codec(tok, m.get_input_embeddings().num_embeddings)
     P, A, ex, sl = [], [], [], []
     for e, it in enumerate(part["items"]):
-        a = _task._answer_ids(codec, it["answers"][0])
+        a = study.answer_ids(codec, it["answers"][0])
         for j, t in enumerate(it["prompts"]):
-            P.append(_task._encode(codec, t)), A.append(a), ex.append(e), sl.append(j)
+            P.append(study.encode(codec, t)), A.append(a), ex.append(e), sl.append(j)
     return m, tok, codec, {"prompts": P, "answers": A, "example": np.array(ex),
                            "slot": np.array(sl)}
 
@@ -385,11 +385,11 @@ def _settings_params(name, settings, channel=None):
 def _documents(codec, part, rec, dummy: str = "paper") -> list:
     """For each record of ``part`` (:func:`_records`' order): the token spans of its documents
     and Hsieh et al.'s dummy prompts with ``dummy``
-    (:func:`posbias_nb.experiments.inference.prompt_documents`)."""
+    (:func:`posbias_nb.experiments.study.prompt_documents`)."""
     texts = [t for it in part["items"] for t in it["prompts"]]
     if len(texts) != len(rec["prompts"]):
         raise ValueError(f"{len(texts)} prompt texts for {len(rec['prompts'])} records")
-    out = [inference.prompt_documents(codec, t, want, dummy)
+    out = [study.prompt_documents(codec, t, want, dummy)
            for t, want in zip(texts, rec["prompts"])]
     k = part.get("documents")
     bad = [len(sp) for sp, _ in out if k is not None and len(sp) != k]
@@ -401,9 +401,9 @@ def _documents(codec, part, rec, dummy: str = "paper") -> list:
 
 def _dummies_of(settings) -> list:
     """The dummies that ``settings`` of the calibration read (the paper's where none is named),
-    in :data:`posbias_nb.experiments.inference.DUMMIES`' order."""
+    in :data:`posbias_nb.experiments.study.DUMMIES`' order."""
     want = {s.get("dummy", "paper") for s in settings}
-    return [d for d in inference.DUMMIES if d in want]
+    return [d for d in study.DUMMIES if d in want]
 
 
 def _calibration_scores(m, codec, part, rec, settings):
@@ -438,7 +438,7 @@ def _calibration_record(m, rec, docs, i, settings):
     from ..measure.prefix import Prefix
 
     pre = Prefix(m, rec["prompts"][i])
-    cal = {d: inference.calibrated_relevance(m, pre, docs[d], full=True)[1] for d in docs}
+    cal = {d: study.calibrated_relevance(m, pre, docs[d], full=True)[1] for d in docs}
     lp, ok = np.zeros(len(settings)), np.zeros(len(settings), dtype=bool)
     groups: dict = {}
     for j, s in enumerate(settings):
@@ -448,7 +448,7 @@ def _calibration_record(m, rec, docs, i, settings):
         kws = [{k: v for k, v in settings[j].items() if k != "dummy"} for j in js]
         if norm == "shared":
             kws = [dict(kw, attention=list(cal[d]["attention"])) for kw in kws]
-        got = inference.score_remedy(
+        got = study.score_remedy(
             m, [rec["prompts"][i]], [rec["answers"][i]], "attention-calibration", kws,
             base=False, spans=[docs[d][0]], relevance=[cal[d]["relevance"]], prefixes=[pre])
         lp[js], ok[js] = got[0][:, 0], got[1][:, 0]
@@ -486,9 +486,9 @@ def _key(info, weights, seed, **extra):
 
 
 def _fits_prefix(m, rec) -> bool:
-    from ..measure.prefix import _smallest_window
+    from ..measure.prefix import smallest_window
 
-    w = _smallest_window(m)
+    w = smallest_window(m)
     return w is None or max(len(p) + len(a) for p, a in zip(rec["prompts"], rec["answers"])) <= w
 
 
@@ -528,7 +528,7 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
         n = np.array([len(A[i]) for i in mid], dtype=float)
         losses = []
         if cand:  # Yu et al.'s stage 3: each candidate at their scale 0, the middle prompts
-            lp, _ = inference.score_remedy(m, [P[i] for i in mid], [A[i] for i in mid],
+            lp, _ = study.score_remedy(m, [P[i] for i in mid], [A[i] for i in mid],
                                            "hidden-scaling",
                                            [{"channel": c, "scale": 0.0} for c in cand])
             losses = [float(np.mean(-v / n)) for v in lp]  # the model as it is first
@@ -536,11 +536,11 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
         if cand:
             best = cand[int(np.argmin(losses[1:]))]
             hs = [{"channel": best, "scale": sc} for sc in scales]
-            lp, _ = inference.score_remedy(m, P, A, "hidden-scaling", hs)
+            lp, _ = study.score_remedy(m, P, A, "hidden-scaling", hs)
             out["base#logprob"], out["hidden-scaling#logprob"] = lp[0], lp[1:]
         else:
-            out["base#logprob"] = inference.score_remedy(m, P, A, "ms-poe", [])[0][0]
-        lp, _ = inference.score_remedy(m, P, A, "ms-poe",
+            out["base#logprob"] = study.score_remedy(m, P, A, "ms-poe", [])[0][0]
+        lp, _ = study.score_remedy(m, P, A, "ms-poe",
                                        _settings_params("ms-poe", GRID["ms-poe"]), base=False)
         out["ms-poe#logprob"] = lp
         return out
@@ -548,7 +548,7 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
     def compute_base():  # the model as it is alone, where neither prompt-only remedy is searched
         m, tok, codec, rec = _records(model, weights, seed, tune_part)
         _check_context(info, rec, "tuning")
-        lp = inference.score_remedy(m, rec["prompts"], rec["answers"], "ms-poe", [])[0][0]
+        lp = study.score_remedy(m, rec["prompts"], rec["answers"], "ms-poe", [])[0][0]
         return {"example": rec["example"], "slot": rec["slot"], "base#logprob": lp}
 
     prompt_only = any(r in _PROMPT_ONLY for r in remedies)
@@ -599,7 +599,7 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
                                                          loaded["vdocs"].items()}, i,
                                        var_settings)
         out = {"example": r["example"][i], "slot": r["slot"][i], "logprob": lp}
-        for d in inference.DUMMIES:
+        for d in study.DUMMIES:
             for q in ("attention", "dummy", "relevance"):
                 out[f"{q}#{d}"] = c[d][q]
         return out
@@ -701,7 +701,7 @@ def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", inf
         out["attention-calibration"]["recall_by_dummy"] = {
             d: calibration_recall(np.asarray(var[f"relevance#{d}"]), rec["slot"],
                                   tune_part["positions"], rec["example"])
-            for d in inference.DUMMIES}
+            for d in study.DUMMIES}
         # the same computation in two entries, perhaps made on two machines: the recorded-value
         # guard's tolerance for float rounding, and the same top document on every prompt
         a, b = np.asarray(cal["relevance"]), np.asarray(var["relevance#paper"])
@@ -820,8 +820,8 @@ def _timed_calibration(m, codec, part, rec, i, name, kw):
     def ctx():
         if name is None:
             return contextlib.nullcontext()
-        docs = inference.prompt_documents(codec, text, p, kw.get("dummy", "paper"))
-        _, c = inference.calibrated_relevance(m, p, docs, full=True)
+        docs = study.prompt_documents(codec, text, p, kw.get("dummy", "paper"))
+        _, c = study.calibrated_relevance(m, p, docs, full=True)
         extra = {"attention": list(c["attention"])} \
             if kw.get("normaliser", "per-head") == "shared" else {}
         return remedy(m, name, **{k: v for k, v in kw.items() if k != "dummy"}, **extra,
@@ -870,7 +870,7 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
         # the model as it is, with the hidden-scaling setting on the same recorded passes
         first = "hidden-scaling" if "hidden-scaling" in names else "ms-poe"
         kws = [plain[first]] if first in names else []
-        lp, ok = inference.score_remedy(m, rec["prompts"], rec["answers"], first, kws)
+        lp, ok = study.score_remedy(m, rec["prompts"], rec["answers"], first, kws)
         out["base#logprob"], out["base#correct"] = lp[0], ok[0]
         if kws:
             out[f"{first}#logprob"], out[f"{first}#correct"] = lp[1], ok[1]
@@ -878,7 +878,7 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
         timing = mid_rows[:int(sizes["timing_prompts"])]
         for name in plain:
             if f"{name}#logprob" not in out:
-                lp, ok = inference.score_remedy(m, rec["prompts"], rec["answers"], name,
+                lp, ok = study.score_remedy(m, rec["prompts"], rec["answers"], name,
                                                 [plain[name]], base=False)
                 out[f"{name}#logprob"], out[f"{name}#correct"] = lp[0], ok[0]
             b_nll, r_nll = _cost(m, tok, name, plain[name], sizes, seed)
@@ -1247,7 +1247,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
                                                                 minimum=4)
     if not np.isfinite(float(edge_loss)) or float(edge_loss) < 0:
         raise ValueError(f"edge_loss must be a non-negative number of nats, got {edge_loss!r}")
-    fmt, exs = _task.qa.read_task_file(path)
+    fmt, exs = qa.read_task_file(path)
     if fmt == "liu-kv" and documents is not None:
         raise ValueError("--documents is for question-answering files; a key-value file uses "
                          "all its records")
@@ -1266,7 +1266,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         k = QUICK_DOCUMENTS if quick else sizes["documents"]
     if k is not None:
         sizes["documents"] = k
-    chosen = _task._choose(len(exs), E, int(seed))
+    chosen = study.choose(len(exs), E, int(seed))
     if len(chosen) < 4:
         raise ValueError(f"{path.name} holds {len(exs)} examples; fix needs 4 or more")
     tune_i, test_i = split(len(chosen), test_share, seed)
@@ -1281,7 +1281,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     n_slots = k if k is not None else min(len(exs[i].records) for i in chosen)
     pos = fix_positions(n_slots)
     info = entry.checked(model, weights, 2, 1, seed)
-    key = _key(info, weights, seed, data=_sha256(path), format=fmt, documents=k,
+    key = _key(info, weights, seed, data=file_sha256(path), format=fmt, documents=k,
                positions=pos, tune=tune_idx, test=test_idx, sizes=sizes,
                grid={r: [dict(s) for s in GRID[r]] for r in _PROMPT_ONLY},
                edge_loss=float(edge_loss))
@@ -1328,7 +1328,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
                 table[c].append(v)
     meta = {"command": "fix", "model": info["name"], "model_argument": str(model),
             "fingerprint": info["fingerprint"], "weights": weights, "data": path.name,
-            "data_sha256": _sha256(path), "format": fmt, "documents": k,
+            "data_sha256": file_sha256(path), "format": fmt, "documents": k,
             "gold_slots": [p + 1 for p in pos], "middle_slots":
             [pos[j] + 1 for j in _slots(len(pos))["middle"]],
             "seed": int(seed), "quick": bool(quick), "sizes": sizes,

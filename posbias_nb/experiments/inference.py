@@ -41,13 +41,13 @@ from ..tasks import qa
 from ..tasks.retrieval import dummy_prompts
 from ..tasks.text import random_ascii_batch, text_batch
 from . import retrieval as ret
+from . import study
 from .design import Design, check
 
 __all__ = ["DESIGN", "CHAPTER", "ARMS", "GRID", "FAMILIES", "channel", "text_prior", "tune",
            "task_arms", "prior_arms", "cost_arms", "summary", "decisions", "diagnostics",
            "remedy_run",
-           "retrieval_remedy_run", "slots", "arm_params", "score_remedy",
-           "prompt_documents", "calibrated_relevance", "DUMMIES"]
+           "retrieval_remedy_run", "slots", "arm_params"]
 
 _DEF = "inference-v3"  # bump when a definition below changes (the design has its own hash)
 
@@ -156,7 +156,7 @@ def _windows(model, m, tok, length, n, seed):
 
 def _prompts(model, weights="pretrained"):
     d = CHAPTER["retrieval"]
-    P, m = ret._prompts_for(model, d["task"], d["positions"], d["examples"], d["length"],
+    P, m = ret.prompts_for(model, d["task"], d["positions"], d["examples"], d["length"],
                             d["seed"], weights)
     return P, m
 
@@ -275,7 +275,7 @@ def _stage(model, examples, settings: dict, tag: str) -> dict:
                 rel.append(rel_i), att.append(c["attention"]), dum.append(c["dummy"])
             fns = [None]
             for a, j, s in last:
-                fns.append(_last_rows_fn(m, a, kws[a, j], spans, rel_i))
+                fns.append(study.last_rows_fn(m, ARMS[a]["remedy"], kws[a, j], spans, rel_i))
             got = score_after_prefix(pre, r["answer_ids"], fns)
             base_lp[i], base_ok[i] = got[0]
             for (a, j, _), g in zip(last, got[1:]):
@@ -317,16 +317,6 @@ def _stage(model, examples, settings: dict, tag: str) -> dict:
     return cache.cached("inference-task", key, compute)
 
 
-def _last_rows_fn(m, arm, params, spans, rel):
-    kind = ARMS[arm]["remedy"]
-
-    def f(start, context):
-        if kind == "hidden-scaling":
-            return models.remedy(m, kind, start=start, context=context, **params)
-        if kind == "attention-calibration":  # params may name the shared normaliser
-            return models.remedy(m, kind, start=start, spans=spans, relevance=rel, **params)
-        return models.remedy(m, kind, start=start, **params)
-    return f
 
 
 def _per_example(res, key):
@@ -584,7 +574,7 @@ def _cli_channel(model, weights):
                top=cs["top"], scale=cs["scale"], cli=True)
 
     def compute():
-        P, m = ret._prompts_for(model, d["task"], d["positions"], len(CHAPTER["tune"]),
+        P, m = ret.prompts_for(model, d["task"], d["positions"], len(CHAPTER["tune"]),
                                 d["length"], d["seed"], weights)
         ids = random_ascii_batch(P["codec"].tok, cs["length"], cs["samples"], seed=cs["seed"],
                                  vocab_size=m.get_input_embeddings().num_embeddings)
@@ -608,20 +598,6 @@ def _cli_params(model, name, setting, weights, length, row0):
     return {"temperature": float(setting["temperature"])}
 
 
-def _from_file(model, file, weights, prompt: bool = False):
-    """``(name, params)`` of a remedy file (:mod:`posbias_nb.models.remedy_file`), refused
-    unless it was made for ``model``: its fingerprint by name, then its loaded weights.  A
-    prompt remedy's file is refused unless ``prompt`` (the caller has documents to place)."""
-    from ..models import remedy_file
-    from ..models.remedies import prompt_remedy_refused
-
-    spec = remedy_file.read(file)
-    if spec["remedy"] in remedy_file.PROMPT_REMEDIES and not prompt:
-        raise ValueError(prompt_remedy_refused(file, spec["remedy"]))
-    remedy_file.check_model(spec, file, name=model)
-    m = entry.loaded(model, weights=weights, seed=0)[0]
-    remedy_file.check_model(spec, file, model=m)
-    return spec["remedy"], dict(spec["params"])
 
 
 def remedy_run(model, name: str | None, weights: str = "pretrained", length: int = 512,
@@ -633,7 +609,7 @@ def remedy_run(model, name: str | None, weights: str = "pretrained", length: int
     a remedy file (``--remedy-file``) instead of ``name`` and ``params``."""
     kw = None
     if file is not None:
-        name, kw = _from_file(model, file, weights)
+        name, kw = study.remedy_from_file(model, file, weights)
         setting = dict(kw)
     else:
         setting = _setting(name, params)
@@ -657,111 +633,14 @@ def remedy_run(model, name: str | None, weights: str = "pretrained", length: int
     return Result(data, meta=meta, columns=("position", "influence", "stderr"))
 
 
-def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, spans=None,
-                 relevance=None, prefixes=None):
-    r"""Teacher-forced scores (eq. ``eq-ret-logprob``) of ``answers`` after ``prompts`` under
-    the remedy ``name`` with each of ``settings`` (prompt-independent keyword arguments of
-    :func:`posbias_nb.models.remedy`; ``start``, the prompt's last row, is added per prompt),
-    and of the model as it is first when ``base``: ``(logprob, correct)``, each of shape
-    ``(len(settings) + base, len(prompts))``.
-
-    A remedy that changes only the rows from the prompt's last token on (hidden scaling, our
-    prior calibration) is scored on one recorded pass per prompt
-    (:func:`~posbias_nb.measure.prefix.score_after_prefix`) where prompt and answer fit every
-    sliding window; otherwise, and for the remedies that change every row (Ms-PoE, hidden
-    scaling in every row), by batched full passes
-    (:func:`~posbias_nb.measure.scoring.score_batch`).  Both equal full passes up to float
-    rounding (``tests/test_remedy_oracles.py``).  The attention calibration reads each prompt's
-    documents: ``spans`` (the documents' token ranges of each prompt, the same number of
-    documents in every prompt where they are scored by batched full passes) and ``relevance``
-    (their calibrated attention, :func:`~posbias_nb.measure.positional.calibrated_attention`),
-    one entry per prompt; ``prefixes`` may give each prompt's recorded
-    :class:`~posbias_nb.measure.prefix.Prefix` (made for the relevance) to score on.
-    """
-    from ..measure.prefix import _smallest_window
-
-    if name not in REMEDIES:
-        raise ValueError(f"score_remedy scores {', '.join(REMEDIES)}; got {name!r}")
-    P = [list(map(int, p)) for p in prompts]
-    A = [list(map(int, a)) for a in answers]
-    S = [dict(s) for s in settings]
-    n = len(P)
-    cal = name == "attention-calibration"
-    if cal and (spans is None or relevance is None or len(spans) != n or len(relevance) != n):
-        raise ValueError(f"attention-calibration needs spans= and relevance=, one per prompt: "
-                         f"{n} prompts, {None if spans is None else len(spans)} spans, "
-                         f"{None if relevance is None else len(relevance)} relevances")
-    if prefixes is not None and (len(prefixes) != n or any(
-            list(pre.ids) != p for pre, p in zip(prefixes, P))):
-        raise ValueError(f"prefixes must be the recorded passes of the {n} prompts, in order "
-                         f"(got {len(prefixes)}, or one of another prompt)")
-    lp = np.zeros((len(S) + bool(base), n))
-    ok = np.zeros((len(S) + bool(base), n), dtype=bool)
-    w = _smallest_window(m)
-    prefix = name in ("hidden-scaling", "prior-calibration", "attention-calibration") and \
-        n > 0 and (w is None or max(len(p) + len(a) for p, a in zip(P, A)) <= w)
-    if prefix:
-        for i, (p, a) in enumerate(zip(P, A)):
-            pre = prefixes[i] if prefixes is not None and \
-                (name != "hidden-scaling" or prefixes[i]._h) else \
-                Prefix(m, p, hidden=name == "hidden-scaling")
-            sp, rel = ([tuple(x) for x in spans[i]], relevance[i]) if cal else ((), None)
-            fns = ([None] if base else []) + [_last_rows_fn(m, name, kw, sp, rel) for kw in S]
-            for j, (v, c) in enumerate(score_after_prefix(pre, a, fns)):
-                lp[j, i], ok[j, i] = v, c
-        return lp, ok
-    if base:
-        lp[0], ok[0] = score_batch(m, P, A)
-    for j, kw in enumerate(S):
-        def within(rows, kw=kw):
-            if name == "hidden-scaling-all":  # every row: no start
-                return models.remedy(m, name, **kw)
-            if cal:
-                return models.remedy(m, name, **dict(
-                    kw, start=[len(P[q]) - 1 for q in rows],
-                    spans=[[tuple(x) for x in spans[q]] for q in rows],
-                    relevance=[list(relevance[q]) for q in rows]))
-            return models.remedy(m, name, **dict(kw, start=[len(P[q]) - 1 for q in rows]))
-        lp[j + bool(base)], ok[j + bool(base)] = score_batch(m, P, A, within=within)
-    return lp, ok
 
 
 #: The dummies of the attention calibration (:data:`posbias_nb.tasks.qa.DUMMIES`).
 DUMMIES = qa.DUMMIES
 
 
-def prompt_documents(codec, text: str, ids=None, dummy: str = "paper") -> tuple[list, list]:
-    """The token spans of the documents of the prompt ``text`` (a QA or key-value task prompt,
-    :func:`posbias_nb.tasks.qa.document_token_spans`) and Hsieh et al.'s dummy prompts, each
-    document replaced in turn by the dummy (``dummy="paper"``:
-    :func:`posbias_nb.tasks.qa.dummy_documents`; ``"length-matched"``, ours:
-    :func:`posbias_nb.tasks.qa.length_matched_dummies`), as
-    :func:`~posbias_nb.measure.positional.calibrated_attention` reads them.  ``ids``: the
-    prompt's ids as the caller encoded them, which must be these."""
-    if dummy not in DUMMIES:
-        raise ValueError(f"dummy must be one of {', '.join(DUMMIES)}, got {dummy!r}")
-    got, spans = qa.document_token_spans(codec, text)
-    if ids is not None and list(got) != list(map(int, ids)):
-        raise ValueError(f"a prompt's documents were read from another encoding than its ids "
-                         f"({len(got)} tokens against {len(ids)})")
-    dums = []
-    alts = qa.dummy_documents(text) if dummy == "paper" else \
-        qa.length_matched_dummies(codec, text)
-    for alt, cs in alts:
-        dids, (sp,) = qa.document_token_spans(codec, alt, [cs])
-        dums.append({"prompt_ids": dids, "span": sp})
-    return spans, dums
 
 
-def calibrated_relevance(m, ids, docs, full: bool = False):
-    """One prompt's recorded pass (:class:`~posbias_nb.measure.prefix.Prefix`) and the
-    calibrated attention of its documents (Hsieh et al.'s eq. 4), ``docs`` from
-    :func:`prompt_documents`; with ``full``, the whole of
-    :func:`~posbias_nb.measure.positional.calibrated_attention`'s answer (``attention``,
-    ``dummy``, ``relevance``) instead of the relevance."""
-    pre = ids if isinstance(ids, Prefix) else Prefix(m, ids)
-    got = calibrated_attention(m, pre, docs[0], docs[1])
-    return pre, got if full else got["relevance"]
 
 
 def retrieval_remedy_run(model, name: str | None, params: dict | None = None,
@@ -775,23 +654,23 @@ def retrieval_remedy_run(model, name: str | None, params: dict | None = None,
     (``--remedy-file``) instead of ``name`` and ``params``."""
     fixed = None
     if file is not None:
-        name, fixed = _from_file(model, file, weights)
+        name, fixed = study.remedy_from_file(model, file, weights)
         setting = dict(fixed)
     else:
         setting = _setting(name, params)
-    check_applicable(ret._load(model, weights, seed)[0], name)
+    check_applicable(study.load(model, weights, seed)[0], name)
     if name == "attention-calibration" and task != "kv":
         raise ValueError("attention-calibration needs documents: the kv task (its pairs)")
     if name == "attention-calibration" and setting.get("dummy", "paper") != "paper":
         raise ValueError("a calibration file of the length-matched dummy is for document "
                          "prompts (posbias task); the key-value prompts here use one dummy "
                          "record of their own format")
-    params_key = ret._params(model, task, positions, examples, length, seed, weights)
+    params_key = ret.run_params(model, task, positions, examples, length, seed, weights)
     params_key.update(remedy=name, setting=setting, definition_remedy=_DEF,
                       design=DESIGN.hash, **({} if file is None else {"from_file": True}))
 
     def compute():
-        P, m = ret._prompts_for(model, task, positions, examples, length, seed, weights)
+        P, m = ret.prompts_for(model, task, positions, examples, length, seed, weights)
         recs = P["records"]
         row0, L = _geometry(recs)
         kw = dict(fixed) if fixed is not None else _cli_params(model, name, setting, weights, L,
@@ -805,16 +684,16 @@ def retrieval_remedy_run(model, name: str | None, params: dict | None = None,
                 here = dict(kw, attention=list(c["attention"])) \
                     if kw.get("normaliser", "per-head") == "shared" else kw
                 (lp[i], ok[i]), = score_after_prefix(
-                    pre, r["answer_ids"], [_last_rows_fn(m, name, here, spans,
+                    pre, r["answer_ids"], [study.last_rows_fn(m, ARMS[name]["remedy"], here, spans,
                                                          c["relevance"])])
         else:
-            lp, ok = score_remedy(m, [r["prompt_ids"] for r in recs],
+            lp, ok = study.score_remedy(m, [r["prompt_ids"] for r in recs],
                                   [r["answer_ids"] for r in recs], name, [kw], base=False)
             lp, ok = lp[0], ok[0]
         return dict(ret.record_arrays(P), logprob=lp, correct=ok)
 
     res = cache.cached("inference-retrieval", params_key, compute)
-    out = ret._run_result(res, model, task, positions, examples, length, seed, weights, "hex")
+    out = ret.run_result(res, model, task, positions, examples, length, seed, weights, "hex")
     out.meta.update(remedy=name, remedy_setting=setting,
                     remedy_file=None if file is None else str(file))
     return out

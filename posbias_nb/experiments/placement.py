@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import cache, stats
 from ..tasks import qa, reorder
-from . import retrieval as ret
+from . import study
 from . import task as _task
 
 __all__ = ["PROMPT_REMEDIES", "BORN_ALPHA", "MEASURED_PRIOR", "THEORY", "rankers", "grid",
@@ -89,9 +89,7 @@ def _curve(base, positions, k) -> np.ndarray:
 
 
 def _spans(codec, texts, ids) -> list:
-    from .inference import prompt_documents
-
-    return [prompt_documents(codec, t, i)[0] for t, i in zip(texts, ids)]
+    return [study.prompt_documents(codec, t, i)[0] for t, i in zip(texts, ids)]
 
 
 def _born(m, spans, lengths) -> np.ndarray:
@@ -140,10 +138,10 @@ def slot_qualities(model, weights, seed, part, base, which=("curve", "born", "me
     if "curve" in which:
         out["curve"] = _curve(base, part["positions"], k)
     if {"born", "measured"} & set(which):
-        m, tok, _ = ret._load(model, weights, seed)
-        codec = _codec(m, tok)
+        m, tok, _ = study.load(model, weights, seed)
+        codec = study.codec(m, tok)
         texts = [t for it in part["items"] for t in it["prompts"]]
-        ids = [_task._encode(codec, t) for t in texts]
+        ids = [study.encode(codec, t) for t in texts]
         spans, lengths = _spans(codec, texts, ids), [len(i) for i in ids]
         if "born" in which:
             out["born"] = _born(m, spans, lengths)
@@ -152,10 +150,6 @@ def slot_qualities(model, weights, seed, part, base, which=("curve", "born", "me
     return out
 
 
-def _codec(m, tok):
-    from ..tasks.retrieval import Codec
-
-    return Codec(tok, m.get_input_embeddings().num_embeddings)
 
 
 def _key_doc(d: qa.Document) -> tuple:
@@ -254,12 +248,10 @@ def _example(m, codec, item, positions, settings, orders, fmt, answer, generate=
             gold_at[s, j] = got["documents"].index(gold)
     uniq = sorted(set(texts.reshape(-1).tolist()) |
                   (set(item["prompts"]) if generate is not None else set()))
-    ids = {t: _task._encode(codec, t) for t in uniq}
+    ids = {t: study.encode(codec, t) for t in uniq}
     scored = {}
     if generate is None:
-        from .inference import score_remedy
-
-        lp, ok = score_remedy(m, [ids[t] for t in uniq], [answer] * len(uniq), "ms-poe", [])
+        lp, ok = study.score_remedy(m, [ids[t] for t in uniq], [answer] * len(uniq), "ms-poe", [])
         scored = {t: (float(a), bool(b), None) for t, a, b in zip(uniq, lp[0], ok[0])}
     else:
         from ..measure.scoring import score_and_generate
@@ -291,18 +283,18 @@ def _part_run(key, model, weights, seed, part, settings, qualities, fmt, generat
 
     def ready():
         if not loaded:
-            m, tok, info = ret._load(model, weights, seed)
-            codec = _codec(m, tok)
+            m, tok, info = study.load(model, weights, seed)
+            codec = study.codec(m, tok)
             loaded.update(m=m, codec=codec)
             if generate:
-                loaded["gen"] = (generate, _task._first_line_done(codec),
-                                 ret._eos_ids(m, codec.tok))
+                loaded["gen"] = (generate, study.first_line_done(codec),
+                                 study.eos_ids(m, codec.tok))
         return loaded
 
     def one(e: int) -> dict:
         L = ready()
         it = part["items"][e]
-        ans = _task._answer_ids(L["codec"], it["answers"][0])
+        ans = study.answer_ids(L["codec"], it["answers"][0])
         gen = None if not generate else (L["gen"][0], L["gen"][1], L["gen"][2],
                                          list(it["answers"]))
         r = _example(L["m"], L["codec"], it, positions, settings, orders, fmt, ans, gen)
@@ -333,7 +325,7 @@ def _part_run(key, model, weights, seed, part, settings, qualities, fmt, generat
         """What sets an example's code path apart (cache.Parts; each covers every slot):
         whether its gold answer takes several tokens (its log p sums over them)."""
         codec = ready()["codec"]
-        return [{"several tokens": len(_task._answer_ids(codec, it["answers"][0])) > 1}
+        return [{"several tokens": len(study.answer_ids(codec, it["answers"][0])) > 1}
                 for it in part["items"]]
 
     parts = cache.Parts(len(part["items"]), one, take, kinds)
@@ -354,7 +346,7 @@ def _timed(m, codec, item, positions, settings, orders, fmt, answer) -> np.ndarr
     out = np.zeros((len(settings), 2))
 
     def base():
-        score_batch(m, [_task._encode(codec, item["prompts"][j])], [answer])
+        score_batch(m, [study.encode(codec, item["prompts"][j])], [answer])
 
     def remedy(name, st, order):
         r = st.get("ranker")
@@ -365,7 +357,7 @@ def _timed(m, codec, item, positions, settings, orders, fmt, answer) -> np.ndarr
         ranking = None if r is None else rank(r, q, docs, nll=nll,
                                               file_order=item.get("file_order"))
         p = place(name, st, q, docs, ranking=ranking, order=order, model=m, codec=codec)
-        score_batch(m, [_task._encode(codec, p["prompt"])], [answer])
+        score_batch(m, [study.encode(codec, p["prompt"])], [answer])
 
     for s, ((name, st), order) in enumerate(zip(settings, orders)):
         for who in ((0, 1) if s % 2 == 0 else (1, 0)):

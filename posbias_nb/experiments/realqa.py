@@ -26,10 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import measure, models, stats, theory
-from ..models.weights import _sha256
+from ..models.weights import file_sha256
 from ..tasks import qa
-from ..tasks.retrieval import Codec, _span
+from ..tasks.retrieval import Codec, token_span
 from . import retrieval as ret
+from . import study
 from . import task as task_mod
 from .design import Design, check
 
@@ -136,7 +137,7 @@ def data_path(which: str) -> Path:
     p = _DATA / (_QA if which == "qa" else _KV)
     sums = dict(reversed(line.split()) for line in
                 (_DATA / "SHA256SUMS").read_text().splitlines() if line.strip())
-    got = _sha256(p)
+    got = file_sha256(p)
     want = CHAPTER["data"][which]["sha256"]
     if sums.get(p.name) != got or got != want:
         raise ValueError(f"{p} has SHA-256 {got}; SHA256SUMS says {sums.get(p.name)}, the "
@@ -280,7 +281,7 @@ def gold_spans(model, res) -> np.ndarray:
             c0 = text.index(f"Document [{p + 1}](Title:")
             nxt = text.find(f"\nDocument [{p + 2}](Title:", c0)
             c1 = nxt if nxt >= 0 else text.index("\n\nQuestion:", c0)
-            a, b = _span(offs, off + c0, off + c1)
+            a, b = token_span(offs, off + c0, off + c1)
             out[i, j] = (a, b, len(ids))
     return out
 
@@ -328,7 +329,7 @@ def jacobian_prior(model, res, progress: bool = False, weights: str = "pretraine
     init = int(c["born"]["init_seed"]) if weights == "random" else 0
     info = entry.checked(model, weights, 2, 1, init)
     params = {"model": info["name"], "fingerprint": info["fingerprint"],
-              "data": _sha256(data_path("qa")), "lines": [int(x) for x in
+              "data": file_sha256(data_path("qa")), "lines": [int(x) for x in
                                                          res.meta["example_lines"]],
               "documents": int(res.meta["documents"]),
               "gold": [int(g) for g in res.meta["gold_documents"]],
@@ -346,9 +347,9 @@ def jacobian_prior(model, res, progress: bool = False, weights: str = "pretraine
         from ..measure.jacobian import influence_profile
 
         if not loaded:
-            m, tok, _ = ret._load(model, weights, init)
+            m, tok, _ = study.load(model, weights, init)
             loaded.update(m=m, codec=Codec(tok, m.get_input_embeddings().num_embeddings))
-        ids = task_mod._encode(loaded["codec"], texts[k])
+        ids = study.encode(loaded["codec"], texts[k])
         r = influence_profile(loaded["m"], np.asarray(ids)[None], target="hidden",
                               method="probes", probes=int(c["probes"]), seed=int(c["seed"]) + k)
         return {"row": np.asarray(r["per_sequence"][0], dtype=np.float64)}

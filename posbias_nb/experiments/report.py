@@ -584,10 +584,10 @@ def _user_task(model, weights, path, documents, s, seed) -> dict:
 def _pair_spans(model, weights, L, P, seed) -> list:
     """The token spans of every pair in each prompt of example 0 (cached: no model load on a
     second run)."""
-    params = dict(_ret._params(model, "kv", P, 1, L, seed, weights), what="pair_spans")
+    params = dict(_ret.run_params(model, "kv", P, 1, L, seed, weights), what="pair_spans")
 
     def compute():
-        prompts, _ = _ret._prompts_for(model, "kv", P, 1, L, seed, weights)
+        prompts, _ = _ret.prompts_for(model, "kv", P, 1, L, seed, weights)
         S = np.array([r["pair_spans"] for r in prompts["records"]], dtype=np.int64)
         return {"spans": S}
 
@@ -882,10 +882,11 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         spec["_path"] = str(remedy_file)
         extra["remedy"] = _remedy_key(spec)
     if task_data is not None:
+        from ..models.weights import file_sha256
         from . import task as _task_mod
 
         _task_mod.prepare(task_data, task_documents, None, s["examples"], None, seed)  # checks
-        extra = {"task_data": _task_mod._sha256(Path(task_data)),
+        extra = {"task_data": file_sha256(Path(task_data)),
                  "task_documents": task_documents}
     key = entry.run_key(info, weights, length, s["windows"], seed, definition=_DEF,
                         quick=bool(quick), settings=s, **extra)

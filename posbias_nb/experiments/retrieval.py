@@ -104,6 +104,7 @@ from ..measure.scoring import generate_greedy_batch, score, score_batch
 from ..results import Result
 from ..tasks.retrieval import (KV_INSTRUCTION, NEEDLE_INSTRUCTION, TASKS, VARIANTS,
                                build_prompts, check_args)
+from . import study
 from .design import Design
 
 __all__ = [
@@ -112,7 +113,7 @@ __all__ = [
     "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
     "edge_ratios", "region_accuracy", "region_differences", "region_pairs", "contrast_family",
     "ratio_interval", "CSV_COLUMNS", "LIU_OUTCOMES", "LIU_RETRIEVAL_ERRORS", "liu_outcome", "liu_diagnosis",
-    "LIU_COLUMNS",
+    "LIU_COLUMNS", "run_params", "prompts_for", "run_result",
 ]
 
 PRIORS = ("hidden", "rollout", "argmax_prob")
@@ -184,21 +185,9 @@ def summarize(gold_index, example, values, positions: int, kind: str = "mean") -
 # Loading (through the shared entry helper: checks, cache key, loaded-model memo)
 
 
-def _load(model, weights: str, seed: int):
-    from .. import models
-
-    m, tok, info = entry.loaded(model, weights=weights, seed=seed)  # fused attention (sdpa)
-    if tok is None and isinstance(model, str) and model in models.ZOO:
-        try:
-            tok = models.packaged_tokenizer(model)  # random twin reads the same ids
-        except (ValueError, OSError, KeyError):
-            tok = None
-        if tok is not None and len(tok) > m.get_input_embeddings().num_embeddings:
-            tok = None  # a -tiny twin: its small vocabulary reads bytes
-    return m, tok, info
 
 
-def _params(model, task, positions, examples, length, seed, weights, variant="hex") -> dict:
+def run_params(model, task, positions, examples, length, seed, weights, variant="hex") -> dict:
     task, positions, examples, length, seed = check_args(task, positions, examples, length, seed,
                                                          variant)
     info = entry.checked(model, weights, length, 1, seed)
@@ -209,8 +198,8 @@ def _params(model, task, positions, examples, length, seed, weights, variant="he
     return key
 
 
-def _prompts_for(model, task, positions, examples, length, seed, weights, variant="hex"):
-    m, tok, info = _load(model, weights, seed)
+def prompts_for(model, task, positions, examples, length, seed, weights, variant="hex"):
+    m, tok, info = study.load(model, weights, seed)
     P = build_prompts(tok, task, positions, examples, length, seed,
                       vocab_size=m.get_input_embeddings().num_embeddings, variant=variant)
     extra = _MARGIN if variant == "liu" else 0
@@ -227,7 +216,7 @@ def prompt_problem(model, task: str, positions: int, examples: int, length: int,
     :func:`~posbias_nb.tasks.retrieval.build_prompts`' or the context check's error), or None
     if they can.  Tokenization only: no forward pass."""
     try:
-        _prompts_for(model, task, positions, examples, length, seed, weights, variant)
+        prompts_for(model, task, positions, examples, length, seed, weights, variant)
     except ValueError as e:
         return str(e).strip().splitlines()[0]
     return None
@@ -260,25 +249,18 @@ def record_arrays(P) -> dict:
             "chat": np.array(P["chat"])}
 
 
-def _eos_ids(m, tok):
-    ids = set()
-    for src in (getattr(m, "generation_config", None), getattr(m, "config", None), tok):
-        e = getattr(src, "eos_token_id", None) if src is not None else None
-        if e is not None:
-            ids.update([e] if np.isscalar(e) else list(e))
-    return ids
 
 
 def _scores(model, task, positions, examples, length, seed, weights, progress,
             variant="hex") -> dict:
-    params = _params(model, task, positions, examples, length, seed, weights, variant)
+    params = run_params(model, task, positions, examples, length, seed, weights, variant)
     if variant == "liu":
         params["margin"] = _MARGIN
 
     def compute():
         from tqdm import tqdm
 
-        P, m = _prompts_for(model, task, positions, examples, length, seed, weights, variant)
+        P, m = prompts_for(model, task, positions, examples, length, seed, weights, variant)
         recs = P["records"]
         out = record_arrays(P)
         if variant == "hex":
@@ -287,7 +269,7 @@ def _scores(model, task, positions, examples, length, seed, weights, progress,
             out.update(logprob=lp, correct=ok)
             return out
         codec = P["codec"]
-        eos = _eos_ids(m, codec.tok)
+        eos = study.eos_ids(m, codec.tok)
         gens, ok = [], np.zeros(len(recs), dtype=bool)
         step = 8  # prompts decoded together (one weight read per step for the group)
         for g0 in tqdm(range(0, len(recs), step), disable=not progress, file=sys.stderr,
@@ -359,10 +341,10 @@ def retrieval_run(model, task: str = "kv", positions: int = 7, examples: int = 1
         with the needle task.
     """
     res = _scores(model, task, positions, examples, length, seed, weights, progress, variant)
-    return _run_result(res, model, task, positions, examples, length, seed, weights, variant)
+    return run_result(res, model, task, positions, examples, length, seed, weights, variant)
 
 
-def _run_result(res, model, task, positions, examples, length, seed, weights, variant):
+def run_result(res, model, task, positions, examples, length, seed, weights, variant):
     """The :class:`~posbias_nb.results.Result` of :func:`retrieval_run` from its scores."""
     from .. import models
 
@@ -460,7 +442,7 @@ def liu_diagnosis(model, positions: int = 3, examples: int = 24, length: int = 8
     "counts": {slot: {outcome: n}}}`` (the run itself is :func:`retrieval_run`'s, cached)."""
     run = retrieval_run(model, "kv", positions, examples, length, seed, weights=weights,
                         variant="liu")
-    P, _ = _prompts_for(model, "kv", positions, examples, length, seed, weights, "liu")
+    P, _ = prompts_for(model, "kv", positions, examples, length, seed, weights, "liu")
     out, gi, ex, txt = [], [], [], []
     for rec, r in zip(P["records"], run["examples"]):
         others = [v for k, v in rec["pairs"] if v != rec["value"]]
@@ -529,8 +511,8 @@ def retrieval_study(model, task: str = "kv", positions: int = 7, examples: int =
     Returns ``(run, link)``.  The scores equal :func:`retrieval_run`'s up to float rounding
     (eager against fused attention); the link equals :func:`retrieval_link`'s.
     """
-    run_params = _params(model, task, positions, examples, length, seed, weights)
-    link_params = dict(run_params, prior="rollout", probes=None)
+    rparams = run_params(model, task, positions, examples, length, seed, weights)
+    link_params = dict(rparams, prior="rollout", probes=None)
     memo: dict = {}
 
     def one_pass():
@@ -538,7 +520,7 @@ def retrieval_study(model, task: str = "kv", positions: int = 7, examples: int =
             return memo
         from tqdm import tqdm
 
-        P, m = _prompts_for(model, task, positions, examples, length, seed, weights)
+        P, m = prompts_for(model, task, positions, examples, length, seed, weights)
         recs = P["records"]
         lp = np.zeros(len(recs))
         ok = np.zeros(len(recs), dtype=bool)
@@ -558,9 +540,9 @@ def retrieval_study(model, task: str = "kv", positions: int = 7, examples: int =
         memo["link"] = _link_record(recs, rows)
         return memo
 
-    res = cache.cached("retrieval", run_params, lambda: one_pass()["run"])
+    res = cache.cached("retrieval", rparams, lambda: one_pass()["run"])
     link = cache.cached("retrieval-link", link_params, lambda: one_pass()["link"])
-    run = _run_result(res, model, task, positions, examples, length, seed, weights, "hex")
+    run = run_result(res, model, task, positions, examples, length, seed, weights, "hex")
     return run, link
 
 
@@ -596,7 +578,7 @@ def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 
     """
     choice("prior", prior, PRIORS)
     probes = positive_int("probes", probes, minimum=2)
-    params = _params(model, task, positions, examples, length, seed, weights)
+    params = run_params(model, task, positions, examples, length, seed, weights)
     params.update(prior=prior, probes=probes if prior == "hidden" else None)
 
     def compute():
@@ -606,7 +588,7 @@ def retrieval_link(model, task: str = "kv", positions: int = 7, examples: int = 
         from ..measure.hooks import capture_model
         from ..measure.jacobian import influence_profile
 
-        P, m = _prompts_for(model, task, positions, examples, length, seed, weights)
+        P, m = prompts_for(model, task, positions, examples, length, seed, weights)
         recs = P["records"]
         rows = []
         old = m.config._attn_implementation

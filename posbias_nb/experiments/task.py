@@ -35,11 +35,12 @@ from .._validate import positive_int
 from ..measure import entry
 from ..measure.scoring import score_and_generate
 from ..models.remedy_file import PROMPT_REMEDIES
-from ..models.weights import _sha256
+from ..models.weights import file_sha256
 from ..results import Result
 from ..tasks import qa
 from ..tasks.retrieval import Codec
 from . import retrieval as ret
+from . import study
 
 __all__ = ["task_run", "prepare", "prompt_remedy", "reorder_documents", "CSV_COLUMNS", "OUTCOMES",
            "DEFAULTS"]
@@ -56,12 +57,6 @@ OUTCOMES = ("answer", "distractor", "wrong", "empty", "off-format")
 DEFAULTS = {"documents": 10, "examples": 24, "max_new_tokens": 32, "seed": 0}
 
 
-def _choose(n_total: int, examples: int | None, seed: int) -> np.ndarray:
-    """The examples used: all, or ``examples`` of them drawn without replacement by ``seed``,
-    in file order."""
-    if examples is None or examples >= n_total:
-        return np.arange(n_total)
-    return np.sort(np.random.default_rng([seed, 0x7A5C]).permutation(n_total)[:examples])
 
 
 def prepare(data, documents: int | None = None, positions=None, examples: int | None = None,
@@ -95,7 +90,7 @@ def prepare(data, documents: int | None = None, positions=None, examples: int | 
             raise ValueError(f"select must be distinct indices in 0..{len(exs) - 1}, got "
                              f"{list(select)!r}")
     else:
-        idx = _choose(len(exs), examples, seed)
+        idx = study.choose(len(exs), examples, seed)
     chosen = [exs[int(i)] for i in idx]
     if fmt == "liu-kv":
         if documents is not None:
@@ -163,21 +158,10 @@ def _file_order(e, distractors) -> list:
     return sorted(docs, key=lambda d: own.index(d) if d in own else len(own) + docs.index(d))
 
 
-def _encode(codec, text):
-    prompt, _ = codec.render(text)
-    return codec.encode(prompt, prompt=True)[0]
 
 
-def _answer_ids(codec, answer):
-    # after "Answer:" (or the assistant's turn of a chat template) the answer starts with a space
-    return codec.encode(("" if codec.chat else " ") + answer, prompt=False)[0]
 
 
-def _first_line_done(codec):
-    def stop(ids):
-        t = codec.decode(ids)
-        return "\n" in t.lstrip()
-    return stop
 
 
 def task_run(model, data, documents: int | None = None, positions=None,
@@ -216,11 +200,11 @@ def task_run(model, data, documents: int | None = None, positions=None,
         every prompt is scored and generated under its remedy, from the prompt's last row on
         (hidden scaling, Ms-PoE, our prior calibration) or in every row (hidden-scaling-all):
         the answers' log p as ``posbias fix`` scores them
-        (:func:`posbias_nb.experiments.inference.score_remedy`), the greedy answer decoded
+        (:func:`posbias_nb.experiments.study.score_remedy`), the greedy answer decoded
         under the remedy with a key-value cache (equal to full passes:
         ``tests/test_fix.py``).  A file of the attention calibration: each prompt's documents
         are found in its text and their relevance measured on it (one extra pass per
-        document, :func:`posbias_nb.experiments.inference.prompt_documents`); a prompt with fewer
+        document, :func:`posbias_nb.experiments.study.prompt_documents`); a prompt with fewer
         than two documents (closed-book, oracle) is left as it is, which the calibration would
         not change.  Refused on a model it was not made for.
 
@@ -245,7 +229,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
     info = entry.checked(model, weights, 2, 1, seed)
     rem = None if remedy_file is None else _remedy(model, remedy_file, weights, P)
     params = entry.run_key(info, weights, P["documents"], None, seed, text=False,
-                           definition=_DEF, data=_sha256(path), format=P["format"],
+                           definition=_DEF, data=file_sha256(path), format=P["format"],
                            chosen=P["chosen"], positions=P["positions"],
                            max_new_tokens=max_new_tokens,
                            **({} if rem is None else {"remedy": rem[0], "setting": rem[1]}),
@@ -261,10 +245,10 @@ def task_run(model, data, documents: int | None = None, positions=None,
 
     def ready() -> dict:
         if not loaded:
-            m, tok, _ = ret._load(model, weights, seed)
+            m, tok, _ = study.load(model, weights, seed)
             codec = Codec(tok, m.get_input_embeddings().num_embeddings)
-            loaded.update(m=m, codec=codec, eos=ret._eos_ids(m, codec.tok),
-                          stop=_first_line_done(codec))
+            loaded.update(m=m, codec=codec, eos=study.eos_ids(m, codec.tok),
+                          stop=study.first_line_done(codec))
         return loaded
 
     def one(r: int, pid=None) -> dict:
@@ -272,8 +256,8 @@ def task_run(model, data, documents: int | None = None, positions=None,
         so a re-measurement can sample prompts (cache.Parts)."""
         L = ready()
         e, kind, t = rows[r]
-        pid = _encode(L["codec"], t) if pid is None else pid
-        answers = [_answer_ids(L["codec"], a) for a in P["items"][e]["answers"]]
+        pid = study.encode(L["codec"], t) if pid is None else pid
+        answers = [study.answer_ids(L["codec"], a) for a in P["items"][e]["answers"]]
         here = rem
         if rem is not None and rem[0] in PROMPT_REMEDIES:
             here = None  # the prompt changes, the model does not
@@ -282,7 +266,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
                 t = prompt_remedy(rem[0], rem[1], it["question"], it["documents"][kind],
                                   model=L["m"], codec=L["codec"],
                                   file_order=it.get("file_order"))["prompt"]
-                pid = _encode(L["codec"], t)
+                pid = study.encode(L["codec"], t)
                 if info["max_length"] is not None and \
                         len(pid) + max_new_tokens > info["max_length"]:
                     raise ValueError(f"under {rem[0]} a prompt takes {len(pid)} tokens with "
@@ -309,7 +293,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
         from tqdm import tqdm
 
         codec = ready()["codec"]
-        ids = [_encode(codec, t) for _, _, t in rows]
+        ids = [study.encode(codec, t) for _, _, t in rows]
         longest = max(len(i) for i in ids) + max_new_tokens
         if info["max_length"] is not None and longest > info["max_length"]:
             over = sum(len(i) + max_new_tokens > info["max_length"] for i in ids)
@@ -331,7 +315,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
         that a re-measurement's sample reaches them all (cache.Parts): whether a gold answer
         takes several tokens (its log p sums over them)."""
         codec = ready()["codec"]
-        several = [any(len(_answer_ids(codec, a)) > 1 for a in it["answers"])
+        several = [any(len(study.answer_ids(codec, a)) > 1 for a in it["answers"])
                    for it in P["items"]]
         return [{"several tokens": several[e]} for e, _, _ in rows]
 
@@ -348,14 +332,13 @@ def _remedy(model, file, weights, P=None):
     prompt remedy, to the prompts ``P`` of :func:`prepare`: a question-answering file, the slot
     quality one number a document, the ``file`` ranker on a plain file)."""
     from ..models.remedies import check_applicable
-    from .inference import _from_file
 
-    name, kw = _from_file(model, file, weights, prompt=True)
+    name, kw = study.remedy_from_file(model, file, weights, prompt=True)
     if name in PROMPT_REMEDIES:
         if P is not None:
             _check_prompt_remedy(name, kw, P, file)
         return name, kw
-    check_applicable(ret._load(model, weights, 0)[0], name)
+    check_applicable(study.load(model, weights, 0)[0], name)
     return name, kw
 
 
@@ -476,11 +459,10 @@ def _calibration_here(m, codec, rem, text, pid):
     """The calibration file ``rem`` with the spans and relevance of this document prompt's
     documents (Hsieh et al.'s eq. 4, measured on it with the file's dummy), their mean
     attention for the shared normaliser, and its recorded pass (``prefix``)."""
-    from .inference import calibrated_relevance, prompt_documents
 
     kw = dict(rem[1])
-    docs = prompt_documents(codec, text, pid, kw.pop("dummy", "paper"))
-    pre, c = calibrated_relevance(m, pid, docs, full=True)
+    docs = study.prompt_documents(codec, text, pid, kw.pop("dummy", "paper"))
+    pre, c = study.calibrated_relevance(m, pid, docs, full=True)
     if kw.get("normaliser", "per-head") == "shared":
         kw["attention"] = list(c["attention"])
     return rem[0], dict(kw, spans=docs[0], relevance=c["relevance"], prefix=pre)
@@ -488,11 +470,10 @@ def _calibration_here(m, codec, rem, text, pid):
 
 def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):
     """:func:`~posbias_nb.measure.scoring.score_and_generate` under the remedy ``rem``: the
-    answers scored by :func:`posbias_nb.experiments.inference.score_remedy` (what ``posbias
+    answers scored by :func:`posbias_nb.experiments.study.score_remedy` (what ``posbias
     fix`` scores), the greedy answer generated under the remedy from its own prefill (the
     remedy's state follows one chain of cached steps, so the prefill is not shared)."""
     from ..measure.scoring import generate_greedy
-    from .inference import score_remedy
 
     name, kw = rem
     if name == "attention-calibration":
@@ -503,7 +484,7 @@ def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):
         rem = (name, dict(kw, spans=docs["spans"][0], relevance=docs["relevance"][0]))
     else:
         docs = {}
-    lp, _ = score_remedy(m, [pid] * len(answers), answers, name, [kw], base=False, **docs)
+    lp, _ = study.score_remedy(m, [pid] * len(answers), answers, name, [kw], base=False, **docs)
     with _within(m, rem, len(pid)):
         g = generate_greedy(m, pid, max_new_tokens, stop=stop, eos=eos)
     return [float(v) for v in lp[0]], g

@@ -184,10 +184,10 @@ def calibrated_attention(model, prompt_ids, spans, dummies) -> dict:
     Returns ``{"attention", "dummy", "relevance"}`` (``(K,)`` each; relevance = attention -
     dummy).
     """
-    from .prefix import Prefix, _smallest_window
+    from .prefix import Prefix, smallest_window
 
     spans = [tuple(map(int, s)) for s in spans]
-    w = _smallest_window(model)
+    w = smallest_window(model)
     if len(dummies) != len(spans):
         raise ValueError(f"{len(spans)} documents but {len(dummies)} dummy prompts")
     pre = prompt_ids if isinstance(prompt_ids, Prefix) else Prefix(model, prompt_ids)

@@ -133,7 +133,7 @@ class Prefix:
         return row
 
 
-def _smallest_window(model):
+def smallest_window(model):
     cfg = getattr(model.config, "get_text_config", lambda: model.config)()
     w = getattr(cfg, "sliding_window", None)
     kinds = getattr(cfg, "layer_types", None)
@@ -165,7 +165,7 @@ def score_after_prefix(prefix: Prefix, answer_ids, remedies) -> list[tuple[float
     if not A:
         raise ValueError("answer must be non-empty")
     start = len(P) - 1
-    w = _smallest_window(m)
+    w = smallest_window(m)
     if w is not None and len(P) + len(A) > w:
         raise ValueError(f"prompt and answer ({len(P) + len(A)} tokens) exceed a sliding window "
                          f"of {w}: the recorded keys cannot be reused, score full passes")

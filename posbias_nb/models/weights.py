@@ -127,7 +127,7 @@ def _weights_dir() -> Path:
     return (d if d is not None else Path(tempfile.gettempdir()) / "posbias_nb") / "weights"
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(1 << 20):

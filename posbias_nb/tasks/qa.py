@@ -500,12 +500,12 @@ def document_token_spans(codec, text: str, spans=None) -> tuple[list[int], list[
     :class:`posbias_nb.tasks.retrieval.Codec`) and the token ranges ``[t0, t1)`` of its
     character ranges ``spans`` (default: its documents, :func:`document_char_spans`), each
     range ending where the next begins, so that no token belongs to two documents."""
-    from .retrieval import _span
+    from .retrieval import token_span
 
     spans = document_char_spans(text) if spans is None else list(spans)
     full, off = codec.render(text)
     ids, offs = codec.encode(full, prompt=True)
-    tok = [list(_span(offs, off + a, off + b)) for a, b in spans]
+    tok = [list(token_span(offs, off + a, off + b)) for a, b in spans]
     for i in range(len(tok) - 1):
         tok[i][1] = min(tok[i][1], tok[i + 1][0])
     if any(b <= a for a, b in tok):

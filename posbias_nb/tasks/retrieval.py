@@ -188,7 +188,7 @@ class _Codec:
 Codec = _Codec
 
 
-def _span(offsets, c0: int, c1: int) -> tuple[int, int]:
+def token_span(offsets, c0: int, c1: int) -> tuple[int, int]:
     """Token range [t0, t1) whose characters overlap [c0, c1)."""
     hit = [i for i, (a, b) in enumerate(offsets) if b > c0 and a < c1 and b > a]
     if not hit:
@@ -358,7 +358,7 @@ def dummy_prompts(prompts: dict, record: dict, dummy=DUMMY_PAIR) -> list[dict]:
         alt = content[:c0] + new + content[c0 + len(old):]
         text, off = codec.render(alt, lead)
         ids, offs = codec.encode(text, prompt=True)
-        out.append({"prompt_ids": ids, "span": _span(offs, off + c0, off + c0 + len(new))})
+        out.append({"prompt_ids": ids, "span": token_span(offs, off + c0, off + c0 + len(new))})
     return out
 
 
@@ -370,7 +370,7 @@ def _pair_spans(codec, text: str, content: str, pairs) -> list[tuple[int, int]]:
     out = []
     for k, v in pairs:
         c0 = content.index(f'"{k}": "{v}"')
-        out.append(_span(offs, off + c0, off + c0 + len(f'"{k}": "{v}"')))
+        out.append(token_span(offs, off + c0, off + c0 + len(f'"{k}": "{v}"')))
     return out
 
 
@@ -382,8 +382,8 @@ def _record(codec, e, k, item, content, value, c0, answer, lead="", slots=()):
     text, off = codec.render(content, lead)
     ids, offs = codec.encode(text, prompt=True)
     ans, _ = codec.encode(answer, prompt=False)
-    span = _span(offs, off + c0, off + c0 + len(value))
-    slot_spans = [_span(offs, off + a, off + b) for a, b in slots]
+    span = token_span(offs, off + c0, off + c0 + len(value))
+    slot_spans = [token_span(offs, off + a, off + b) for a, b in slots]
     return {"example": e, "gold_index": k, "item": item, "content": content, "text": text,
             "prompt_ids": ids, "answer_ids": ans, "value": value, "span": span,
             "slot_spans": slot_spans}

@@ -49,7 +49,83 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
 
 
-# Each command: parse (argparse), call one function that returns a Result, write it (main).
+# The arguments several subcommands share, each with one help text; a default is the API's.
+
+#: ``--model`` of every subcommand that loads a model (resolved by ``models.resolve``).
+_MODEL_HELP = ("zoo name (see `posbias models`), local Hugging Face directory, or hub id "
+              "org/name (read from the local hub cache when HF_HUB_OFFLINE=1)")
+#: ``--weights``: the choices are ``models.WEIGHTS``, listed with the API's default first.
+_WEIGHTS_HELP = "installed pretrained weights or a random initialization (seeded by --seed)"
+#: ``--device``: what the command offers (the API also takes ``"cuda:N"`` and ``"mps"``).
+_DEVICES = ("cpu", "cuda")
+
+
+def _api_defaults(func) -> dict:
+    """The keyword defaults of ``func``: the defaults of the flags of the same name."""
+    import inspect
+
+    return {n: p.default for n, p in inspect.signature(func).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def _changed(args, func, *names) -> bool:
+    """Whether any of ``args.<name>`` differs from ``func``'s default (a flag was given)."""
+    api = _api_defaults(func)
+    return any(getattr(args, n) != api[n] for n in names)
+
+
+def _command(sub, name: str, func, help: str) -> argparse.ArgumentParser:
+    """The subparser ``name`` (its defaults shown in ``--help``), which runs ``func(args)``."""
+    p = sub.add_parser(name, help=help, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.set_defaults(func=func)
+    return p
+
+
+def _model(p) -> None:
+    p.add_argument("--model", required=True, help=_MODEL_HELP)
+
+
+def _weights(p, api: dict, note: str = "") -> None:
+    from .models import WEIGHTS
+
+    first = api["weights"]
+    p.add_argument("--weights", choices=[first] + [w for w in WEIGHTS if w != first],
+                   default=first, help=_WEIGHTS_HELP + note)
+
+
+def _seed(p, api: dict, what: str) -> None:
+    p.add_argument("--seed", type=int, default=api["seed"], help=f"seed of {what}")
+
+
+def _device(p, api: dict) -> None:
+    p.add_argument("--device", default=api["device"], choices=list(_DEVICES), help="cpu or cuda")
+
+
+def _quiet(p) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+
+
+#: The start of the ``--remedy-file`` help of profile, retrieval and task.
+_REMEDY_FILE_HELP = ("a remedy file (remedy.json, written by posbias fix or "
+                     "models.remedy_file.write)")
+
+
+def _remedy_flags(p) -> None:
+    from .models.remedies import REMEDIES
+
+    p.add_argument("--remedy", choices=REMEDIES, default=None,
+                   help="apply an inference-time remedy (Llama-like models; ms-poe needs RoPE, "
+                        "attention-calibration the kv task's documents); hidden-scaling, "
+                        "ms-poe and attention-calibration are the papers' methods, the other "
+                        "two variants of ours")
+    p.add_argument("--remedy-file", default=None, metavar="FILE",
+                   help=f"{_REMEDY_FILE_HELP}: its remedy with its parameters, refused on a "
+                        "model it was not made for")
+    p.add_argument("--remedy-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="the remedy's free parameter: scale (hidden-scaling[-all], default 0), "
+                        "lo and hi (ms-poe, 1.2 and 1.8), temperature (attention-calibration, "
+                        "default 5e-5), tau (prior-calibration, default 0.25)")
+
 
 def parse_params(pairs) -> dict:
     """``["tau=0.5", "scale=-1"]`` (the ``--remedy-param`` flags) as ``{"tau": 0.5, ...}``.
@@ -71,6 +147,32 @@ def parse_params(pairs) -> dict:
     return out
 
 
+# Each subcommand: ``_add_<name>`` adds its flags, ``_cmd_<name>`` calls one function that
+# returns a Result (main writes it).
+
+def _add_theory(sub) -> None:
+    from .measure.runs import theory_run
+
+    api = _api_defaults(theory_run)
+    t = _command(sub, "theory", _cmd_theory, "last row of ((1-alpha) I + alpha M)^depth "
+                                              "(Cesàro theory), or of a layout's layers")
+    t.add_argument("--length", type=int, default=1024, help="sequence length L >= 1")
+    # None, not the API's 12: with --layout, the layout's pattern once
+    t.add_argument("--depth", type=int, default=None,
+                   help=f"number of layers H: H >= 0 without --layout (default {api['depth']}; "
+                        "0 is the identity), H >= 1 with a layout string (its pattern repeated "
+                        "to H layers; default: the pattern once)")
+    t.add_argument("--layout", default=api["layout"],
+                   help="a layout, comma-separated [N*]kind[:size][@sink] with kind full, "
+                        "sliding (size = window) or chunked (size = chunk), e.g. "
+                        "'5*sliding:512,full'; or a model (zoo name, directory, hub id) whose "
+                        "config gives it")
+    t.add_argument("--alpha", default=api["alpha"],
+                   help="attention share in [0, 1] (e.g. 0.5 or 1/2)")
+    t.add_argument("--exact", action="store_true", help="exact rationals (p/q strings)")
+    _common(t)
+
+
 def _cmd_theory(args):
     from .measure.runs import theory_run
 
@@ -78,15 +180,65 @@ def _cmd_theory(args):
                       layout=args.layout)
 
 
+def _add_profile(sub) -> None:
+    from .measure.jacobian import TARGETS
+    from .measure.runs import profile_run
+    from .models import DTYPES, at_width
+    from .models.configs import INITS
+    from .tasks.text import SOURCES
+
+    api = _api_defaults(profile_run)
+    p = _command(sub, "profile", _cmd_profile,
+                 "Jacobian influence profile of a model (zoo name or local directory)")
+    _model(p)
+    _weights(p, api)
+    p.add_argument("--no-rope", action="store_true",  # the API's rope=True
+                   help="rotate every position by angle 0 (RoPE models only)")
+    p.add_argument("--length", type=int, default=api["length"], help="sequence length L >= 2")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--probes", type=int, default=api["probes"],
+                   help="Hutchinson probes K >= 2; output has a stderr column")
+    g.add_argument("--exact", action="store_true",
+                   help="exact Jacobian norms (all hidden-size output directions; slow)")
+    _seed(p, api, "weights, text and probes")
+    p.add_argument("--batch", type=int, default=api["batch"],
+                   help="number of input sequences averaged")
+    _device(p, api)
+    p.add_argument("--dtype", default=api["dtype"], choices=DTYPES,
+                   help="parameter dtype (bfloat16 halves the memory of a large model)")
+    p.add_argument("--device-map", default=api["device_map"], metavar="MAP",
+                   help="passed to from_pretrained (pretrained weights): 'auto' shards a model "
+                        "that outgrows one accelerator across all devices (accelerate); "
+                        "'cpu' loads on the CPU")
+    p.add_argument("--target", choices=TARGETS, default=api["target"],
+                   help="last token's final hidden state (Frobenius norm of the Jacobian) or "
+                        "the probability of the argmax next token (gradient norm)")
+    p.add_argument("--source", choices=SOURCES, default=api["source"],
+                   help="input tokens: standard-library documentation text, or random tokens")
+    p.add_argument("--width", type=int, default=None, metavar="D",
+                   help="a zoo architecture rebuilt at hidden size D (depth, head counts and "
+                        "layout kept; random init only), e.g. llama3.1-8b at 256")
+    p.add_argument("--init", choices=INITS, default=_api_defaults(at_width)["init"],
+                   help="with --width: transformers' initialiser (std 0.02) or a width-aware "
+                        "one (std D^-1/2)")
+    _quiet(p)
+    _remedy_flags(p)
+    _common(p)
+
+
 def _cmd_profile(args):
+    from .measure.runs import profile_run
+
+    # a remedy run profiles one text window's last hidden state: these flags must stay unset
+    fixed = args.exact or args.no_rope or _changed(args, profile_run, "batch", "target",
+                                                   "source")
     if args.remedy_file:
         from .experiments.inference import remedy_run
 
         if args.remedy or args.remedy_param:
             raise UsageError("--remedy-file carries its remedy and parameters: drop --remedy "
                              "and --remedy-param")
-        if args.exact or args.no_rope or args.batch != 1 or args.target != "hidden" \
-                or args.source != "text":
+        if fixed:
             raise UsageError("--remedy-file profiles the last hidden state of one text window "
                              "with 8 probes: drop --exact, --no-rope, --batch, --target, "
                              "--source")
@@ -95,20 +247,17 @@ def _cmd_profile(args):
     if args.remedy:
         from .experiments.inference import remedy_run
 
-        if args.exact or args.no_rope or args.batch != 1 or args.target != "hidden" \
-                or args.source != "text":
+        if fixed:
             raise UsageError("--remedy profiles the last hidden state of one text window with "
                              "8 probes: drop --exact, --no-rope, --batch, --target, --source")
         return remedy_run(args.model, args.remedy, weights=args.weights, length=args.length,
                           params=parse_params(args.remedy_param), progress=not args.quiet)
     if args.remedy_param:
         raise UsageError("--remedy-param needs --remedy")
-    from .measure.runs import profile_run
-
     model = args.model
-    if args.width is not None or args.init != "hf":
-        from . import models
+    from . import models
 
+    if args.width is not None or _changed(args, models.at_width, "init"):
         if args.width is None:
             raise UsageError("--init needs --width")
         if args.weights != "random":
@@ -122,10 +271,37 @@ def _cmd_profile(args):
                        progress=not args.quiet)
 
 
+def _add_models(sub) -> None:
+    m = _command(sub, "models", _cmd_models,
+                 "the model zoo, and whether each one's weights are installed")
+    _common(m)
+
+
 def _cmd_models(args):
     from .measure.runs import models_run
 
     return models_run()
+
+
+def _add_rollout(sub) -> None:
+    from .measure.cached import MODES
+    from .measure.runs import rollout_run
+
+    api = _api_defaults(rollout_run)
+    p = _command(sub, "rollout", _cmd_rollout, "influence profile predicted by the rollout of "
+                                                "the model's measured attention kernels and "
+                                                "shares")
+    _model(p)
+    _weights(p, api)
+    p.add_argument("--length", type=int, default=api["length"], help="sequence length L >= 2")
+    p.add_argument("--mode", choices=MODES, default=api["mode"],
+                   help="residual (measured lambda and kernels), attention (lambda = 1), "
+                        "positional (measured lambda, content-free kernel), content")
+    _seed(p, api, "the weights and the text windows")
+    p.add_argument("--batch", type=int, default=api["batch"], help="sequences averaged")
+    p.add_argument("--lambdas", action="store_true",
+                   help="print the measured lambda per layer instead of the profile")
+    _common(p)
 
 
 def _cmd_rollout(args):
@@ -135,14 +311,44 @@ def _cmd_rollout(args):
                        batch=args.batch, seed=args.seed, lambdas=args.lambdas)
 
 
+def _add_retrieval(sub) -> None:
+    from .experiments.retrieval import retrieval_run
+    from .tasks.retrieval import TASKS, VARIANTS
+
+    api = _api_defaults(retrieval_run)
+    r = _command(sub, "retrieval", _cmd_retrieval, "retrieval accuracy and answer "
+                                                    "log-probability per gold position "
+                                                    "(key-value or needle in a haystack)")
+    _model(r)
+    _weights(r, api)
+    r.add_argument("--task", choices=TASKS, default=api["task"],
+                   help="key-value retrieval (Liu et al. 2023) or a needle in stdlib prose")
+    r.add_argument("--positions", type=int, default=api["positions"],
+                   help="gold positions P >= 2, first and last included")
+    r.add_argument("--examples", type=int, default=api["examples"],
+                   help="examples E >= 1, each asked at every position")
+    r.add_argument("--length", type=int, default=api["length"],
+                   help="approximate prompt length in tokens")
+    _seed(r, api, "pairs, haystacks and needles")
+    r.add_argument("--variant", choices=VARIANTS, default=api["variant"],
+                   help="hex: 8-hex-digit pairs, forced opening quote, teacher-forced exact "
+                        "match; liu (kv only): Liu et al.'s UUID pairs, no lead, greedy "
+                        "generation scored by substring match")
+    _quiet(r)
+    _remedy_flags(r)
+    _common(r)
+
+
 def _cmd_retrieval(args):
+    from .experiments.retrieval import retrieval_run
+
     if args.remedy_file:
         from .experiments.inference import retrieval_remedy_run
 
         if args.remedy or args.remedy_param:
             raise UsageError("--remedy-file carries its remedy and parameters: drop --remedy "
                              "and --remedy-param")
-        if args.variant != "hex":
+        if _changed(args, retrieval_run, "variant"):
             raise UsageError("--remedy-file scores the hex variant (teacher-forced): drop "
                              "--variant")
         return retrieval_remedy_run(args.model, None, task=args.task, positions=args.positions,
@@ -152,7 +358,7 @@ def _cmd_retrieval(args):
     if args.remedy:
         from .experiments.inference import retrieval_remedy_run
 
-        if args.variant != "hex":
+        if _changed(args, retrieval_run, "variant"):
             raise UsageError("--remedy scores the hex variant (teacher-forced): drop --variant")
         return retrieval_remedy_run(args.model, args.remedy, parse_params(args.remedy_param),
                                     task=args.task, positions=args.positions,
@@ -160,11 +366,46 @@ def _cmd_retrieval(args):
                                     weights=args.weights, progress=not args.quiet)
     if args.remedy_param:
         raise UsageError("--remedy-param needs --remedy")
-    from .experiments.retrieval import retrieval_run
-
     return retrieval_run(args.model, task=args.task, positions=args.positions,
                          examples=args.examples, length=args.length, seed=args.seed,
                          progress=not args.quiet, weights=args.weights, variant=args.variant)
+
+
+def _add_task(sub) -> None:
+    from .experiments.task import DEFAULTS, task_run
+
+    api = _api_defaults(task_run)
+    k = _command(sub, "task", _cmd_task, "accuracy and answer log-probability per gold position "
+                                         "on real questions or your own task file (Liu et al.'s "
+                                         "QA or key-value format, or the plain one)")
+    _model(k)
+    k.add_argument("--data", required=True, metavar="FILE",
+                   help="JSON lines (.gz or plain): Liu et al.'s QA (question, answers, ctxs "
+                        "with isgold), their key-value (ordered_kv_records, key, value), or "
+                        "plain (question, answers, documents, gold: 0-based index)")
+    k.add_argument("--documents", type=int, default=api["documents"],
+                   help=f"documents per prompt, QA files (default: a plain file's own count, "
+                        f"the fewest of its examples'; {DEFAULTS['documents']} for Liu et "
+                        "al.'s): the file's own passages, then BM25 distractors from its other "
+                        "gold passages, none with an answer")
+    k.add_argument("--keys", type=int, default=api["keys"],
+                   help="records per prompt, key-value files (default: all)")
+    k.add_argument("--positions", default=api["positions"], metavar="P,P,...",
+                   help="0-based gold slots (default: Liu et al.'s 0,4,9,... where that gives "
+                        "five or more, else every slot)")
+    k.add_argument("--examples", type=int, default=api["examples"],
+                   help="examples drawn by --seed (0: all of the file)")
+    k.add_argument("--max-new-tokens", type=int, default=api["max_new_tokens"],
+                   help="greedy generation budget (the first line is scored)")
+    _weights(k, api)
+    _seed(k, api, "the examples drawn (and of a random init)")
+    k.add_argument("--remedy-file", default=api["remedy_file"], metavar="FILE",
+                   help=f"{_REMEDY_FILE_HELP}: every prompt scored and generated under its "
+                        "remedy, or, for a prompt remedy (a reorder, curve-order, prior-order, "
+                        "query-aware, attention-sort), with its documents placed by it; refused "
+                        "on a model it was not made for")
+    _quiet(k)
+    _common(k)
 
 
 def _cmd_task(args):
@@ -185,22 +426,36 @@ def _cmd_task(args):
                     remedy_file=args.remedy_file, progress=not args.quiet)
 
 
-def _remedy_flags(p) -> None:
-    from .models.remedies import REMEDIES
+def _add_report(sub) -> None:
+    from .experiments.report import SETTINGS, report
+    from .experiments.task import DEFAULTS as TASK
 
-    p.add_argument("--remedy", choices=REMEDIES, default=None,
-                   help="apply an inference-time remedy (Llama-like models; ms-poe needs RoPE, "
-                        "attention-calibration the kv task's documents); hidden-scaling, "
-                        "ms-poe and attention-calibration are the papers' methods, the other "
-                        "two variants of ours")
-    p.add_argument("--remedy-file", default=None, metavar="FILE",
-                   help="a remedy file (remedy.json, written by posbias fix or "
-                        "models.remedy_file.write): its remedy with its parameters, refused on "
-                        "a model it was not made for")
-    p.add_argument("--remedy-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="the remedy's free parameter: scale (hidden-scaling[-all], default 0), "
-                        "lo and hi (ms-poe, 1.2 and 1.8), temperature (attention-calibration, "
-                        "default 5e-5), tau (prior-calibration, default 0.25)")
+    api, q = _api_defaults(report), SETTINGS["quick"]
+    r = _command(sub, "report", _cmd_report, "one model's position bias, born and trained: a "
+                                              "self-contained HTML page and report.json in "
+                                              "--out DIR")
+    _model(r)
+    _weights(r, api, "; the random-init twin is always measured")
+    r.add_argument("--length", type=int, default=api["length"],
+                   help="context length L of the profiles, up to the model's context")
+    r.add_argument("--quick", action="store_true",
+                   help=f"small sizes ({q['windows']} windows, {q['probes']} probes, "
+                        f"{q['positions']} gold positions x {q['examples']} examples)")
+    _seed(r, api, "windows, probes, random twin, prompts and bootstrap")
+    r.add_argument("--task-data", default=api["task_data"], metavar="FILE",
+                   help="your task file (the formats of `posbias task`): section 3 sweeps its "
+                        "gold passage in place of the synthetic key-value task")
+    r.add_argument("--task-documents", type=int, default=api["task_documents"], metavar="K",
+                   help="documents per prompt of a QA task file (default: a plain file's own "
+                        f"count, the fewest of its examples'; {TASK['documents']} for Liu et "
+                        "al.'s)")
+    r.add_argument("--remedy-file", default=api["remedy_file"], metavar="FILE",
+                   help="report the model patched by a remedy file (remedy.json of posbias "
+                        "fix), refused on a model it was not made for")
+    _quiet(r)
+    r.add_argument("--out", required=True, metavar="DIR",
+                   help="directory for index.html and report.json (checked before any work)")
+    r.set_defaults(format=None, out_dir=True)
 
 
 def _cmd_report(args):
@@ -214,6 +469,55 @@ def _cmd_report(args):
     paths = write_report(res, args.out)
     print(f"posbias: wrote {paths['html']} and {paths['json']}", file=sys.stderr)
     return None
+
+
+def _add_fix(sub) -> None:
+    from .experiments.fix import DEFAULTS, MIN_TEST, NETWORK_REMEDIES, QUICK, RULES, fix
+    from .experiments.placement import PROMPT_REMEDIES
+
+    api = _api_defaults(fix)
+    f = _command(sub, "fix", _cmd_fix, "choose an inference-time remedy on one part of your "
+                                        "task file and judge it on another: index.html, "
+                                        "fix.json and, if one holds, remedy.json in --out DIR")
+    _model(f)
+    f.add_argument("--data", required=True, metavar="FILE",
+                   help="a task file in a format of `posbias task`")
+    f.add_argument("--documents", type=int, default=api["documents"],
+                   help=f"documents per prompt, QA files (default {DEFAULTS['documents']}, "
+                        f"{QUICK['documents']} with --quick; a plain file keeps its own "
+                        f"count)")
+    f.add_argument("--examples", type=int, default=api["examples"],
+                   help=f"examples drawn by --seed, split into a tuning and a test part "
+                        f"(default {DEFAULTS['examples']}, {QUICK['examples']} with --quick)")
+    f.add_argument("--edge-loss", type=float, default=api["edge_loss"],
+                   help="with --rule middle: the largest mean log-p loss (nats) at the first "
+                        "and last gold slots a chosen setting may cost on the tuning part")
+    f.add_argument("--rule", choices=RULES, default=api["rule"],
+                   help="select-one (default): rank the remedies on the tuning part and test "
+                        "the best one alone on the test part (one-sided t, with the smallest "
+                        "gain the test part can detect); all-slots: judge every remedy, Holm "
+                        "across them; middle: the first design's middle-slot rule, for the "
+                        "remedies inside the network only")
+    f.add_argument("--force", action="store_true",
+                   help=f"run even when the test part has fewer than {MIN_TEST} examples "
+                        "(too few to detect a gain of one standard deviation)")
+    _weights(f, api)
+    _seed(f, api, "the examples drawn and of the split")
+    f.add_argument("--quick", action="store_true",
+                   help="fewer and shorter prompts, a smaller channel search and cost "
+                        "measurement (the same grids and rules)")
+    f.add_argument("--remedies", default=api["remedies"], metavar="A,B",
+                   help=f"the remedies searched, comma-separated (default all: inside the "
+                        f"network {', '.join(NETWORK_REMEDIES)}; in the prompt "
+                        f"{', '.join(PROMPT_REMEDIES)}; the calibration costs one extra pass "
+                        f"per document and prompt; hidden scaling and Ms-PoE are measured "
+                        f"together, so naming one still measures both; the fast path: "
+                        f"long-context-reorder,curve-order,prior-order)")
+    _quiet(f)
+    f.add_argument("--out", required=True, metavar="DIR",
+                   help="directory for index.html, fix.json and remedy.json (checked before "
+                        "any work)")
+    f.set_defaults(format=None, out_dir=True)
 
 
 def _cmd_fix(args):
@@ -238,6 +542,35 @@ def _cmd_fix(args):
     return None
 
 
+def _add_train(sub) -> None:
+    from .experiments.remedies import CHAPTER, REMEDIES, train_run
+    from .tasks.synthetic import PLACEMENTS, TASKS
+
+    api = _api_defaults(train_run)
+    t = _command(sub, "train", _cmd_train, "train a small causal transformer on a synthetic "
+                                            "task and measure accuracy, influence and lambda "
+                                            "per position")
+    # the API has no defaults for the sizes: the remedies chapter's configuration
+    t.add_argument("--task", choices=TASKS, default=CHAPTER["task"],
+                   help="key-value associative recall or a needle among look-alikes")
+    t.add_argument("--layers", type=int, default=CHAPTER["layers"], help="layers, 2..8")
+    t.add_argument("--width", type=int, default=CHAPTER["width"],
+                   help="width, 32..128 (multiple of 16)")
+    t.add_argument("--length", type=int, default=CHAPTER["length"],
+                   help="context length, 32..256")
+    t.add_argument("--steps", type=int, default=CHAPTER["steps"], help="AdamW steps >= 1")
+    _seed(t, api, "init, data and evaluation")
+    t.add_argument("--answer-positions", choices=PLACEMENTS, default=api["answer_positions"],
+                   help="where the training answers sit")
+    t.add_argument("--remedy", choices=REMEDIES, default=api["remedy"],
+                   help="the seed paper's remedies")
+    t.add_argument("--residual-scale", type=float, default=api["residual_scale"],
+                   help="attention output projections divided by X at init")
+    _device(t, api)
+    _quiet(t)
+    _common(t)
+
+
 def _cmd_train(args):
     from .experiments.remedies import train_run
 
@@ -247,255 +580,20 @@ def _cmd_train(args):
                      progress=not args.quiet)
 
 
+#: The subcommands, in the order ``posbias --help`` lists them.
+_SUBCOMMANDS = (_add_theory, _add_profile, _add_models, _add_rollout, _add_retrieval, _add_task,
+               _add_report, _add_fix, _add_train)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``posbias`` parser: one subparser a subcommand (``_SUBCOMMANDS``), each flag's
+    default that of the function the subcommand calls."""
     parser = _Parser(prog="posbias", description=__doc__.splitlines()[0],
                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--version", action="version", version=f"posbias {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    _add = sub.add_parser
-
-    def add_parser(name, **kw):  # every subcommand shows its defaults in --help
-        return _add(name, formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kw)
-    sub.add_parser = add_parser
-
-    t = sub.add_parser("theory", help="last row of ((1-alpha) I + alpha M)^depth (Cesàro theory), "
-                                      "or of a layout's layers")
-    t.add_argument("--length", type=int, default=1024, help="sequence length L >= 1")
-    t.add_argument("--depth", type=int, default=None,
-                   help="number of layers H: H >= 0 without --layout (default 12; 0 is the "
-                        "identity), H >= 1 with a layout string (its pattern repeated to H "
-                        "layers; default: the pattern once)")
-    t.add_argument("--layout", default=None,
-                   help="a layout, comma-separated [N*]kind[:size][@sink] with kind full, "
-                        "sliding (size = window) or chunked (size = chunk), e.g. "
-                        "'5*sliding:512,full'; or a model (zoo name, directory, hub id) whose "
-                        "config gives it")
-    t.add_argument("--alpha", default="1", help="attention share in [0, 1] (e.g. 0.5 or 1/2)")
-    t.add_argument("--exact", action="store_true", help="exact rationals (p/q strings)")
-    _common(t)
-    t.set_defaults(func=_cmd_theory)
-
-    p = sub.add_parser(
-        "profile", help="Jacobian influence profile of a model (zoo name or local directory)")
-    p.add_argument("--model", required=True, help="zoo name (see `posbias models`) or a local "
-                   "Hugging Face model directory")
-    p.add_argument("--weights", choices=["random", "pretrained"], default="random",
-                   help="random initialization (seeded) or installed pretrained weights")
-    p.add_argument("--no-rope", action="store_true",
-                   help="rotate every position by angle 0 (RoPE models only)")
-    p.add_argument("--length", type=int, default=512, help="sequence length L >= 2")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--probes", type=int, default=8,
-                   help="Hutchinson probes K >= 2; output has a stderr column")
-    g.add_argument("--exact", action="store_true",
-                   help="exact Jacobian norms (all hidden-size output directions; slow)")
-    p.add_argument("--seed", type=int, default=0, help="seed of weights, text and probes")
-    p.add_argument("--batch", type=int, default=1, help="number of input sequences averaged")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu or cuda")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
-                   help="parameter dtype (bfloat16 halves the memory of a large model)")
-    p.add_argument("--device-map", default=None, metavar="MAP",
-                   help="passed to from_pretrained (pretrained weights): 'auto' shards a model "
-                        "that outgrows one accelerator across all devices (accelerate); "
-                        "'cpu' loads on the CPU")
-    p.add_argument("--target", choices=["hidden", "argmax_prob"], default="hidden",
-                   help="last token's final hidden state (Frobenius norm of the Jacobian) or "
-                        "the probability of the argmax next token (gradient norm)")
-    p.add_argument("--source", choices=["text", "random"], default="text",
-                   help="input tokens: standard-library documentation text, or random tokens")
-    p.add_argument("--width", type=int, default=None, metavar="D",
-                   help="a zoo architecture rebuilt at hidden size D (depth, head counts and "
-                        "layout kept; random init only), e.g. llama3.1-8b at 256")
-    p.add_argument("--init", choices=["hf", "fan-in"], default="hf",
-                   help="with --width: transformers' initialiser (std 0.02) or a width-aware "
-                        "one (std D^-1/2)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    _remedy_flags(p)
-    _common(p)
-    p.set_defaults(func=_cmd_profile)
-
-    m = sub.add_parser("models", help="the model zoo, and whether each one's weights are installed")
-    _common(m)
-    m.set_defaults(func=_cmd_models)
-
-    p = sub.add_parser("rollout", help="influence profile predicted by the rollout of the "
-                                       "model's measured attention kernels and shares")
-    p.add_argument("--model", required=True, help="zoo name (see `posbias models`), local Hugging "
-                   "Face directory, or hub id org/name (read from the local hub cache)")
-    p.add_argument("--weights", choices=["random", "pretrained"], default="random",
-                   help="random initialization (seeded) or installed pretrained weights")
-    p.add_argument("--length", type=int, default=128, help="sequence length L >= 2")
-    p.add_argument("--mode", choices=["attention", "residual", "positional", "content"], default="residual",
-                   help="residual (measured lambda and kernels), attention (lambda = 1), "
-                        "positional (measured lambda, content-free kernel), content")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and the text windows")
-    p.add_argument("--batch", type=int, default=2, help="sequences averaged")
-    p.add_argument("--lambdas", action="store_true",
-                   help="print the measured lambda per layer instead of the profile")
-    _common(p)
-    p.set_defaults(func=_cmd_rollout)
-
-    r = sub.add_parser("retrieval", help="retrieval accuracy and answer log-probability per "
-                                         "gold position (key-value or needle in a haystack)")
-    r.add_argument("--model", required=True, help="zoo name or local Hugging Face directory")
-    r.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
-                   help="installed pretrained weights or random initialization")
-    r.add_argument("--task", choices=["kv", "needle"], default="kv",
-                   help="key-value retrieval (Liu et al. 2023) or a needle in stdlib prose")
-    r.add_argument("--positions", type=int, default=7,
-                   help="gold positions P >= 2, first and last included")
-    r.add_argument("--examples", type=int, default=10,
-                   help="examples E >= 1, each asked at every position")
-    r.add_argument("--length", type=int, default=350,
-                   help="approximate prompt length in tokens")
-    r.add_argument("--seed", type=int, default=0, help="seed of pairs, haystacks and needles")
-    r.add_argument("--variant", choices=["hex", "liu"], default="hex",
-                   help="hex: 8-hex-digit pairs, forced opening quote, teacher-forced exact "
-                        "match; liu (kv only): Liu et al.'s UUID pairs, no lead, greedy "
-                        "generation scored by substring match")
-    r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    _remedy_flags(r)
-    _common(r)
-    r.set_defaults(func=_cmd_retrieval)
-
-    from .experiments.task import DEFAULTS as TASK
-
-    k = sub.add_parser("task", help="accuracy and answer log-probability per gold position on "
-                                    "real questions or your own task file (Liu et al.'s QA or "
-                                    "key-value format, or the plain one)")
-    k.add_argument("--model", required=True, help="zoo name, local Hugging Face directory, or "
-                   "hub id org/name (read from the local hub cache)")
-    k.add_argument("--data", required=True, metavar="FILE",
-                   help="JSON lines (.gz or plain): Liu et al.'s QA (question, answers, ctxs "
-                        "with isgold), their key-value (ordered_kv_records, key, value), or "
-                        "plain (question, answers, documents, gold: 0-based index)")
-    k.add_argument("--documents", type=int, default=None,
-                   help=f"documents per prompt, QA files (default: a plain file's own count, "
-                        f"the fewest of its examples'; {TASK['documents']} for Liu et al.'s): "
-                        "the file's own passages, then BM25 distractors from its other gold "
-                        "passages, none with an answer")
-    k.add_argument("--keys", type=int, default=None,
-                   help="records per prompt, key-value files (default: all)")
-    k.add_argument("--positions", default=None, metavar="P,P,...",
-                   help="0-based gold slots (default: Liu et al.'s 0,4,9,... where that gives "
-                        "five or more, else every slot)")
-    k.add_argument("--examples", type=int, default=TASK["examples"],
-                   help="examples drawn by --seed (0: all of the file)")
-    k.add_argument("--max-new-tokens", type=int, default=TASK["max_new_tokens"],
-                   help="greedy generation budget (the first line is scored)")
-    k.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
-                   help="installed pretrained weights or random initialization")
-    k.add_argument("--seed", type=int, default=TASK["seed"],
-                   help="seed of the examples drawn (and of a random init)")
-    k.add_argument("--remedy-file", default=None, metavar="FILE",
-                   help="a remedy file (remedy.json, written by posbias fix or "
-                        "models.remedy_file.write): every prompt scored and generated under its "
-                        "remedy, or, for a prompt remedy (a reorder, curve-order, prior-order, "
-                        "query-aware, attention-sort), with its documents placed by it; refused "
-                        "on a model it was not made for")
-    k.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    _common(k)
-    k.set_defaults(func=_cmd_task)
-
-    r = sub.add_parser("report", help="one model's position bias, born and trained: a "
-                                      "self-contained HTML page and report.json in --out DIR")
-    r.add_argument("--model", required=True, help="zoo name, local Hugging Face directory, or "
-                   "hub id org/name (read from the local hub cache when HF_HUB_OFFLINE=1)")
-    r.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
-                   help="the weights reported on (the random-init twin is always measured)")
-    r.add_argument("--length", type=int, default=512,
-                   help="context length L of the profiles, up to the model's context")
-    r.add_argument("--quick", action="store_true",
-                   help="small sizes (8 windows, 2 probes, 5 gold positions x 4 examples)")
-    r.add_argument("--seed", type=int, default=0,
-                   help="seed of windows, probes, random twin, prompts and bootstrap")
-    r.add_argument("--task-data", default=None, metavar="FILE",
-                   help="your task file (the formats of `posbias task`): section 3 sweeps its "
-                        "gold passage in place of the synthetic key-value task")
-    r.add_argument("--task-documents", type=int, default=None, metavar="K",
-                   help="documents per prompt of a QA task file (default: a plain file's own "
-                        "count, the fewest of its examples'; 10 for Liu et al.'s)")
-    r.add_argument("--remedy-file", default=None, metavar="FILE",
-                   help="report the model patched by a remedy file (remedy.json of posbias "
-                        "fix), refused on a model it was not made for")
-    r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    r.add_argument("--out", required=True, metavar="DIR",
-                   help="directory for index.html and report.json (checked before any work)")
-    r.set_defaults(func=_cmd_report, format=None, out_dir=True)
-
-    from .experiments.fix import DEFAULT_RULE, DEFAULTS as FIX, MIN_TEST, NETWORK_REMEDIES, \
-        QUICK, RULES
-    from .experiments.placement import PROMPT_REMEDIES as PLACE
-
-    f = sub.add_parser("fix", help="choose an inference-time remedy on one part of your task "
-                                   "file and judge it on another: index.html, fix.json and, if "
-                                   "one holds, remedy.json in --out DIR")
-    f.add_argument("--model", required=True, help="zoo name, local Hugging Face directory, or "
-                   "hub id org/name (read from the local hub cache)")
-    f.add_argument("--data", required=True, metavar="FILE",
-                   help="a task file in a format of `posbias task`")
-    f.add_argument("--documents", type=int, default=None,
-                   help=f"documents per prompt, QA files (default {FIX['documents']}, "
-                        f"{QUICK['documents']} with --quick; a plain file keeps its own "
-                        f"count)")
-    f.add_argument("--examples", type=int, default=None,
-                   help=f"examples drawn by --seed, split into a tuning and a test part "
-                        f"(default {FIX['examples']}, {QUICK['examples']} with --quick)")
-    f.add_argument("--edge-loss", type=float, default=FIX["edge_loss"],
-                   help="with --rule middle: the largest mean log-p loss (nats) at the first "
-                        "and last gold slots a chosen setting may cost on the tuning part")
-    f.add_argument("--rule", choices=RULES, default=DEFAULT_RULE,
-                   help="select-one (default): rank the remedies on the tuning part and test "
-                        "the best one alone on the test part (one-sided t, with the smallest "
-                        "gain the test part can detect); all-slots: judge every remedy, Holm "
-                        "across them; middle: the first design's middle-slot rule, for the "
-                        "remedies inside the network only")
-    f.add_argument("--force", action="store_true",
-                   help=f"run even when the test part has fewer than {MIN_TEST} examples "
-                        "(too few to detect a gain of one standard deviation)")
-    f.add_argument("--weights", choices=["pretrained", "random"], default="pretrained",
-                   help="installed pretrained weights or random initialization")
-    f.add_argument("--seed", type=int, default=FIX["seed"],
-                   help="seed of the examples drawn and of the split")
-    f.add_argument("--quick", action="store_true",
-                   help="fewer and shorter prompts, a smaller channel search and cost "
-                        "measurement (the same grids and rules)")
-    f.add_argument("--remedies", default=None, metavar="A,B",
-                   help=f"the remedies searched, comma-separated (default all: inside the "
-                        f"network {', '.join(NETWORK_REMEDIES)}; in the prompt "
-                        f"{', '.join(PLACE)}; the calibration costs one extra pass per "
-                        f"document and prompt; hidden scaling and Ms-PoE are measured "
-                        f"together, so naming one still measures both; the fast path: "
-                        f"long-context-reorder,curve-order,prior-order)")
-    f.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    f.add_argument("--out", required=True, metavar="DIR",
-                   help="directory for index.html, fix.json and remedy.json (checked before "
-                        "any work)")
-    f.set_defaults(func=_cmd_fix, format=None, out_dir=True)
-
-    t = sub.add_parser("train", help="train a small causal transformer on a synthetic task and "
-                                     "measure accuracy, influence and lambda per position")
-    from .experiments.remedies import CHAPTER  # the remedies chapter's configuration
-
-    t.add_argument("--task", choices=["kv", "needle"], default=CHAPTER["task"],
-                   help="key-value associative recall or a needle among look-alikes")
-    t.add_argument("--layers", type=int, default=CHAPTER["layers"], help="layers, 2..8")
-    t.add_argument("--width", type=int, default=CHAPTER["width"],
-                   help="width, 32..128 (multiple of 16)")
-    t.add_argument("--length", type=int, default=CHAPTER["length"],
-                   help="context length, 32..256")
-    t.add_argument("--steps", type=int, default=CHAPTER["steps"], help="AdamW steps >= 1")
-    t.add_argument("--seed", type=int, default=0, help="seed of init, data and evaluation")
-    t.add_argument("--answer-positions", choices=["uniform", "edges", "start"],
-                   default="uniform", help="where the training answers sit")
-    t.add_argument("--remedy", choices=["none", "weighted", "oversample", "curriculum"],
-                   default="none", help="the seed paper's remedies")
-    t.add_argument("--residual-scale", type=float, default=1.0,
-                   help="attention output projections divided by X at init")
-    t.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu or cuda")
-    t.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    _common(t)
-    t.set_defaults(func=_cmd_train)
+    for add in _SUBCOMMANDS:
+        add(sub)
     return parser
 
 

@@ -3,6 +3,8 @@
 =========================  ==================================================================
 :mod:`.design`             designs locked before their data: frozen objects, hashed, with a
                            registry of dated changes (``posbias_nb/data/designs.json``)
+:mod:`.claims`             the chapters' declared verdict rules (threshold, band, direction),
+                           one locked table keyed by chapter and claim
 :mod:`.retrieval`          retrieval runs (key-value, needle) scored per gold position, and
                            their link to the influence prior
 :mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from posbias_nb import stats
-from posbias_nb.experiments import claims, design
+from posbias_nb.experiments import claims, design, layouts
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
@@ -224,3 +224,19 @@ def test_claims_are_locked(monkeypatch):
     monkeypatch.setattr(claims, "DESIGN", moved)
     with pytest.raises(ValueError, match="add an entry"):
         claims.decide("measure_init", "u_ptv", (11.0, 10.5, 12.0))
+
+
+# --------------------------------------------------------------------------------------------
+# the studies' own rules: layouts
+
+def test_layouts_decide_by_its_declared_rules():
+    assert layouts.decide("exact", 1.0) == "exact"
+    assert layouts.decide("exact", 0.0) == "fails"
+    sides = layouts.ablation_sides({"a": {"gap_ci": (0.1, 0.05, 0.2)},
+                                    "b": {"gap_ci": (-0.1, -0.2, -0.05)},
+                                    "c": {"gap_ci": (0.0, -0.1, 0.1)}})
+    assert sides == {"a": "holds", "b": "fails", "c": "inconclusive"}
+    assert layouts.effect("exact", (1.0,) * 3) == dict(interval=(1.0,) * 3, threshold=0.5,
+                                                       direction="greater", exact=True)
+    with pytest.raises(ValueError, match="declares no rule 'ablations'"):
+        layouts.decide("ablations", (0.1, 0.05, 0.2))

@@ -4,13 +4,14 @@ one function that applies them (experiments.design.decide_rule)."""
 from __future__ import annotations
 
 import ast
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from posbias_nb import stats
-from posbias_nb.experiments import claims, design, layouts
+from posbias_nb.experiments import claims, design, layouts, remedies
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
@@ -102,6 +103,15 @@ def test_code_cells_reads_a_myst_chapter(tmp_path):
     cells = code_cells(md)
     assert len(cells) == 1  # the prose and the plain code block are not code cells
     assert [line for _, src in cells for line, _ in direct_decisions(src)] == [2]
+
+
+def test_no_chapter_decides_with_a_threshold_of_its_own():
+    found = []
+    for p in sorted(BOOK.glob("*.md")):
+        for i, src in code_cells(p.read_text()):
+            found += [f"{p.name}, cell {i}: {code}" for _, code in direct_decisions(src)]
+    assert not found, ("decide through a declared rule (experiments.claims or the study's "
+                       "DESIGN['rules']), not stats.decide:\n" + "\n".join(found))
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +237,56 @@ def test_claims_are_locked(monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
-# the studies' own rules: layouts
+# the studies' own rules: remedies, layouts
+
+def test_remedies_decide_by_its_declared_rules():
+    assert remedies.decide("grad", (0.5, 0.4, 0.6)) == "holds"
+    assert remedies.decide("speed", (-0.5, -0.6, -0.4)) == "not testable"
+    assert remedies.decide("factorial", (0.01, 0.005, 0.02), factorial=1 / 5040) == "fails"
+    assert remedies.decide("lever", (0.1, 0.05, 0.2), predicted=0.3) == "holds"
+    assert remedies.decide("lever", (0.1, 0.05, 0.2), predicted=-0.3) == "fails"
+    assert remedies.decide("size", (0.1, 0.05, 0.2), predicted=-0.3) == "holds"
+    with pytest.raises(ValueError, match="declares no rule 'gradient'"):
+        remedies.decide("gradient", (0.5, 0.4, 0.6))
+    with pytest.raises(ValueError, match="missing \\['factorial'\\]"):
+        remedies.decide("factorial", (0.01, 0.005, 0.02))
+
+
+def _remedy_measurements(sign=1.0):
+    ci = lambda e: (e, e - 0.01, e + 0.01)  # noqa: E731
+    D = {H: dict(measured_ci=ci(0.5 / H), predicted_ci=ci(0.6 / H),
+                 factorial=1 / math.factorial(H - 1)) for H in (2, 4, 8)}
+    rem = ("weighted", "oversample", "curriculum")
+    return dict(g_ratio=ci(0.8), pred_ratio=0.9, D=D, d_trend=ci(-0.2), auc_me=ci(-0.011),
+                layers=2, dgap=ci(-0.05), dmm=ci(0.02), close={m: ci(0.05) for m in rem},
+                gain={m: ci(0.0) for m in rem}, cost={m: ci(-0.03) for m in rem},
+                level=1 - 0.05 / 3, d_pred=ci(sign * 0.1), d_init=ci(0.04))
+
+
+def test_remedies_verdict_rows_decide_every_row_by_its_rule():
+    rows = remedies.verdict_rows(_remedy_measurements())
+    assert [r["key"] for r in rows] == ["grad", "depth", "factorial", "speed", "biased", "influ",
+                                        "weighted", "oversample", "curriculum", "lever"]
+    words = {r["key"]: r["verdict"] for r in rows}
+    assert words == dict(grad="holds", depth="holds", factorial="fails", speed="not testable",
+                         biased="holds", influ="fails", weighted="holds", oversample="holds",
+                         curriculum="holds", lever="holds")
+    for r in rows:  # the verdict table re-decides each effect: the same word
+        eff = r["effect"]
+        args = {k: v for k, v in eff.items() if k not in ("interval", "scale")}
+        assert stats.decide(eff["interval"], **args) == r["verdict"]
+    assert rows[2]["claim"] == "... by a factor 1/(H-1)! (8 layers: 1/5040)"
+    assert "(faster: inconclusive)" in rows[6]["measured"]
+    assert "(slower: holds)" in rows[6]["measured"]
+    # the lever's direction is the prediction's sign: predicted down, measured up, fails
+    flipped = {r["key"]: r for r in remedies.verdict_rows(_remedy_measurements(-1.0))}
+    assert flipped["lever"]["verdict"] == "fails"
+    assert flipped["lever"]["effect"]["direction"] == "less"
+    m = _remedy_measurements()
+    del m["dmm"]
+    with pytest.raises(ValueError, match="\\['dmm'\\]"):
+        remedies.verdict_rows(m)
+
 
 def test_layouts_decide_by_its_declared_rules():
     assert layouts.decide("exact", 1.0) == "exact"

@@ -4,8 +4,8 @@ A chapter whose claims belong to no study of its own (the theory chapters, the m
 initialization and after training, the retrieval chapter's link to the prior) decides each
 claim with :func:`decide` (``claims.decide("measure_init", "u_ptv", interval)``), never with a
 threshold of its own: the threshold or band, the direction, and whether the value is exact or
-testable at all are the rule :data:`DESIGN` declares for that claim (:data:`~posbias_nb.
-experiments.design.RULE_KEYS`).  The table is a :class:`~posbias_nb.experiments.design.Design`
+testable at all are the rule :data:`DESIGN` declares for that claim
+(:data:`~posbias_nb.experiments.design.RULE_KEYS`).  The table is a :class:`~posbias_nb.experiments.design.Design`
 ("claims" in the registry, ``posbias_nb/data/designs.json``), so a threshold that moves without
 a dated entry fails the tests and every chapter that reads it, and the code that applies it
 (:func:`decide`, :func:`~posbias_nb.experiments.design.decide_rule`, ``stats.decide``) is hashed
@@ -14,8 +14,8 @@ seed's :math:`1/(H-1)!`) or a direction that follows a prediction's sign is decl
 (``{"given": NAME}``, ``{"sign_of": NAME}``), and the chapter supplies that value by name.
 
 Studies with a design of their own keep their rules there (``remedies.DESIGN["rules"]``,
-``layouts.DESIGN["rules"]``), applied by the same :func:`~posbias_nb.experiments.design.
-decide_rule`.  ``tests/test_claims.py`` fails on a chapter that calls ``stats.decide`` itself.
+``layouts.DESIGN["rules"]``), applied by the same
+:func:`~posbias_nb.experiments.design.decide_rule`.  ``tests/test_claims.py`` fails on a chapter that calls ``stats.decide`` itself.
 """
 from __future__ import annotations
 
@@ -131,6 +131,6 @@ def decide(chapter: str, claim: str, interval, **given) -> str:
 
 def effect(chapter: str, claim: str, interval, **given) -> dict:
     """The ``effect`` of the verdict row that :func:`decide` grades (its interval with the
-    declared threshold or band and direction; :func:`posbias_nb.experiments.design.
-    rule_effect`), for :func:`posbias_nb.notebook.verdict_table`."""
+    declared threshold or band and direction;
+    :func:`posbias_nb.experiments.design.rule_effect`), for :func:`posbias_nb.notebook.verdict_table`."""
     return _design.rule_effect(rule(chapter, claim), interval, **given)

@@ -266,7 +266,7 @@ def layer_matrix(layer, L: int, exact: bool = False):
 
 
 def dense_last_row(layout, L: int, alpha) -> list:
-    r"""The last row of the dense product :math:`\prod_t ((1-lpha) I + lpha K_t)` of a
+    r"""The last row of the dense product :math:`\prod_t ((1-\alpha) I + \alpha K_t)` of a
     layout's layers, in exact rationals: the :math:`O(L^2 H)` oracle that chapter
     :ref:`ch-layouts` holds :func:`layout_influence` (``exact=True``) to, built from each
     layer's dense matrix (:func:`layer_matrix`) and nothing of the prefix-sum code.

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Regions", "regions", "middle_share", "normalize", "spearman", "wasserstein",
+__all__ = ["Regions", "regions", "middle_share", "middle_over_last", "normalize", "spearman", "wasserstein",
            "fit_layout_alpha",
            "monotone_channels", "cubic_monotone", "savgol_roughness",
            "positional_candidates", "attention_sharpness", "fit_theory",
@@ -137,6 +137,35 @@ def middle_share(profile) -> float:
     """
     p = normalize(profile)
     return float(p[regions(p.size).middle].sum())
+
+
+def middle_over_last(log_weights) -> float:
+    r"""The median weight of the middle region (:func:`regions`, the central half) over the
+    weight of the last position, for weights given by their natural logarithms (rows of
+    :math:`N^H` or its gradient readings, whose entries underflow as numbers).
+
+    Chapter :ref:`ch-residual` (where a loss's gradient weight sits: the middle against the
+    last token).  Scale-free: adding a constant to every log weight leaves it unchanged.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 3 positions, or a log weight that is NaN or :math:`+\infty`.
+
+    Examples
+    --------
+    >>> round(middle_over_last([0.0, -1.0, -2.0, -2.0, -1.0, 0.0]), 6)  # e^-2 over e^0
+    0.135335
+    """
+    w = np.asarray(log_weights, dtype=float)
+    if w.ndim != 1 or w.size < 3:
+        raise ValueError(f"middle_over_last needs a 1-D row of at least 3 log weights, got shape "
+                         f"{w.shape}")
+    if np.isnan(w).any() or np.isposinf(w).any():
+        raise ValueError("middle_over_last: log weights must not be NaN or +inf, got "
+                         f"{w[np.isnan(w) | np.isposinf(w)][:3]}")
+    w = np.exp(w - w.max())
+    return float(np.median(w[regions(w.size).middle]) / w[-1])
 
 
 def normalize(p) -> np.ndarray:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["glue", "interval", "bold_best", "markdown_table", "significant", "value_table",
+__all__ = ["glue", "interval", "paired_difference", "bold_best", "markdown_table", "significant", "value_table",
            "verdict_markdown",
            "verdict_table", "VERDICT_COLUMNS", "decision", "Badge", "BADGE_STYLE", "NO_DECISION",
            "verdict_dir", "write_verdict_record", "read_verdict_records"]
@@ -101,6 +101,40 @@ def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
 
 
 _PRECISION = re.compile(r"(.*\.)(\d+)([eEfFgG%])")
+
+
+def paired_difference(scores, stat: str, a: str, b: str, fmt: str = ".3f") -> str:
+    """One paired difference of :func:`posbias_nb.metrics.prediction_scores` (``stat`` is
+    ``"dw1"`` or ``"drho"``, of the predictions ``a`` and ``b``), formatted: its
+    :func:`interval`, or, when the interval has width 0, the estimate alone, marked
+    ``(exact)`` where the statistic is exact by construction and otherwise with the share of
+    resamples that leave it there (its atom).  Chapter :ref:`ch-prediction` (the table of
+    scores).
+
+    Raises
+    ------
+    KeyError
+        ``scores`` without that difference, its ``_exact`` flag or its ``_atom`` share.
+
+    Examples
+    --------
+    >>> s = {("dw1", "a", "b"): (0.1, 0.05, 0.2), ("dw1_exact", "a", "b"): False,
+    ...      ("dw1_atom", "a", "b"): 0.0}
+    >>> paired_difference(s, "dw1", "a", "b", ".2f")
+    '0.10 [0.05, 0.20]'
+    >>> s[("dw1", "a", "b")] = (0.1, 0.1, 0.1); s[("dw1_atom", "a", "b")] = 0.97
+    >>> paired_difference(s, "dw1", "a", "b", ".2f")
+    '0.10 (in 97.0% of resamples)'
+    >>> s[("dw1_exact", "a", "b")] = True
+    >>> paired_difference(s, "dw1", "a", "b", ".2f")
+    '0.10 (exact)'
+    """
+    e, lo, hi = scores[stat, a, b]
+    if scores[f"{stat}_exact", a, b]:
+        return f"{e:{fmt}} (exact)"
+    if abs(hi - lo) <= 1e-9 * max(1.0, abs(e)):
+        return f"{e:{fmt}} (in {scores[f'{stat}_atom', a, b]:.1%} of resamples)"
+    return interval(scores[stat, a, b], fmt)
 
 
 def bold_best(values, fmt: str = ".3f", best=min) -> list[str]:

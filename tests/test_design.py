@@ -12,16 +12,17 @@ STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import confirm, fix, inference, layouts, realqa, remedies, \
-        report, retrieval, scale
-    return {"inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
+    from posbias_nb.experiments import claims, confirm, fix, inference, layouts, realqa, \
+        remedies, report, retrieval, scale
+    return {"claims": claims.DESIGN,
+            "inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
             "remedies": remedies.DESIGN, "report": report.DESIGN, "layouts": layouts.DESIGN,
             "realqa": realqa.DESIGN, "fix": fix.DESIGN, "scale": scale.DESIGN,
             "confirm": confirm.DESIGN}
 
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
-                                   "realqa", "fix", "scale", "confirm"])
+                                   "realqa", "fix", "scale", "confirm", "claims"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study
@@ -113,7 +114,7 @@ def test_code_hash_moves_with_the_code_not_its_docstrings():
 
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
-                                   "realqa", "fix", "scale", "confirm"])
+                                   "realqa", "fix", "scale", "confirm", "claims"])
 def test_every_study_registers_its_verdict_code(study):
     last = check(_studies()[study])
     assert last["code"] == design.code_hash(study)

@@ -32,6 +32,22 @@ def test_the_row_equals_dense_exact_products(spec):
     assert T.layout_influence(lay, L, Fraction(2, 7), exact=True) == dense_row(lay, L, Fraction(2, 7))
 
 
+@pytest.mark.parametrize("spec", ["2*full", "sliding:3,full,sliding:2", "chunked:4,full@1.5",
+                                  "5*sliding:4,full"])
+def test_dense_last_row_is_the_full_matrix_product(spec):
+    """The chapter's oracle (theory.dense_last_row: a row vector through the layers, last layer
+    first) against the full matrix product above (input layer first), exactly."""
+    L, a = 9, Fraction(2, 7)
+    assert T.dense_last_row(spec, L, a) == dense_row(T.parse_layout(spec), L, a)
+    assert T.dense_last_row(T.parse_layout(spec), L, "2/7") == dense_row(T.parse_layout(spec), L, a)
+    # two uniform causal layers without residual: the last row of the Cesaro matrix squared
+    assert T.dense_last_row("2*full", 3, 1) == [Fraction(11, 18), Fraction(5, 18), Fraction(1, 9)]
+    with pytest.raises(ValueError, match="alpha"):
+        T.dense_last_row(spec, L, Fraction(3, 2))
+    with pytest.raises(ValueError, match="L"):
+        T.dense_last_row(spec, 0, a)
+
+
 @settings(deadline=None)  # timing never fails an example, whatever the profile
 @given(st.lists(st.sampled_from(KINDS), min_size=1, max_size=5), st.integers(1, 14),
        st.fractions(0, 1, max_denominator=9))

@@ -556,3 +556,20 @@ def test_prediction_scores_exact_where_only_the_resampled_means_stay_on_one_side
     assert not sc3["drho_exact", "a", "b"] and not sc3["dw1_exact", "a", "b"]
     assert sc3["drho_atom", "a", "b"] < 0.5
     assert sc3["drho", "a", "b"][2] - sc3["drho", "a", "b"][1] > 1e-6
+
+
+def test_middle_over_last_reads_log_weights():
+    """Chapter *Residuals*: the median of the middle region over the last position."""
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.1, 2.0, 40)
+    mid = metrics.regions(40).middle
+    direct = np.median(w[mid]) / w[-1]
+    assert metrics.middle_over_last(np.log(w)) == pytest.approx(direct, rel=1e-12)
+    assert metrics.middle_over_last(np.log(w) - 800.0) == pytest.approx(direct, rel=1e-12)
+    row = np.zeros(8)
+    row[-1] = np.log(4.0)  # a recency spike four times the flat middle
+    assert metrics.middle_over_last(row) == pytest.approx(0.25, rel=1e-12)
+    for bad in ([0.0, 1.0], [[0.0, 1.0, 2.0]], [0.0, np.nan, 1.0], [0.0, np.inf, 1.0]):
+        with pytest.raises(ValueError, match="middle_over_last"):
+            metrics.middle_over_last(bad)
+

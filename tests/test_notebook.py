@@ -373,3 +373,21 @@ def test_value_table_shapes_and_cells():
         notebook.value_table({})
     with pytest.raises(ValueError, match="dict of dicts"):
         notebook.value_table({"a": 1}, transpose=True)
+
+
+def test_paired_difference_prints_a_width_zero_interval_as_one_number():
+    """Chapter *Prediction*'s table of scores: an interval, or an exact value, or a value with
+    the share of resamples at it."""
+    s = {("drho", "p", "q"): (0.25, 0.1, 0.4), ("drho_exact", "p", "q"): False,
+         ("drho_atom", "p", "q"): 0.0}
+    assert notebook.paired_difference(s, "drho", "p", "q", "+.2f") == \
+        notebook.interval((0.25, 0.1, 0.4), "+.2f")
+    s[("drho", "p", "q")] = (0.25, 0.25, 0.25)
+    s[("drho_atom", "p", "q")] = 0.5
+    assert notebook.paired_difference(s, "drho", "p", "q", "+.2f") == \
+        "+0.25 (in 50.0% of resamples)"
+    s[("drho_exact", "p", "q")] = True
+    assert notebook.paired_difference(s, "drho", "p", "q", "+.2f") == "+0.25 (exact)"
+    with pytest.raises(KeyError):
+        notebook.paired_difference(s, "dw1", "p", "q")
+

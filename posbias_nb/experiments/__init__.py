@@ -6,6 +6,8 @@
 :mod:`.study`              the shared base of the studies that score prompts: a model with its
                            codec, prompt and answer ids, the examples drawn, a remedy file read,
                            a remedy scored
+:mod:`.claims`             the chapters' declared verdict rules (threshold, band, direction),
+                           one locked table keyed by chapter and claim
 :mod:`.retrieval`          retrieval runs (key-value, needle) scored per gold position, and
                            their link to the influence prior
 :mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and

@@ -34,11 +34,11 @@ import numpy as np
 
 from .. import cache, metrics, models, stats, theory
 from ..measure import cached, entry
-from .design import Design, check
+from .design import Design, check, decide_rule, rule_effect
 
 __all__ = ["DESIGN", "study_spec", "layout", "init_seeds", "measure", "rows", "agreements",
-           "decisions", "beyond_reach", "middle_shares", "SWITCHES", "switch_off", "ablation",
-           "ablations"]
+           "decisions", "decide", "effect", "ablation_sides", "beyond_reach", "middle_shares",
+           "SWITCHES", "switch_off", "ablation", "ablations"]
 
 _DEF = "layouts-v2"  # bump when a definition below changes (the design has its own hash)
 # the layout entries' own version: v2 stores the sinks as floats beside the kinds' text
@@ -82,6 +82,16 @@ DESIGN = Design("layouts", dict(
     fit=["gemma3-shipped", "gemma3-hybrid", "gemma3-sliding", "mistral", "gpt-oss", "llama4"],
     middle=["gemma3-hybrid", "gemma3-full"],
     threshold=0.0, family_alpha=0.05,
+    # the chapter's other verdict rules (design.decide_rule): the exact check of the O(L) rows,
+    # and the side of each ablation's gap (which decides nothing, the prose reads it)
+    rules=dict(
+        exact={"direction": "greater", "threshold": 0.5, "exact": True,
+               "says": "every layout's O(L) row equals the dense product of its layers (1 when "
+                       "all do, 0 otherwise)"},
+        ablation={"direction": "greater", "threshold": 0.0,
+                  "says": "with a departure switched off the layout row wins: the interval of "
+                          "the log-Pearson gap, layout minus N^H, above 0"},
+    ),
 ))
 
 _BASES = {"gemma3-270m": None, "mistral_small": models.configs.mistral_small,
@@ -228,6 +238,35 @@ def decisions() -> dict:
     claims["middle"] = dict(x=middle_shares(hyb) - middle_shares(full),
                             threshold=float(d["threshold"]), direction="greater")
     return stats.holm_family(claims, alpha=float(d["family_alpha"]))
+
+
+def _rule(claim: str) -> dict:
+    rules = _checked().as_dict()["rules"]
+    if claim not in rules:
+        raise ValueError(f"the layouts design declares no rule {claim!r}; declared: "
+                         f"{', '.join(sorted(rules))}")
+    return rules[claim]
+
+
+def decide(claim: str, interval) -> str:
+    """The verdict word of ``interval`` under the design's declared rule ``claim`` (``"exact"``,
+    ``"ablation"``: :data:`DESIGN` ``rules``), by :func:`posbias_nb.experiments.design.decide_rule`.
+    Chapter :ref:`ch-layouts`.  ValueError for a claim the design does not declare."""
+    return decide_rule(_rule(claim), interval)
+
+
+def effect(claim: str, interval) -> dict:
+    """The verdict row's ``effect`` under the declared rule ``claim``
+    (:func:`posbias_nb.experiments.design.rule_effect`)."""
+    return rule_effect(_rule(claim), interval)
+
+
+def ablation_sides(results: dict) -> dict:
+    """``{switch: word}``: for each ablation's result (:func:`ablations`), which side of 0 the
+    interval of its log-Pearson gap lies on, by the declared rule ``ablation`` ("holds": the
+    layout row wins with that departure switched off, "fails": it still loses,
+    "inconclusive": undecided).  Chapter :ref:`ch-layouts`."""
+    return {k: decide("ablation", v["gap_ci"]) for k, v in results.items()}
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ __all__ = [
     "Layout",
     "parse_layout",
     "layer_matrix",
+    "dense_last_row",
     "layout_influence",
     "log_layout_influence",
     "sliding_row",
@@ -262,6 +263,34 @@ def layer_matrix(layer, L: int, exact: bool = False):
     for i in range(L):
         K[i, i - n[i] + 1:i + 1] = 1.0 / (n[i] + c)
     return K
+
+
+def dense_last_row(layout, L: int, alpha) -> list:
+    r"""The last row of the dense product :math:`\prod_t ((1-\alpha) I + \alpha K_t)` of a
+    layout's layers, in exact rationals: the :math:`O(L^2 H)` oracle that chapter
+    :ref:`ch-layouts` holds :func:`layout_influence` (``exact=True``) to, built from each
+    layer's dense matrix (:func:`layer_matrix`) and nothing of the prefix-sum code.
+
+    ``layout`` is a :class:`Layout` or its text (:func:`parse_layout`); ``alpha`` an exact
+    rational in :math:`[0, 1]` (a :class:`fractions.Fraction`, an int, or a string such as
+    ``"2/7"``).  Returns a list of ``L`` :class:`fractions.Fraction`.
+
+    Raises
+    ------
+    ValueError
+        A bad layout, ``L < 1``, or ``alpha`` outside :math:`[0, 1]` or not exact.
+
+    >>> dense_last_row("2*full", 3, 1)
+    [Fraction(11, 18), Fraction(5, 18), Fraction(1, 9)]
+    """
+    lay = _as_layout(layout)
+    L = positive_int("L", L)
+    a = exact_fraction("alpha", alpha)
+    v = [Fraction(0)] * (L - 1) + [Fraction(1)]
+    for layer in reversed(lay.layers):
+        K = layer_matrix(layer, L, exact=True)
+        v = [(1 - a) * v[j] + a * sum(v[i] * K[i][j] for i in range(L)) for j in range(L)]
+    return v
 
 
 def _log_cumsum_blocks(u: np.ndarray, b: int, reverse: bool) -> np.ndarray:

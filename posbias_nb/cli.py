@@ -313,7 +313,7 @@ def _cmd_rollout(args):
 
 def _add_retrieval(sub) -> None:
     from .experiments.retrieval import retrieval_run
-    from .tasks.retrieval import TASKS, VARIANTS
+    from .tasks.kv_needle import TASKS, VARIANTS
 
     api = _api_defaults(retrieval_run)
     r = _command(sub, "retrieval", _cmd_retrieval, "retrieval accuracy and answer "
@@ -543,7 +543,7 @@ def _cmd_fix(args):
 
 
 def _add_train(sub) -> None:
-    from .experiments.remedies import CHAPTER, REMEDIES, train_run
+    from .experiments.training import CHAPTER, REMEDIES, train_run
     from .tasks.synthetic import PLACEMENTS, TASKS
 
     api = _api_defaults(train_run)
@@ -572,7 +572,7 @@ def _add_train(sub) -> None:
 
 
 def _cmd_train(args):
-    from .experiments.remedies import train_run
+    from .experiments.training import train_run
 
     return train_run(args.task, args.layers, args.width, args.length, args.steps,
                      seed=args.seed, answer_positions=args.answer_positions, remedy=args.remedy,

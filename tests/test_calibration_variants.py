@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from posbias_nb.tasks import qa
-from posbias_nb.tasks.retrieval import Codec
+from posbias_nb.tasks.kv_needle import Codec
 
 
 def _docs(n=5, seed=0):
@@ -208,7 +208,7 @@ def test_retrieval_under_a_variant_file(tmp_path, llama4_dir):
     from posbias_nb.experiments import inference
     from posbias_nb.experiments import retrieval as ret
     from posbias_nb.measure import entry
-    from posbias_nb.tasks.retrieval import dummy_prompts
+    from posbias_nb.tasks.kv_needle import dummy_prompts
 
     m = entry.loaded(llama4_dir, weights="pretrained", seed=0)[0]
     kw = dict(task="kv", positions=3, examples=2, length=400, seed=0)

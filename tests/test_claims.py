@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from posbias_nb import stats
-from posbias_nb.experiments import claims, design, layouts, remedies
+from posbias_nb.experiments import born_layouts as layouts, claims, design, training as remedies
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 

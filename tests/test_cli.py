@@ -122,7 +122,7 @@ def test_every_cli_default_is_the_apis(command):
 OTHER_COMMANDS = {"theory": ("posbias_nb.measure.runs", "theory_run", {"depth"}),
                   "rollout": ("posbias_nb.measure.runs", "rollout_run", set()),
                   "retrieval": ("posbias_nb.experiments.retrieval", "retrieval_run", set()),
-                  "train": ("posbias_nb.experiments.remedies", "train_run", set())}
+                  "train": ("posbias_nb.experiments.training", "train_run", set())}
 
 
 @pytest.mark.parametrize("command", sorted(OTHER_COMMANDS))

@@ -12,11 +12,11 @@ STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import claims, confirm, fix, inference, layouts, realqa, \
-        remedies, report, retrieval, scale
+    from posbias_nb.experiments import born_layouts, claims, confirm, fix, inference, realqa, \
+        report, retrieval, scale, training
     return {"claims": claims.DESIGN,
             "inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
-            "remedies": remedies.DESIGN, "report": report.DESIGN, "layouts": layouts.DESIGN,
+            "remedies": training.DESIGN, "report": report.DESIGN, "layouts": born_layouts.DESIGN,
             "realqa": realqa.DESIGN, "fix": fix.DESIGN, "scale": scale.DESIGN,
             "confirm": confirm.DESIGN}
 

@@ -282,7 +282,7 @@ def test_tasks_reach_no_model_code():
 
 def test_tasks_import_no_torch():
     code = ("import sys; import posbias_nb.tasks, posbias_nb.tasks.text, "
-            "posbias_nb.tasks.retrieval, posbias_nb.tasks.synthetic, posbias_nb.tasks.qa; "
+            "posbias_nb.tasks.kv_needle, posbias_nb.tasks.synthetic, posbias_nb.tasks.qa; "
             "bad = [m for m in ('torch', 'transformers') if m in sys.modules]; "
             "print(','.join(bad)); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -373,7 +373,7 @@ def test_reference_holds_only_for_the_recording_it_was_made_for():
 
 def test_cpu_reference_finds_the_training_call_of_a_key_and_refuses_what_it_cannot_make(
         tmp_path, capsys):
-    from posbias_nb.experiments import remedies as r
+    from posbias_nb.experiments import training as r
     from posbias_nb.provenance import cli, reference
 
     kw = dict(r.CHAPTER, **r.ARMS["weighted"], seed=4)

@@ -311,9 +311,9 @@ def test_out_is_created_with_its_parents_and_removed_after_a_failure(tmp_path, c
 
 
 def test_train_refuses_an_unwritable_out_before_training(monkeypatch, capsys):
-    from posbias_nb.experiments import remedies
+    from posbias_nb.experiments import training
 
-    monkeypatch.setattr(remedies, "train_run", lambda *a, **k: pytest.fail("trained first"))
+    monkeypatch.setattr(training, "train_run", lambda *a, **k: pytest.fail("trained first"))
     assert cli.main(["train", "--steps", "1", "--out", "/proc/x.json"]) == 2
     assert "--out '/proc/x.json' is not writable" in capsys.readouterr().err
 

@@ -9,7 +9,7 @@ import pytest
 
 from posbias_nb import metrics, stats
 from posbias_nb.experiments import retrieval as R
-from posbias_nb.tasks import retrieval as T
+from posbias_nb.tasks import kv_needle as T
 from posbias_nb.measure import entry
 from posbias_nb.measure.scoring import score
 from posbias_nb.experiments import study

@@ -10,10 +10,10 @@
                            one locked table keyed by chapter and claim
 :mod:`.retrieval`          retrieval runs (key-value, needle) scored per gold position, and
                            their link to the influence prior
-:mod:`.remedies`           the remedies lab: small models trained from scratch, the arms and
+:mod:`.training`           the remedies lab: small models trained from scratch, the arms and
                            their statistics
 :mod:`.inference`          inference-time remedies measured on the prior, the task and the cost
-:mod:`.layouts`            born with a layout: random-init profiles against each layout's row
+:mod:`.born_layouts`       born with a layout: random-init profiles against each layout's row
 :mod:`.replay`             cached replays of the structural theory's published configurations
 ``report``                 ``posbias report``: one model's position bias, born and trained, as
                            a self-contained HTML page and report.json
@@ -37,6 +37,6 @@ CSV output writes), ``meta`` and ``to_json()``.  Nothing below this package impo
 chapters and the ``posbias`` command call it.  Importing it loads no torch; the modules below
 ``report`` in the table are imported by name (``from posbias_nb.experiments import fix``).
 """
-from . import design, inference, layouts, remedies, replay, report, retrieval
+from . import born_layouts, design, inference, replay, report, retrieval, training
 
-__all__ = ["design", "retrieval", "remedies", "replay", "inference", "layouts", "report"]
+__all__ = ["design", "retrieval", "training", "replay", "inference", "born_layouts", "report"]

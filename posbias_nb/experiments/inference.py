@@ -38,7 +38,7 @@ from ..measure.scoring import score_batch
 from ..models.remedies import REMEDIES, check_applicable, later_layers, ms_poe_state
 from ..results import Result
 from ..tasks import qa
-from ..tasks.retrieval import dummy_prompts
+from ..tasks.kv_needle import dummy_prompts
 from ..tasks.text import random_ascii_batch, text_batch
 from . import retrieval as ret
 from . import study

@@ -78,7 +78,7 @@ from ..measure import entry
 from ..measure.cached import capture, predict, profile, shared_profile
 from ..measure.spans import span_profile
 from ..results import Result, plain
-from ..tasks.retrieval import slot_items
+from ..tasks.kv_needle import slot_items
 from .pages import STYLE, check_out_dir, png
 from . import retrieval as _ret
 from .design import Design
@@ -299,9 +299,9 @@ def _layout(model, seed: int) -> dict:
     try:
         m, _, _ = entry.loaded(model, "random", seed)
         lay = models.model_layout(m)
-        n = models.layouts.check_length(models.config_layout(m.config))
+        n = models.attention_layout.check_length(models.config_layout(m.config))
         return {"available": True, "layout": str(lay), "checked_at": n,
-                "unverified_layers": models.layouts.unverified(lay, n)}
+                "unverified_layers": models.attention_layout.unverified(lay, n)}
     except ValueError as e:
         return {"available": False, "reason": str(e).strip().splitlines()[0]}
 

@@ -102,7 +102,7 @@ from .._validate import choice, positive_int
 from ..measure import entry
 from ..measure.scoring import generate_greedy_batch, score, score_batch
 from ..results import Result
-from ..tasks.retrieval import (KV_INSTRUCTION, NEEDLE_INSTRUCTION, TASKS, VARIANTS,
+from ..tasks.kv_needle import (KV_INSTRUCTION, NEEDLE_INSTRUCTION, TASKS, VARIANTS,
                                build_prompts, check_args)
 from . import study
 from .design import Design
@@ -213,7 +213,7 @@ def prompts_for(model, task, positions, examples, length, seed, weights, variant
 def prompt_problem(model, task: str, positions: int, examples: int, length: int, seed: int = 0,
                    weights: str = "pretrained", variant: str = "hex") -> str | None:
     """Why the prompts of a retrieval run of these settings cannot be built (the first line of
-    :func:`~posbias_nb.tasks.retrieval.build_prompts`' or the context check's error), or None
+    :func:`~posbias_nb.tasks.kv_needle.build_prompts`' or the context check's error), or None
     if they can.  Tokenization only: no forward pass."""
     try:
         prompts_for(model, task, positions, examples, length, seed, weights, variant)
@@ -235,7 +235,7 @@ def _unragged(flat, lens):
 
 
 def record_arrays(P) -> dict:
-    """The prompts of :func:`~posbias_nb.tasks.retrieval.build_prompts` as the arrays a run
+    """The prompts of :func:`~posbias_nb.tasks.kv_needle.build_prompts` as the arrays a run
     caches (ragged ids flattened with their lengths); the scores are added by the caller."""
     recs = P["records"]
     pf, pl = _ragged([r["prompt_ids"] for r in recs])

@@ -133,7 +133,7 @@ def layout(config: str) -> theory.Layout:
 def unverified(config: str) -> list[int]:
     """The layers of ``config`` whose window the layout check cannot see (window >= its
     length): they are as the config declares them."""
-    return models.layouts.unverified(layout(config), int(DESIGN["check_length"]))
+    return models.attention_layout.unverified(layout(config), int(DESIGN["check_length"]))
 
 
 def measure(config: str, width: int, init: str) -> np.ndarray:

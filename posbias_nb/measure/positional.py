@@ -174,7 +174,7 @@ def calibrated_attention(model, prompt_ids, spans, dummies) -> dict:
     every head (their section 2); :math:`\mathrm{Attn}(x^{dum}, k)` is the same quantity for the
     dummy document in the prompt where it replaces document :math:`k` (``dummies[k]``: a dict
     with ``prompt_ids`` and the dummy's ``span``, e.g. from
-    :func:`posbias_nb.tasks.retrieval.dummy_prompts`).  One extra pass per document, as the
+    :func:`posbias_nb.tasks.kv_needle.dummy_prompts`).  One extra pass per document, as the
     paper says; each reuses the keys and values of the prefix it shares with the prompt
     (``prompt_ids`` may be a :class:`posbias_nb.measure.prefix.Prefix` of the prompt already
     recorded), except where the dummy prompt is longer than a sliding window of the model: a

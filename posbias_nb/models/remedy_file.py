@@ -26,7 +26,7 @@ chosen on relevances measured with the dummy document of ``posbias fix``
 (:data:`posbias_nb.tasks.qa.DUMMY_DOCUMENT`, or :data:`~posbias_nb.tasks.qa.DUMMY_RECORD` for a
 key-value file; ``posbias task`` uses the same), while ``posbias retrieval`` and ``report``
 measure their synthetic key-value prompts with that task's own dummy pair
-(:data:`posbias_nb.tasks.retrieval.DUMMY_PAIR`): the relevance's scale, and so what a
+(:data:`posbias_nb.tasks.kv_needle.DUMMY_PAIR`): the relevance's scale, and so what a
 temperature does, can differ between the two.  Our prior calibration reads a fitted prior
 array and is not applied from a file.
 

@@ -31,7 +31,7 @@ __all__ = ["FINDERS", "train_arguments", "train_key", "cpu_reference", "main"]
 def train_arguments():
     """Every ``train_run`` call the chapters make: the chapter's configuration with each arm
     (residual scales among them), seed and depth of its design."""
-    from ..experiments import remedies as r
+    from ..experiments import training as r
 
     d = r.DESIGN.spec
     for arm, seed, layers in itertools.product(r.ARMS, range(max(d["seeds"], 10)),
@@ -41,7 +41,7 @@ def train_arguments():
 
 def train_key(kw) -> str:
     """The cache key of the ``train_run`` call ``kw`` (today's code)."""
-    from ..experiments import remedies as r
+    from ..experiments import training as r
 
     return cache.key("train", r._run_params(**kw))
 
@@ -52,7 +52,7 @@ def train_key(kw) -> str:
 #: call's keyword arguments); :data:`posbias_nb.provenance.reference.Finder`.
 FINDERS: dict[str, reference.Finder] = {
     "train": (train_arguments, train_key,
-              "from posbias_nb.experiments.remedies import train_run; train_run(**kw)"),
+              "from posbias_nb.experiments.training import train_run; train_run(**kw)"),
 }
 
 

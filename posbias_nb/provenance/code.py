@@ -46,8 +46,8 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "inference-prior-fit": ("experiments.inference",),
     "inference-retrieval": ("experiments.inference",),
     "inference-task": ("experiments.inference",),
-    "layouts-ablation": ("experiments.layouts",),
-    "layouts-layout": ("experiments.layouts",),
+    "layouts-ablation": ("experiments.born_layouts",),
+    "layouts-layout": ("experiments.born_layouts",),
     "realqa-jacobian": ("experiments.realqa",),
     "replay": ("experiments.replay",),
     "report": ("experiments.report",),
@@ -59,8 +59,8 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "scale-layout": ("experiments.scale",),
     "confirm": ("experiments.confirm",),
     "task": ("experiments.task",),
-    "train": ("experiments.remedies",),
-    "train-init": ("experiments.remedies",),
+    "train": ("experiments.training",),
+    "train-init": ("experiments.training",),
 }
 
 #: Modules that present, store, register or check results and compute none of them: a change

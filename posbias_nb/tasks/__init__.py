@@ -3,7 +3,7 @@
 =========================  ==================================================================
 :mod:`.text`               the offline text corpus (stdlib docstrings) and seeded, disjoint
                            token windows
-:mod:`.retrieval`          key-value and needle-in-a-haystack retrieval prompts, with the gold
+:mod:`.kv_needle`          key-value and needle-in-a-haystack retrieval prompts, with the gold
                            item moved across positions
 :mod:`.synthetic`          the synthetic training data of the remedies lab: token layout,
                            answer placements, batches
@@ -16,6 +16,6 @@
 
 A tokenizer object is only called here; nothing in this package imports torch or a model.
 """
-from . import qa, reorder, retrieval, synthetic, text
+from . import kv_needle, qa, reorder, synthetic, text
 
-__all__ = ["text", "retrieval", "synthetic", "qa", "reorder"]
+__all__ = ["text", "kv_needle", "synthetic", "qa", "reorder"]

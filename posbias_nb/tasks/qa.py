@@ -16,7 +16,7 @@ that scores the prompts is :mod:`posbias_nb.experiments.task`.
 
 * **Prompts**: Liu et al.'s own templates, word for word (their repository's
   ``prompts/qa.prompt``, ``closedbook_qa.prompt``; the key-value one is
-  :func:`posbias_nb.tasks.retrieval.kv_prompt`), documents numbered from 1 as
+  :func:`posbias_nb.tasks.kv_needle.kv_prompt`), documents numbered from 1 as
   ``Document [i](Title: ...) text``.  For one question only the gold passage's position changes
   from one prompt to the next (:func:`position_documents`).
 * **Distractors** (:func:`bm25_distractors`): where a file gives only the gold passage (the
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validate import positive_int
-from .retrieval import kv_prompt
+from .kv_needle import kv_prompt
 
 __all__ = ["FORMATS", "QA_INSTRUCTION", "Document", "QAExample", "KVExample", "TaskFileError",
            "normalize_answer", "best_subspan_em", "first_line", "classify_output",
@@ -326,7 +326,7 @@ def closedbook_prompt(question: str) -> str:
 
 
 def kv_example_prompt(records, key: str) -> str:
-    """Liu et al.'s key-value prompt (:func:`posbias_nb.tasks.retrieval.kv_prompt`)."""
+    """Liu et al.'s key-value prompt (:func:`posbias_nb.tasks.kv_needle.kv_prompt`)."""
     return kv_prompt(records, key)
 
 
@@ -497,10 +497,10 @@ def length_matched_dummies(codec, text: str) -> list[tuple[str, tuple[int, int]]
 
 def document_token_spans(codec, text: str, spans=None) -> tuple[list[int], list[tuple[int, int]]]:
     """The prompt ids of ``text`` (rendered and encoded by ``codec``, a
-    :class:`posbias_nb.tasks.retrieval.Codec`) and the token ranges ``[t0, t1)`` of its
+    :class:`posbias_nb.tasks.kv_needle.Codec`) and the token ranges ``[t0, t1)`` of its
     character ranges ``spans`` (default: its documents, :func:`document_char_spans`), each
     range ending where the next begins, so that no token belongs to two documents."""
-    from .retrieval import token_span
+    from .kv_needle import token_span
 
     spans = document_char_spans(text) if spans is None else list(spans)
     full, off = codec.render(text)

@@ -168,9 +168,17 @@ def test_committed_digest_is_made_under_todays_design_and_code(study):
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / design.DIGESTS / f"{study}.json"
-    if not path.exists():
-        pytest.skip(f"{study}: no digest committed yet (its first run)")
+    if study in NO_DIGEST:
+        assert not path.exists(), f"{study} has a digest: take it out of NO_DIGEST"
+        return
+    assert path.exists(), f"{study}: no digest committed (re-run its chapter, or say in " \
+                          "NO_DIGEST why it has none)"
     assert _stale(study, path) is None, _stale(study, path)
+
+
+#: The studies that write no digest, and why.
+NO_DIGEST = {"claims": "a table of rules read by seven chapters, each of which prints its own "
+                       "verdicts; no one chapter runs the whole table"}
 
 
 def test_digest_check_fails_on_a_stale_digest(tmp_path):

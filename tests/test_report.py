@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import functools
 import json
 import re
 
@@ -259,7 +260,8 @@ def no_work(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("computation started before the input was checked")
 
-    monkeypatch.setattr(R, "report", boom)
+    # wraps: the command reads its defaults from the function's signature
+    monkeypatch.setattr(R, "report", functools.wraps(R.report)(boom))
 
 
 @pytest.mark.parametrize("extra, match", [
@@ -299,7 +301,7 @@ def test_out_is_created_with_its_parents_and_removed_after_a_failure(tmp_path, c
                                                                      monkeypatch):
     def fails(*a, **k):
         raise ValueError("a failure inside the run")
-    monkeypatch.setattr(R, "report", fails)
+    monkeypatch.setattr(R, "report", functools.wraps(R.report)(fails))
     out = tmp_path / "new" / "deeper" / "report"
     assert cli.main(["report", "--model", "gpt2-tiny", "--quick", "--out", str(out)]) == 2
     assert "a failure inside the run" in capsys.readouterr().err
@@ -313,7 +315,8 @@ def test_out_is_created_with_its_parents_and_removed_after_a_failure(tmp_path, c
 def test_train_refuses_an_unwritable_out_before_training(monkeypatch, capsys):
     from posbias_nb.experiments import training
 
-    monkeypatch.setattr(training, "train_run", lambda *a, **k: pytest.fail("trained first"))
+    monkeypatch.setattr(training, "train_run", functools.wraps(training.train_run)(
+        lambda *a, **k: pytest.fail("trained first")))
     assert cli.main(["train", "--steps", "1", "--out", "/proc/x.json"]) == 2
     assert "--out '/proc/x.json' is not writable" in capsys.readouterr().err
 

@@ -336,3 +336,28 @@ def test_random_ascii_batch_is_yu_et_als_corpus():
     assert not np.array_equal(a, random_ascii_batch(None, 50, 3, seed=2, vocab_size=256))
     with pytest.raises(ValueError):
         random_ascii_batch(None, 50, 3)
+
+
+def test_verdict_effect_reads_the_claims_rule():
+    from posbias_nb import stats
+    from posbias_nb.experiments.inference import verdict_effect
+
+    above = {"claim": {"direction": "greater", "threshold": 0.0}, "adjusted": (0.3, 0.1, 0.5),
+             "testable": True}
+    e = verdict_effect(above)
+    assert e == dict(interval=(0.3, 0.1, 0.5), direction="greater", testable=True,
+                     threshold=0.0, scale=1.0)
+    assert stats.decide(e["interval"], e["threshold"], e["direction"]) == "holds"
+    band = {"claim": {"direction": "within", "band": [-0.1, 0.1]},
+            "adjusted": (0.0, -0.05, 0.2), "testable": True}
+    assert verdict_effect(band)["band"] == (-0.1, 0.1)
+    flat = dict(above, testable=False)
+    assert verdict_effect(flat)["interval"] == (0.0, 0.0, 0.0)  # untestable: no interval
+
+
+def test_setting_text():
+    from posbias_nb.experiments.fix import setting_text
+
+    assert setting_text({"ranker": "bm25", "tau": 0.25, "slot_quality": [1, 2]}) == \
+        "ranker = bm25, tau = 0.25"
+    assert setting_text(None) == "none" and setting_text({}) == "(one setting)"

@@ -272,6 +272,44 @@ def test_nothing_outside_the_package_uses_a_private_name_of_the_cache_or_provena
     assert not bad, bad
 
 
+def sibling_private_uses(source: str, siblings) -> list[str]:
+    """The private names of sibling modules (``siblings``) that ``source``, a module of the
+    same package, uses: ``from .x import _y`` and ``x._y`` where ``x`` is a sibling imported
+    by ``from . import x [as a]``."""
+    tree = ast.parse(source)
+    alias, out = {}, []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.level == 1:
+            if n.module is None:
+                alias.update({a.asname or a.name: a.name for a in n.names if a.name in siblings})
+            elif n.module in siblings:
+                out += [f"{n.module}.{a.name}" for a in n.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and \
+                n.value.id in alias and n.attr.startswith("_") and not n.attr.startswith("__"):
+            out.append(f"{alias[n.value.id]}.{n.attr}")
+    return sorted(set(out))
+
+
+def test_the_sibling_private_check_catches_one():
+    sib = {"task", "retrieval"}
+    assert sibling_private_uses("from . import task as t\nt._encode(c, x)\n", sib) == \
+        ["task._encode"]
+    assert sibling_private_uses("from .retrieval import _load, run_params\n", sib) == \
+        ["retrieval._load"]
+    assert sibling_private_uses("from . import study\nstudy.encode(c, x)\n", sib) == []
+
+
+def test_no_study_uses_another_studys_private_names():
+    """Issue 56: what studies share is public (experiments.study and each module's public
+    functions); none reaches into another's underscore names."""
+    folder = PKG / "experiments"
+    sib = {f.stem for f in folder.glob("*.py") if f.stem != "__init__"}
+    bad = {f.name: u for f in sorted(folder.glob("*.py"))
+           for u in [sibling_private_uses(f.read_text(), sib - {f.stem})] if u}
+    assert not bad, bad
+
 
 def test_tasks_reach_no_model_code():
     g = import_graph()

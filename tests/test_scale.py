@@ -229,3 +229,16 @@ def Path_bench():
 def gb_head():
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path_bench().parent,
                           capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_verdict_rows_count_the_family_and_refuse_an_unknown_initialiser():
+    from posbias_nb.experiments import scale
+
+    s = {"words": {"a:x": "holds", "b:x": "fails", "c:x": "holds"}, "verdict": "fails"}
+    rows = scale.verdict_rows({"hf": s, "fan-in": dict(s, verdict="inconclusive")})
+    assert [r["key"] for r in rows] == ["ladder_hf", "ladder_fanin"]
+    assert [r["verdict"] for r in rows] == ["fails", "inconclusive"]
+    assert rows[0]["measured"].startswith("3 equivalence claims")
+    assert "std 0.02" in rows[0]["claim"] and "1/√d" in rows[1]["claim"]
+    with pytest.raises(ValueError, match="unknown initialiser 'xavier'"):
+        scale.verdict_rows({"xavier": s})

@@ -88,7 +88,7 @@ from . import task as _task
 
 __all__ = ["DESIGN", "GRID", "REMEDIES", "NETWORK_REMEDIES", "RULES", "DEFAULTS", "QUICK",
            "DEFAULT_RULE", "QUICK_DOCUMENTS", "MIN_TEST", "coinciding", "arm_name", "select_one",
-           "verdict_words",
+           "verdict_words", "setting_text",
            "split", "fix_positions", "choose", "evaluate", "fix", "write_fix",
            "calibration_recall", "select_remedies", "pick", "slot_figure", "PROMPT_LABELS"]
 
@@ -1165,6 +1165,22 @@ def _passes(name, setting, k) -> int | None:
     if name in placement.PROMPT_REMEDIES:
         return 1 + (int(k) if (setting or {}).get("ranker") == "question-likelihood" else 0)
     return 1
+
+
+def setting_text(setting) -> str:
+    """A remedy's setting in words for a table: ``key = value`` pairs (floats by ``:g``), the
+    slot quality left out (it is data, not a choice); ``"none"`` for no setting, ``"(one
+    setting)"`` for an empty one.
+
+    >>> setting_text({"ranker": "bm25", "scale": 0.5})
+    'ranker = bm25, scale = 0.5'
+    >>> setting_text(None), setting_text({})
+    ('none', '(one setting)')
+    """
+    if setting is None:
+        return "none"
+    return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}"
+                     for k, v in setting.items() if k != "slot_quality") or "(one setting)"
 
 
 def _iv(t) -> dict:

@@ -47,7 +47,7 @@ from .design import Design, check
 __all__ = ["DESIGN", "CHAPTER", "ARMS", "GRID", "FAMILIES", "channel", "text_prior", "tune",
            "task_arms", "prior_arms", "cost_arms", "summary", "decisions", "diagnostics",
            "remedy_run",
-           "retrieval_remedy_run", "slots", "arm_params"]
+           "retrieval_remedy_run", "slots", "arm_params", "verdict_effect"]
 
 _DEF = "inference-v3"  # bump when a definition below changes (the design has its own hash)
 
@@ -550,6 +550,18 @@ def decisions(summaries: dict) -> dict:
 
 # --------------------------------------------------------------------------------------------
 # the command line: posbias profile --remedy, posbias retrieval --remedy
+
+def verdict_effect(claim: dict) -> dict:
+    """The effect of one claim of :func:`decisions` for a verdict row
+    (:func:`posbias_nb.notebook.verdict_table`): its Holm-adjusted interval against its
+    declared threshold (or band, for ``within``) and direction; an untestable claim has no
+    interval (zeros, marked ``testable=False``)."""
+    c = claim["claim"]
+    kw = {"band": tuple(c["band"])} if c["direction"] == "within" else \
+        {"threshold": c["threshold"], "scale": 1.0}
+    ci = claim["adjusted"] if claim["testable"] else (0.0, 0.0, 0.0)
+    return dict(interval=ci, direction=c["direction"], testable=claim["testable"], **kw)
+
 
 def _setting(name: str, params: dict | None) -> dict:
     if name not in REMEDIES:

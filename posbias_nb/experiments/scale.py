@@ -45,7 +45,8 @@ from .design import Design, check
 __all__ = ["DESIGN", "ladder", "spec", "layout", "measure", "twin_key", "row", "window_stats", "cell",
            "widths_table", "decisions", "valley", "gpu_plan", "gpu_inputs", "gpu_params",
            "gpu_profile", "floor_seconds", "gpu_cell", "unverified", "STATS", "STAT_WORDS",
-           "GPU_GRAPH_BUDGET", "configurations", "ladder_summary", "gpu_runs", "gpu_status",
+           "GPU_GRAPH_BUDGET", "configurations", "ladder_summary", "verdict_rows", "INIT_WORDS",
+           "gpu_runs", "gpu_status",
            "gpu_summary", "gpu_provenance", "BINS"]
 
 _DEF = "scale-v1"  # bump when a definition below changes (the design has its own hash)
@@ -532,6 +533,34 @@ def ladder_summary(init: str) -> dict:
                      for s, lst in moved.items()) or "no statistic moved beyond its margin"
     return dict(verdict=stats.decide_all(list(words.values())), words=words, by_verdict=by,
                 moved=moved, moved_text=text, decisions=dec)
+
+
+#: The initialisers in the words of the chapter's verdict rows.
+INIT_WORDS = {"hf": "transformers' initialiser, std 0.02",
+              "fan-in": "width-aware initialiser, std 1/√d"}
+
+
+def verdict_rows(summaries: dict) -> list[dict]:
+    """The verdict rows of chapter *Born at scale* (:func:`posbias_nb.notebook.verdict_table`),
+    one per initialiser of ``summaries`` (``{init: ladder_summary(init)}``, in the design's
+    order): the claim "the born profile's shape does not depend on width", its family's claims
+    counted by verdict, and the family's verdict (:func:`ladder_summary`)."""
+    from .. import notebook
+
+    rows = []
+    for init, s in summaries.items():
+        if init not in INIT_WORDS:
+            raise ValueError(f"unknown initialiser {init!r}; expected one of "
+                             f"{', '.join(INIT_WORDS)}")
+        counts = notebook.decision_counts([dict(decision=w) for w in s["words"].values()])
+        rows.append(dict(key="ladder_" + init.replace("-", ""),
+                         claim="the born profile's shape does not depend on width "
+                               f"({INIT_WORDS[init]})",
+                         paper="(not treated: measured at widths 768 and 896)",
+                         measured=f"{len(s['words'])} equivalence claims, widest − "
+                                  f"narrowest rung: {counts}",
+                         verdict=s["verdict"]))
+    return rows
 
 
 def _results_file():

@@ -151,13 +151,9 @@ def test_digest_of_verdict_rows(tmp_path):
 
 def _stale(study, path):
     """None when the digest at ``path`` was made under today's design and verdict code of
-    ``study``, else what differs."""
-    got = json.loads(path.read_text())
-    now = (_studies()[study].hash, design.code_hash(study))
-    if (got["design"], got["code"]) == now:
-        return None
-    return (f"{study}: digest made under design {got['design'][:12]} / code {got['code'][:12]}, "
-            f"today's are {now[0][:12]} / {now[1][:12]}: re-run its chapter, commit {path.name}")
+    ``study``, else what differs (:func:`posbias_nb.experiments.design.digest_mismatch`)."""
+    return design.digest_mismatch(study, json.loads(path.read_text()),
+                                  (_studies()[study].hash, design.code_hash(study)))
 
 
 @pytest.mark.parametrize("study", sorted(design.VERDICT_CODE))
@@ -168,17 +164,13 @@ def test_committed_digest_is_made_under_todays_design_and_code(study):
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / design.DIGESTS / f"{study}.json"
-    if study in NO_DIGEST:
-        assert not path.exists(), f"{study} has a digest: take it out of NO_DIGEST"
+    if study in design.NO_DIGEST:
+        assert not path.exists(), f"{study} has a digest: take it out of design.NO_DIGEST"
         return
     assert path.exists(), f"{study}: no digest committed (re-run its chapter, or say in " \
-                          "NO_DIGEST why it has none)"
+                          "design.NO_DIGEST why it has none)"
     assert _stale(study, path) is None, _stale(study, path)
 
-
-#: The studies that write no digest, and why.
-NO_DIGEST = {"claims": "a table of rules read by seven chapters, each of which prints its own "
-                       "verdicts; no one chapter runs the whole table"}
 
 
 def test_digest_check_fails_on_a_stale_digest(tmp_path):

@@ -506,6 +506,30 @@ def verdict_rows(rows) -> dict:
     return out
 
 
+#: The studies that write no digest, and why (``make test`` and the unit suite skip them, and
+#: fail on any other study without one).
+NO_DIGEST = MappingProxyType({
+    "claims": "a table of rules read by seven chapters, each of which prints its own verdicts; "
+              "no one chapter runs the whole table"})
+
+
+def digest_mismatch(study: str, made: dict, now: tuple) -> str | None:
+    """None when the digest ``made`` (its ``"design"`` and ``"code"`` hashes) was made under
+    ``now`` (``(design hash, verdict-code hash)``), else the sentence that says what differs.
+    The one comparison of ``tests/check_digests.py`` (a digest just written against the
+    committed one) and of the unit suite (the committed one against today's hashes).
+
+    >>> digest_mismatch("fix", {"design": "a" * 64, "code": "b" * 64}, ("a" * 64, "b" * 64))
+    >>> digest_mismatch("fix", {"design": "a" * 64, "code": "b" * 64}, ("a" * 64, "c" * 64))[:44]
+    'fix: digest made under design aaaaaaaaaaaa /'
+    """
+    if (made["design"], made["code"]) == tuple(now):
+        return None
+    return (f"{study}: digest made under design {made['design'][:12]} / code "
+            f"{made['code'][:12]}, against {now[0][:12]} / {now[1][:12]}: commit the registry "
+            f"entry, re-run its chapter and commit its digest")
+
+
 def write_digest(design: Design, verdicts: dict, folder=None):
     """Write :func:`digest` to ``folder`` (default ``$POSBIAS_DIGEST_DIR`` or the repository's
     ``bench/results/digests``, found beside the package) as ``{study}.json``; returns the path,

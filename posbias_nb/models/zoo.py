@@ -192,11 +192,16 @@ ZOO: dict[str, ModelSpec] = _table(_ENTRIES)
 SCALE_MODELS = ("llama3.1-8b", "qwen2.5-7b", "mistral-7b", "gemma3-4b", "gemma3-12b")
 
 
-def at_width(name, width: int, init: str = "hf") -> ModelSpec:
+def at_width(name, width: int, init: str = "hf", std=None) -> ModelSpec:
     """A zoo entry rebuilt at hidden size ``width`` with the initialiser ``init``
     (:func:`posbias_nb.models.configs.width_overrides`: depth, head counts and layout kept,
     head and MLP widths scaled), named ``<name>@<width>`` (``/fan-in`` added for the
     width-aware initialiser), random init only.  Chapter :ref:`ch-scale`.
+
+    ``std``: one standard deviation per group of matrices (``"qk"``, ``"block"``, ``"embed"``;
+    a number sets all three), re-drawn after ``init`` with the groups decided by behaviour
+    (:mod:`posbias_nb.models.init_scales`, chapter :ref:`ch-born-scales`); the name gains
+    ``/qk=…,block=…,embed=…`` for the groups given.
 
     Raises
     ------
@@ -208,14 +213,18 @@ def at_width(name, width: int, init: str = "hf") -> ModelSpec:
     if not isinstance(spec, ModelSpec) or spec.overrides:
         raise ValueError(f"at_width needs a zoo entry with its published configuration, got "
                          f"{name!r}")
-    ov = configs.width_overrides(spec.config, width, init)
+    ov = configs.width_overrides(spec.config, width, init, std)
     full = spec.config()
     layers = config_int(full, "layers")
     suffix = "" if init == "hf" else f"/{init}"
+    stds = ov.get("posbias_init")
+    if stds:
+        suffix += "/" + ",".join(f"{g}={v:.4g}" for g, v in stds.items())
     return ModelSpec(
         name=f"{spec.name}@{width}{suffix}", family=spec.family,
         description=f"{spec.name} at width {width} ({layers} layers, head dimension "
-                    f"{ov['head_dim']}, MLP {ov['intermediate_size']}; initialiser {init})",
+                    f"{ov['head_dim']}, MLP {ov['intermediate_size']}; initialiser {init}"
+                    + (f"; std per group {stds}" if stds else "") + ")",
         config=spec.config, max_length=spec.max_length, overrides=ov)
 
 
@@ -472,7 +481,8 @@ def _describe_zoo(r: "ModelSpec") -> dict:
     except metadata.PackageNotFoundError:  # pragma: no cover
         tv = "absent"
     state = (src.describe(), bool(src.available())) if src is not None else None
-    blob = json.dumps([r.name, tv, _code_digest(), state], default=str).encode()
+    blob = json.dumps([r.name, r.overrides, tv, _code_digest(), state], default=str,
+                      sort_keys=True).encode()
     d = cache_dir()
     path = None if d is None else d / "describe" / f"{hashlib.sha256(blob).hexdigest()}.json"
     if path is not None and path.is_file():

@@ -1,0 +1,322 @@
+r"""Where real models are born: the born profile as a function of the scales an initialiser sets.
+
+Chapter :ref:`ch-born-scales`.  The seed's theory assumes uniform attention at initialization.
+Without QK-norm a logit's std at init is :math:`g = \sigma_{qk}^2 d`
+(:func:`posbias_nb.theory.logit_scale`), so whether the premise holds depends on the scale of
+the query/key matrices and the width, not on the architecture alone.  transformers' initialiser
+(one std, 0.02, for every matrix) ties three scales together: the query/key matrices (the
+logits), the rest of each block (what a block adds to the residual stream) and the embedding
+(the residual stream's own scale).  This study separates them, with one std per group of
+matrices (:func:`posbias_nb.models.at_width` with ``std=``, the groups decided by behaviour in
+:mod:`posbias_nb.models.init_scales`).
+
+The design is one frozen object, :data:`DESIGN`, registered (study ``born-scales``) before any of
+its data.  Four parts, each a family of equivalence claims under Holm's correction
+(:func:`decisions`), on the same token windows at every cell (paired by window):
+
+* ``matched``: every group at :math:`\sigma = \sqrt{g/d}` on each rung of the width ladder of
+  *Born at scale* (Llama, Qwen and Mistral shapes), for each :math:`g` of the design: per shape,
+  :math:`g` and statistic, "the widest rung minus the narrowest lies within the margin";
+* ``factorial``: at the narrowest rung, each group low (0.02, transformers' std) or high (the
+  std with which that group has, at this width, the scale 0.02 gives it at the published width:
+  :math:`0.02\sqrt{D/d}`), all eight cells; per shape, group and statistic, "the group's main
+  effect (its four high cells minus its four low cells) lies within the margin";
+* ``control``: Gemma-3-4B (QK-norm) at its narrowest rung with its query/key matrices ×10
+  against ×1: "the change lies within the margin";
+* ``prediction``: the narrowest rung at the full-width scales (the factorial's all-high cell)
+  at the GPU design's length and windows of *Born at scale*, against the full-width GPU
+  entries: "GPU minus narrow lies within the margin".
+
+Five shape statistics per window (:func:`window_stats`): the four of *Born at scale*
+(:func:`posbias_nb.experiments.scale.window_stats`) and the **scatter** around the layout row, the
+root mean square of :math:`\log_{10}` of the window's profile over the row, both normalised over
+the reachable positions.  "holds": the statistic does not move beyond its margin; "fails": it
+moves beyond it; otherwise inconclusive.  Each claim carries the smallest difference its windows
+detect with 80% power (:func:`posbias_nb.stats.detectable_effect`, two-sided, at the family's
+level over its number of claims: Bonferroni, conservative for Holm).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .. import metrics, models, stats
+from ..measure import cached
+from . import scale
+from .design import Design, check
+
+__all__ = ["DESIGN", "STATS", "STAT_WORDS", "PARTS", "GROUP_WORDS", "matched_std",
+           "full_std", "factorial_cells", "cell_std", "spec", "measure", "window_stats",
+           "cell", "decisions", "detectable", "update_ratio", "gpu_windows", "prediction_cell",
+           "summary", "verdict_rows"]
+
+_DEF = "born-scales-v1"  # bump when a definition below changes (the design has its own hash)
+
+#: The five shape statistics of a window (:func:`window_stats`).
+STATS = ("spearman", "alpha", "first_middle", "last_middle", "scatter")
+#: Each statistic in words.
+STAT_WORDS = {**scale.STAT_WORDS, "scatter": "the log10 scatter around the row"}
+#: The study's four parts, each one Holm family.
+PARTS = ("matched", "factorial", "control", "prediction")
+#: The groups of matrices in words.
+GROUP_WORDS = {"qk": "query/key matrices", "block": "rest of each block",
+               "embed": "embedding"}
+
+#: The study's design, fixed before its data (registry ``born-scales``).
+DESIGN = Design("born-scales", dict(
+    # the width ladder of Born at scale, for the three shapes without QK-norm
+    ladder={"llama3.1-8b": [128, 256, 512], "qwen2.5-7b": [112, 224, 448],
+            "mistral-7b": [128, 256, 512]},
+    length=1024, windows=8, probes=2, seed=0,
+    # matched logit scale: every group at sqrt(g / width) on every rung
+    matched=dict(g=[0.05, 0.3, 1.6]),
+    # at the narrowest rung, each group at 0.02 (low) or 0.02 * sqrt(published / width) (high)
+    factorial=dict(shapes=["llama3.1-8b", "qwen2.5-7b"], low=0.02),
+    # Gemma-3-4B (QK-norm) at its narrowest rung: query/key at base * factor against base
+    control=dict(model="gemma3-4b", width=80, base=0.02, factor=10),
+    # the factorial's all-high cell at the GPU design's length, on its windows
+    prediction=dict(shapes=["llama3.1-8b", "qwen2.5-7b"], length=8192),
+    margins={"spearman": 0.05, "alpha": 0.05, "first_middle": 0.30103,
+             "last_middle": 0.30103, "scatter": 0.1},
+    family_alpha=0.05, power=0.8,
+))
+
+
+def _checked():
+    check(DESIGN)
+    return DESIGN
+
+
+def matched_std(g: float, width: int) -> float:
+    r"""The std that gives a logit scale ``g`` at ``width``: :math:`\sqrt{g/d}`."""
+    g, width = float(g), int(width)
+    if not (math.isfinite(g) and g > 0) or width < 1:
+        raise ValueError(f"need g > 0 and width >= 1, got g={g!r}, width={width!r}")
+    return math.sqrt(g / width)
+
+
+def full_std(config: str, width: int, low: float | None = None) -> float:
+    r"""The std with which a group has, at ``width``, the scale transformers' std (``low``,
+    the design's 0.02) gives it at the published width :math:`D`: :math:`0.02\sqrt{D/d}`."""
+    low = float(_checked()["factorial"]["low"] if low is None else low)
+    D = models.describe(config)["hidden_size"]
+    return low * math.sqrt(D / int(width))
+
+
+def factorial_cells(config: str) -> list[dict]:
+    """The factorial's eight cells of ``config``: ``{"levels": {group: 0|1}, "std": {...}}``,
+    in the order (qk, block, embed) = 000, 001, ..., 111."""
+    d = _checked()
+    w = int(d["ladder"][config][0])
+    lo, hi = float(d["factorial"]["low"]), full_std(config, w)
+    out = []
+    for k in range(8):
+        lev = {g: (k >> (2 - i)) & 1 for i, g in enumerate(models.init_scales.GROUPS)}
+        out.append(dict(levels=lev, std={g: (hi if v else lo) for g, v in lev.items()}))
+    return out
+
+
+def cell_std(part: str, config: str, **kw) -> tuple[int, dict]:
+    """``(width, std)`` of one cell: ``matched`` (``g``, ``rung``), ``factorial`` (``k``, the
+    index of :func:`factorial_cells`), ``control`` (``scaled``: bool), ``prediction``."""
+    d = _checked()
+    if part == "matched":
+        w = int(d["ladder"][config][int(kw["rung"])])
+        s = matched_std(kw["g"], w)
+        return w, {g: s for g in models.init_scales.GROUPS}
+    if part == "factorial":
+        return int(d["ladder"][config][0]), factorial_cells(config)[int(kw["k"])]["std"]
+    if part == "control":
+        c = d["control"]
+        f = float(c["factor"]) if kw.get("scaled") else 1.0
+        return int(c["width"]), {"qk": float(c["base"]) * f}
+    if part == "prediction":
+        return int(d["ladder"][config][0]), factorial_cells(config)[7]["std"]
+    raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
+
+
+def spec(config: str, width: int, std: dict) -> models.ModelSpec:
+    """The random-init model of one cell (:func:`posbias_nb.models.at_width`, ``std=``)."""
+    return models.at_width(config, int(width), "hf", std=dict(std))
+
+
+def gpu_windows() -> int:
+    """The number of token windows of the GPU design at the prediction's length."""
+    d = _checked()
+    return int(scale.DESIGN["gpu"]["windows"][str(int(d["prediction"]["length"]))])
+
+
+def measure(config: str, width: int, std: dict, *, long: bool = False) -> np.ndarray:
+    """The cell's profiles, ``(windows, L)``: hidden-state influence of the last token at random
+    init through the cache (namespace ``profile``).  ``long``: the prediction's length and the
+    GPU design's windows (the same token windows: :func:`posbias_nb.experiments.scale.gpu_inputs`
+    and :func:`posbias_nb.tasks.text.text_batch` draw the same bytes)."""
+    d = _checked()
+    L, B = (int(d["prediction"]["length"]), gpu_windows()) if long else \
+        (int(d["length"]), int(d["windows"]))
+    res = cached.profile(spec(config, width, std), "random", length=L, probes=int(d["probes"]),
+                         batch=B, seed=int(d["seed"]), progress=False)
+    return np.asarray(res["per_sequence"], dtype=np.float64)
+
+
+def window_stats(P: np.ndarray, lay) -> dict:
+    """The five shape statistics (:data:`STATS`) of each window of ``P``: those of
+    :func:`posbias_nb.experiments.scale.window_stats`, and the scatter: the RMS over the
+    reachable positions of log10 of the window's profile over the layout row (both normalised
+    there)."""
+    P = np.asarray(P, dtype=np.float64)
+    out = dict(scale.window_stats(P, lay))
+    r = scale.row(lay, P)
+    m = r["mask"]
+    W = P[:, m] / P[:, m].sum(1, keepdims=True)
+    out["scatter"] = np.sqrt(np.mean(np.log10(W / r["row"][m]) ** 2, axis=1))
+    return out
+
+
+def _cell_stats(config: str, width: int, std_items: tuple, long: bool) -> dict:
+    P = measure(config, width, dict(std_items), long=long)
+    lay = scale.layout(config)
+    return dict(P=P, layout=lay, **scale.row(lay, P), stats=window_stats(P, lay))
+
+
+_stats = functools.lru_cache(maxsize=256)(_cell_stats)  # the figure and the claims read the same cells
+
+
+def cell(part: str, config: str, **kw) -> dict:
+    """One cell: profiles ``P``, the layout row at the mean's fitted α, and each statistic per
+    window (``stats``); memoised (the arrays are not to be written to)."""
+    w, std = cell_std(part, config, **kw)
+    return _stats(config, w, tuple(sorted(std.items())), part == "prediction")
+
+
+def prediction_cell(config: str) -> dict | None:
+    """The full-width GPU entry of ``config`` at the prediction's length, with the same five
+    statistics per window (:func:`window_stats`), or None where none is recorded."""
+    L = int(_checked()["prediction"]["length"])
+    x = scale.gpu_cell(config, L)
+    if x is None:
+        return None
+    return dict(P=x["P"], layout=x["layout"], **scale.row(x["layout"], x["P"]),
+                stats=window_stats(x["P"], x["layout"]))
+
+
+def _claims(part: str) -> dict:
+    d = _checked()
+    margins = d["margins"]
+    claims = {}
+
+    def add(name, diff):
+        for k in STATS:
+            m = float(margins[k])
+            claims[f"{name}:{k}"] = dict(x=diff(k), direction="within", band=(-m, m))
+
+    if part == "matched":
+        for c in d["ladder"]:
+            for g in d["matched"]["g"]:
+                lo = cell("matched", c, g=g, rung=0)["stats"]
+                hi = cell("matched", c, g=g, rung=len(d["ladder"][c]) - 1)["stats"]
+                add(f"{c}:g={g:g}", lambda k, lo=lo, hi=hi: hi[k] - lo[k])
+    elif part == "factorial":
+        for c in d["factorial"]["shapes"]:
+            cells = factorial_cells(c)
+            st = [cell("factorial", c, k=k)["stats"] for k in range(8)]
+            for grp in models.init_scales.GROUPS:
+                hi = [i for i, x in enumerate(cells) if x["levels"][grp]]
+                lo = [i for i, x in enumerate(cells) if not x["levels"][grp]]
+                add(f"{c}:{grp}", lambda k, hi=hi, lo=lo, st=st:
+                    np.mean([st[i][k] for i in hi], 0) - np.mean([st[i][k] for i in lo], 0))
+    elif part == "control":
+        c = d["control"]["model"]
+        a = cell("control", c, scaled=False)["stats"]
+        b = cell("control", c, scaled=True)["stats"]
+        add(c, lambda k: b[k] - a[k])
+    elif part == "prediction":
+        for c in d["prediction"]["shapes"]:
+            full = prediction_cell(c)
+            if full is None:
+                raise ValueError(f"no full-width GPU entry of {c} at "
+                                 f"{d['prediction']['length']} tokens is recorded")
+            narrow = cell("prediction", c)["stats"]
+            add(c, lambda k, full=full, narrow=narrow: full["stats"][k] - narrow[k])
+    else:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
+    return claims
+
+
+def detectable(x, m: int, alpha: float, power: float) -> float:
+    """The smallest mean difference the paired *t* test of the windows ``x`` detects with
+    probability ``power``, two-sided at ``alpha / m`` (Bonferroni over the family's ``m``
+    claims: conservative for Holm); NaN where the windows do not vary."""
+    x = np.asarray(x, dtype=float)
+    sd = float(np.std(x, ddof=1)) if x.size > 1 else float("nan")
+    if not (math.isfinite(sd) and sd > 0):
+        return float("nan")
+    return stats.detectable_effect(sd, x.size, alpha=alpha / m, power=power,
+                                   alternative="two-sided")
+
+
+def decisions(part: str) -> dict:
+    """The pre-declared family of ``part`` (module docstring), decided with Holm's correction
+    (:func:`posbias_nb.stats.holm_family`), each claim with its smallest detectable effect
+    (``detectable``)."""
+    d = _checked()
+    claims = _claims(part)
+    fam = stats.holm_family(claims, alpha=float(d["family_alpha"]))
+    m = len(claims)
+    for k, v in fam.items():
+        v["detectable"] = detectable(claims[k]["x"], m, float(d["family_alpha"]),
+                                     float(d["power"]))
+        v["margin"] = float(claims[k]["band"][1])
+    return fam
+
+
+def update_ratio(std: dict, width: int, embed_multiplier: float = 1.0) -> float:
+    r"""The first block's update over the residual stream at init, :math:`\rho =
+    \sigma_{block}^2 d / (\sigma_{embed} m)` (:math:`m` the embedding's multiplier: Gemma's
+    :math:`\sqrt d`): the attention output's norm :math:`\sigma_{block}^2 d\sqrt d` (value and
+    output matrices on an input of norm :math:`\sqrt d`) over the embedding's
+    :math:`\sigma_{embed} m \sqrt d`.  Derived for one token (no averaging over keys)."""
+    b, e = float(std["block"]), float(std["embed"])
+    return b * b * int(width) / (e * float(embed_multiplier))
+
+
+def summary(part: str) -> dict:
+    """The family of ``part`` in words: the verdict over all its claims
+    (:func:`posbias_nb.stats.decide_all`), the counts by verdict, the claims that moved beyond
+    their margin (``moved``: name -> estimate) and the decisions."""
+    dec = decisions(part)
+    words = {k: v["verdict"] for k, v in dec.items()}
+    moved = {k: float(v["interval"][0]) for k, v in dec.items() if v["verdict"] == "fails"}
+    held = sorted(k for k, w in words.items() if w == "holds")
+    return dict(verdict=stats.decide_all(list(words.values())), words=words, moved=moved,
+                held=held, decisions=dec)
+
+
+#: Each part's claim in words, for the verdict rows.
+_PART_CLAIMS = {
+    "matched": "At a fixed logit scale g, the born shape does not depend on width",
+    "factorial": "Each group of matrices leaves each shape statistic within its margin",
+    "control": "With QK-norm (Gemma-3), query/key matrices ×10 change nothing",
+    "prediction": "A narrow model at the full-width scales predicts the full-width shape",
+}
+
+
+def verdict_rows(summaries: dict) -> list[dict]:
+    """The chapter's verdict rows (:func:`posbias_nb.notebook.verdict_table`), one per part of
+    ``summaries`` (``{part: summary(part)}``): the part's claim, its family's claims counted by
+    verdict, and the family's verdict (:func:`summary`)."""
+    from .. import notebook
+
+    rows = []
+    for part, s in summaries.items():
+        if part not in _PART_CLAIMS:
+            raise ValueError(f"unknown part {part!r}; expected one of {', '.join(PARTS)}")
+        counts = notebook.decision_counts([dict(decision=w) for w in s["words"].values()])
+        rows.append(dict(key=f"born_scales_{part}", claim=_PART_CLAIMS[part],
+                         paper="(beyond both papers: the seed assumes uniform attention, "
+                               "the limit g → 0)",
+                         measured=f"{len(s['words'])} equivalence claims: {counts}",
+                         verdict=s["verdict"]))
+    return rows

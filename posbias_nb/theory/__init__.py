@@ -8,13 +8,17 @@ uniformly over the prefix: it is the Cesàro matrix :math:`M_{ij} = 1/i` for :ma
 of :math:`N^H` is the influence of each input position on the last output.  Chapters
 :ref:`ch-cesaro` (:math:`\alpha = 1`) and :ref:`ch-residual` (:math:`\alpha < 1`).
 
-Two modules, one per half of the theory, their public names all here:
+Three modules, their public names all here:
 
 * :mod:`posbias_nb.theory.causal`: the full-causal theory (the Cesàro matrix, rows of
   :math:`N^H`, the continuum law, the dead zone, columns, bidirectional stacks);
 * :mod:`posbias_nb.theory.layouts`: one averaging operator per layer kind (full, sliding,
   chunked, a sink), the born row of any layout, and its closed forms (chapter
-  :ref:`ch-layouts`).
+  :ref:`ch-layouts`);
+* :mod:`posbias_nb.theory.finite_g`: attention at a finite logit scale :math:`g` (random
+  initial logits): the logit's std from the initialiser's scales, how far one softmax row is
+  from uniform, and random stacks whose mean row is the uniform theory's (chapter
+  :ref:`ch-born-scales`).
 
 Everything here is pure numerics; nothing imports torch.
 
@@ -30,8 +34,9 @@ Conventions of ``theory``
 """
 from __future__ import annotations
 
-from . import causal, layouts
+from . import causal, finite_g, layouts
 from .causal import *  # noqa: F401,F403  (the public names of the full-causal theory)
 from .layouts import *  # noqa: F401,F403  (those of the layouts)
+from .finite_g import *  # noqa: F401,F403  (those of a finite logit scale)
 
-__all__ = [*causal.__all__, *layouts.__all__]
+__all__ = [*causal.__all__, *layouts.__all__, *finite_g.__all__]

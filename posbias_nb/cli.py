@@ -221,9 +221,45 @@ def _add_profile(sub) -> None:
     p.add_argument("--init", choices=INITS, default=_api_defaults(at_width)["init"],
                    help="with --width: transformers' initialiser (std 0.02) or a width-aware "
                         "one (std D^-1/2)")
+    p.add_argument("--std", action="append", default=None, metavar="GROUP=S",
+                   help="with --width: re-draw one group of matrices with std S after the "
+                        "initialiser; GROUP is qk (query/key), block (the rest of each "
+                        "block) or embed (the input embedding), found by behaviour; a bare S "
+                        "sets all three; repeat for several groups")
     _quiet(p)
     _remedy_flags(p)
     _common(p)
+
+
+def parse_stds(items) -> dict | float | None:
+    """``--std`` values (``["qk=0.1", "block=0.02"]``, or one bare number for every group) as
+    :func:`posbias_nb.models.at_width`'s ``std``.
+
+    Raises
+    ------
+    UsageError
+        A value that is not ``GROUP=S`` or a number, a group given twice, a bare number beside
+        a group.
+    """
+    if not items:
+        return None
+    out = {}
+    for it in items:
+        name, sep, val = str(it).partition("=")
+        if not sep:
+            if len(items) > 1:
+                raise UsageError(f"--std {it}: a bare std sets every group; give it alone")
+            name, val = None, it
+        try:
+            num = float(val)
+        except ValueError:
+            raise UsageError(f"--std {it}: expected GROUP=S or a number") from None
+        if name is None:
+            return num
+        if name in out:
+            raise UsageError(f"--std names group {name!r} twice")
+        out[name] = num
+    return out
 
 
 def _cmd_profile(args):
@@ -257,13 +293,13 @@ def _cmd_profile(args):
     model = args.model
     from . import models
 
-    if args.width is not None or _changed(args, models.at_width, "init"):
+    if args.width is not None or _changed(args, models.at_width, "init") or args.std:
         if args.width is None:
-            raise UsageError("--init needs --width")
+            raise UsageError("--init and --std need --width")
         if args.weights != "random":
             raise UsageError("--width rebuilds the architecture at random init: drop --weights "
                              "pretrained")
-        model = models.at_width(args.model, args.width, args.init)
+        model = models.at_width(args.model, args.width, args.init, std=parse_stds(args.std))
     return profile_run(model, weights=args.weights, length=args.length,
                        rope=not args.no_rope, exact=bool(args.exact), probes=args.probes,
                        batch=args.batch, seed=args.seed, target=args.target, source=args.source,

@@ -19,6 +19,8 @@
                            a self-contained HTML page and report.json
 :mod:`.scale`              born at scale: 7B-class configurations on a width ladder and at
                            full width
+:mod:`.born_scales`        where real models are born: the born profile as a function of the
+                           scales an initialiser sets (logits, blocks, embedding)
 :mod:`.task`               ``posbias task``: the gold passage moved across a task file's prompts
 :mod:`.realqa`             real questions (Liu et al.'s files): the locked position family
 :mod:`.placement`          the prompt remedies measured on a part of the user's examples

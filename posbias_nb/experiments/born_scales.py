@@ -50,7 +50,8 @@ from .design import Design, check
 __all__ = ["DESIGN", "STATS", "STAT_WORDS", "PARTS", "GROUP_WORDS", "matched_std",
            "full_std", "factorial_cells", "cell_std", "spec", "measure", "window_stats",
            "cell", "decisions", "detectable", "update_ratio", "gpu_windows", "prediction_cell",
-           "summary", "verdict_rows"]
+           "summary", "verdict_rows", "formula", "recipes", "RECIPE_SHAPE", "cell_scales",
+           "cells", "operator_stats"]
 
 _DEF = "born-scales-v1"  # bump when a definition below changes (the design has its own hash)
 
@@ -320,3 +321,154 @@ def verdict_rows(summaries: dict) -> list[dict]:
                          measured=f"{len(s['words'])} equivalence claims: {counts}",
                          verdict=s["verdict"]))
     return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Where real recipes are born (posbias_nb/data/init-recipes.json, each value read from its code)
+
+_NAMES = ("d", "d_h", "n_layers", "layer")
+
+
+def formula(text, **names) -> float | None:
+    """A recipe's formula (``"0.02/(2*n_layers)**0.5"``) evaluated on ``names`` (d, d_h,
+    n_layers, layer): numbers, those names, + - * / ** and parentheses only; None for None.
+
+    Raises
+    ------
+    ValueError
+        Anything else in the text (naming it), or a name not given.
+    """
+    import ast
+    import operator as op
+
+    if text is None:
+        return None
+    ops = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.Div: op.truediv,
+           ast.Pow: op.pow, ast.USub: op.neg, ast.UAdd: op.pos}
+
+    def ev(n):
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) \
+                and not isinstance(n.value, bool):
+            return float(n.value)
+        if isinstance(n, ast.Name) and n.id in _NAMES:
+            if n.id not in names:
+                raise ValueError(f"formula {text!r} needs {n.id}")
+            return float(names[n.id])
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.UnaryOp) and type(n.op) in ops:
+            return ops[type(n.op)](ev(n.operand))
+        raise ValueError(f"formula {text!r}: {ast.dump(n)[:40]} is not allowed")
+
+    try:
+        tree = ast.parse(str(text), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"formula {text!r} is not an expression") from None
+    return ev(tree)
+
+
+def _recipe_file():
+    import json
+    from importlib import resources
+
+    return json.loads((resources.files("posbias_nb") / "data" / "init-recipes.json")
+                      .read_text(encoding="utf-8"))
+
+
+#: The shape at which a recipe that applies to any model is evaluated: Llama-3.1-8B's.
+RECIPE_SHAPE = "llama3.1-8b"
+
+
+def recipes() -> list[dict]:
+    r"""Each published initialiser of ``init-recipes.json`` at the width it is used at (its
+    configuration, or :data:`RECIPE_SHAPE`'s for a codebase's recipe), layer 1: the logit scale
+    :math:`g` (:func:`posbias_nb.theory.logit_scale` from its query, key and softmax scales and
+    QK-norm), the first block's update ratio (:func:`update_ratio`, value times output
+    projection over the embedding's effective std), the large-:math:`n` participation
+    :math:`e^{-g^2}` and KL :math:`g^2/2`, and its source."""
+    from .. import theory
+
+    data = _recipe_file()
+    confs = {c["name"]: c for c in data["configs"]}
+    out = []
+    for r in data["recipes"]:
+        names = [n.strip() for n in str(r["applies_to"]).split(",")]
+        shape = next((n for n in names if n in confs), RECIPE_SHAPE)
+        c = confs[shape]
+        env = dict(d=c["hidden_size"], d_h=c["head_dim"], n_layers=c["layers"], layer=1)
+        sq, sk = formula(r["sigma_q"], **env), formula(r["sigma_k"], **env)
+        sc = formula(r["softmax_scale"], **env)
+        g = theory.logit_scale(sq, sk, env["d"], env["d_h"], scale=sc,
+                               qk_norm=bool(r["qk_norm"])) if sq and sk else 0.0
+        b, o = formula(r["sigma_block"], **env), formula(r["sigma_out"], **env)
+        e = formula(r["sigma_embed_effective"], **env)
+        out.append(dict(name=r["name"], kind=r["kind"], shape=shape, width=env["d"],
+                        g=float(g), g_recipe=formula(r["g"], **env),
+                        rho=b * o * env["d"] / e, qk_norm=bool(r["qk_norm"]),
+                        participation=theory.participation_limit(g), kl=theory.kl_limit(g),
+                        source=r["source"], citation=r["citation"], notes=r.get("notes", "")))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# What the chapter shows (no verdict is decided below)
+
+def cell_scales(config: str, width: int, std: dict) -> dict:
+    r"""A cell's scales at birth: the logit scale :math:`g` of its query/key std
+    (:func:`posbias_nb.theory.logit_scale`, the configuration's head width and QK-norm; 0.02
+    where the group keeps transformers' std) and the update ratio :math:`\rho`
+    (:func:`update_ratio`)."""
+    from .. import theory
+
+    cfg = models.at_width(config, int(width)).build_config()
+    d_h = int(getattr(cfg, "head_dim", None) or int(width) // int(cfg.num_attention_heads))
+    full = {"qk": 0.02, "block": 0.02, "embed": 0.02, **dict(std)}
+    qk_norm = cfg.model_type.startswith("gemma3")
+    mult = math.sqrt(int(width)) if cfg.model_type.startswith("gemma") else 1.0
+    scale_ = float(getattr(cfg, "query_pre_attn_scalar", None) or d_h) ** -0.5
+    g = theory.logit_scale(full["qk"], full["qk"], int(width), d_h, scale=scale_, qk_norm=qk_norm)
+    return dict(g=float(g), rho=update_ratio(full, width, mult), d_h=d_h, qk_norm=qk_norm)
+
+
+def cells() -> list[dict]:
+    """Every cell of the design measured at the design's length: part, configuration, width,
+    stds, its scales (:func:`cell_scales`) and each statistic's mean and 95% t interval over
+    the windows."""
+    d = _checked()
+    out = []
+
+    def add(part, c, **kw):
+        w, std = cell_std(part, c, **kw)
+        st = cell(part, c, **kw)["stats"]
+        out.append(dict(part=part, config=c, width=w, std=std, kw=kw, **cell_scales(c, w, std),
+                        **{k: stats.mean_interval(st[k]) for k in STATS}))
+
+    for c in d["ladder"]:
+        for g in d["matched"]["g"]:
+            for r in range(len(d["ladder"][c])):
+                add("matched", c, g=g, rung=r)
+    for c in d["factorial"]["shapes"]:
+        for k in range(8):
+            add("factorial", c, k=k)
+    for s in (False, True):
+        add("control", d["control"]["model"], scaled=s)
+    return out
+
+
+def operator_stats(config: str, g: float, rung: int, draws: int | None = None,
+                   seed: int = 0) -> dict:
+    r"""The operator model's shape statistics for a matched cell: ``draws`` (the design's
+    windows) random stacks of the configuration's depth at logit scale ``g``
+    (:func:`posbias_nb.theory.random_rollout`, iid logits) with the :math:`\alpha` **fitted**
+    on the measured cell's mean profile, each draw's last row taken as one window
+    (:func:`window_stats`).  Returns the statistics per draw and the :math:`\alpha` used."""
+    from .. import theory
+
+    d = _checked()
+    x = cell("matched", config, g=g, rung=rung)
+    depth = x["layout"].depth
+    rows = theory.random_rollout(int(d["length"]), depth, float(g), float(x["alpha"]),
+                                 draws=int(draws or d["windows"]), seed=seed)
+    return dict(alpha=float(x["alpha"]), stats=window_stats(rows, x["layout"]))

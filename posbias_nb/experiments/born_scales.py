@@ -51,7 +51,7 @@ __all__ = ["DESIGN", "STATS", "STAT_WORDS", "PARTS", "GROUP_WORDS", "matched_std
            "full_std", "factorial_cells", "cell_std", "spec", "measure", "window_stats",
            "cell", "decisions", "detectable", "update_ratio", "gpu_windows", "prediction_cell",
            "summary", "verdict_rows", "formula", "recipes", "RECIPE_SHAPE", "cell_scales",
-           "cells", "operator_stats"]
+           "cells", "operator_stats", "moved_by_group", "moved_text"]
 
 _DEF = "born-scales-v1"  # bump when a definition below changes (the design has its own hash)
 
@@ -304,10 +304,12 @@ _PART_CLAIMS = {
 }
 
 
-def verdict_rows(summaries: dict) -> list[dict]:
+def verdict_rows(summaries: dict, notes: dict | None = None) -> list[dict]:
     """The chapter's verdict rows (:func:`posbias_nb.notebook.verdict_table`), one per part of
     ``summaries`` (``{part: summary(part)}``): the part's claim, its family's claims counted by
-    verdict, and the family's verdict (:func:`summary`)."""
+    verdict (and ``notes[part]``, a sentence of what was measured, where given), and the
+    family's verdict (:func:`summary`)."""
+    notes = notes or {}
     from .. import notebook
 
     rows = []
@@ -318,7 +320,8 @@ def verdict_rows(summaries: dict) -> list[dict]:
         rows.append(dict(key=f"born_scales_{part}", claim=_PART_CLAIMS[part],
                          paper="(beyond both papers: the seed assumes uniform attention, "
                                "the limit g → 0)",
-                         measured=f"{len(s['words'])} equivalence claims: {counts}",
+                         measured=f"{len(s['words'])} equivalence claims: {counts}"
+                                  + (f"; {notes[part]}" if part in notes else ""),
                          verdict=s["verdict"]))
     return rows
 
@@ -472,3 +475,36 @@ def operator_stats(config: str, g: float, rung: int, draws: int | None = None,
     rows = theory.random_rollout(int(d["length"]), depth, float(g), float(x["alpha"]),
                                  draws=int(draws or d["windows"]), seed=seed)
     return dict(alpha=float(x["alpha"]), stats=window_stats(rows, x["layout"]))
+
+
+def moved_by_group(summary_: dict) -> dict:
+    """From the factorial's :func:`summary`: per group, the statistics it moved beyond their
+    margin (verdict "fails"), each with its estimate per shape, and those it left within
+    (verdict "holds") in every shape."""
+    out = {}
+    dec = summary_["decisions"]
+    for grp in models.init_scales.GROUPS:
+        moved, kept = {}, []
+        for k in STATS:
+            keys = [n for n in dec if n.split(":")[1:] == [grp, k]]
+            fails = {n.split(":")[0]: float(dec[n]["interval"][0]) for n in keys
+                     if dec[n]["verdict"] == "fails"}
+            if fails:
+                moved[k] = fails
+            elif keys and all(dec[n]["verdict"] == "holds" for n in keys):
+                kept.append(k)
+        out[grp] = dict(moved=moved, kept=kept)
+    return out
+
+
+def moved_text(by_group: dict) -> str:
+    """:func:`moved_by_group` in words, one clause per group."""
+    parts = []
+    for grp, x in by_group.items():
+        if x["moved"]:
+            what = "; ".join(f"{STAT_WORDS[k]} ({', '.join(f'{c} {e:+.2f}' for c, e in v.items())})"
+                             for k, v in x["moved"].items())
+        else:
+            what = "no statistic beyond its margin"
+        parts.append(f"the {GROUP_WORDS[grp]}: {what}")
+    return "; ".join(parts)

@@ -86,3 +86,21 @@ def positive_float(name: str, value) -> float:
     if isinstance(value, bool) or not (math.isfinite(x) and x > 0):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return x
+
+
+def nonnegative_float(name: str, value) -> float:
+    """``value`` as a float if it is a finite number >= 0 (not a bool), else ValueError naming
+    ``name`` and the value.
+
+    >>> nonnegative_float("g", 0)
+    0.0
+    """
+    import math
+
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}") from None
+    if isinstance(value, bool) or not (math.isfinite(x) and x >= 0.0):
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return x

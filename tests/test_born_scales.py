@@ -71,6 +71,17 @@ def test_qk_norm_query_key_matrices_are_still_found():
     g = init_scales.weight_groups(m)
     assert g["layers"] == [2] * 34
     assert all(n.endswith(("q_proj.weight", "k_proj.weight")) for n in g["qk"])
+    a = init_scales.attention_scales(m, groups=g)  # QK-norm and sqrt(d), found by behaviour
+    assert a["qk_norm"] and math.isclose(a["embed_multiplier"], math.sqrt(80), rel_tol=1e-5)
+
+
+def test_no_qk_norm_and_no_multiplier_by_behaviour():
+    """The counterexample of the QK-norm check: a Qwen2 block's attention moves with its
+    query/key scale, and its embedding enters the residual stream as it is."""
+    m, _, _ = models.load("qwen2-tiny", "random", seed=0)
+    a = init_scales.attention_scales(m)
+    assert not a["qk_norm"] and a["moved"] > 1e-2
+    assert math.isclose(a["embed_multiplier"], 1.0, rel_tol=1e-6)
 
 
 def test_a_layer_whose_attention_nothing_moves_is_refused(monkeypatch):

@@ -42,8 +42,8 @@ import math
 
 import numpy as np
 
-from .. import metrics, models, stats
-from ..measure import cached
+from .. import cache, metrics, models, stats
+from ..measure import cached, entry
 from . import scale
 from .design import Design, check
 
@@ -51,7 +51,8 @@ __all__ = ["DESIGN", "STATS", "STAT_WORDS", "PARTS", "GROUP_WORDS", "matched_std
            "full_std", "factorial_cells", "cell_std", "spec", "measure", "window_stats",
            "cell", "decisions", "detectable", "update_ratio", "gpu_windows", "prediction_cell",
            "summary", "verdict_rows", "formula", "recipes", "RECIPE_SHAPE", "cell_scales",
-           "cells", "operator_stats", "moved_by_group", "moved_text"]
+           "cells", "operator_stats", "moved_by_group", "moved_text", "architecture",
+           "logit_check", "operator_table", "operator_agreement"]
 
 _DEF = "born-scales-v1"  # bump when a definition below changes (the design has its own hash)
 
@@ -418,18 +419,35 @@ def recipes() -> list[dict]:
 # --------------------------------------------------------------------------------------------
 # What the chapter shows (no verdict is decided below)
 
+def architecture(config: str, width: int) -> dict:
+    """Whether a rung's logit scale is free of the query/key std (QK-norm) and its embedding's
+    multiplier, decided by behaviour (:func:`posbias_nb.models.init_scales.attention_scales` on
+    the random-init model), cached (namespace ``born-scales-arch``)."""
+    s = models.at_width(config, int(width))
+    params = {"model": s.name, "fingerprint": models.describe(s)["fingerprint"], "def": _DEF,
+              **entry.library_versions()}
+
+    def compute():
+        m, _, _ = models.load(s, "random", seed=0)
+        return {k: np.asarray(v) for k, v in models.init_scales.attention_scales(m).items()}
+
+    out = cache.cached("born-scales-arch", params, compute)
+    return {"qk_norm": bool(out["qk_norm"]), "embed_multiplier": float(out["embed_multiplier"])}
+
+
 def cell_scales(config: str, width: int, std: dict) -> dict:
     r"""A cell's scales at birth: the logit scale :math:`g` of its query/key std
-    (:func:`posbias_nb.theory.logit_scale`, the configuration's head width and QK-norm; 0.02
-    where the group keeps transformers' std) and the update ratio :math:`\rho`
-    (:func:`update_ratio`)."""
+    (:func:`posbias_nb.theory.logit_scale`, the configuration's head width and softmax scale,
+    QK-norm as :func:`architecture` finds it; 0.02 where the group keeps transformers' std)
+    and the update ratio :math:`\rho` (:func:`update_ratio`, the embedding's multiplier as
+    :func:`architecture` measures it)."""
     from .. import theory
 
     cfg = models.at_width(config, int(width)).build_config()
     d_h = int(getattr(cfg, "head_dim", None) or int(width) // int(cfg.num_attention_heads))
     full = {"qk": 0.02, "block": 0.02, "embed": 0.02, **dict(std)}
-    qk_norm = cfg.model_type.startswith("gemma3")
-    mult = math.sqrt(int(width)) if cfg.model_type.startswith("gemma") else 1.0
+    arch = architecture(config, width)
+    qk_norm, mult = arch["qk_norm"], arch["embed_multiplier"]
     scale_ = float(getattr(cfg, "query_pre_attn_scalar", None) or d_h) ** -0.5
     g = theory.logit_scale(full["qk"], full["qk"], int(width), d_h, scale=scale_, qk_norm=qk_norm)
     return dict(g=float(g), rho=update_ratio(full, width, mult), d_h=d_h, qk_norm=qk_norm)
@@ -508,3 +526,57 @@ def moved_text(by_group: dict) -> str:
             what = "no statistic beyond its margin"
         parts.append(f"the {GROUP_WORDS[grp]}: {what}")
     return "; ".join(parts)
+
+
+def logit_check(rows, length: int, batch: int) -> list[dict]:
+    """The logit scale measured against :func:`cell_scales`' :math:`g`: for each ``(config,
+    width, qk_std)`` of ``rows``, the standard deviation over the keys 2..L of the last query's
+    logits (:func:`posbias_nb.measure.init_logits`, RoPE on and off), per head averaged over
+    the ``batch`` windows, at layer 1 (mean and 95% t interval over the heads) and at the last
+    layer (mean)."""
+    from .. import measure
+
+    out = []
+    for c, w, sq in rows:
+        x = measure.init_logits(models.at_width(c, int(w), std={"qk": float(sq)}),
+                                length=int(length), batch=int(batch))
+        sc = cell_scales(c, w, {"qk": float(sq)})
+        r = dict(config=c, width=int(w), std=float(sq), g=sc["g"], qk_norm=sc["qk_norm"])
+        for k in ("on", "off"):
+            per_head = x[k][..., 1:].std(-1).mean(0)  # (layers, heads)
+            r[f"{k}_first"] = stats.mean_interval(per_head[0])
+            r[f"{k}_last"] = float(per_head[-1].mean())
+        out.append(r)
+    return out
+
+
+def operator_table() -> list[dict]:
+    """Per configuration and matched :math:`g`, at the widest rung: the operator model's
+    (:func:`operator_stats`) and the measured mean over the windows of the Spearman
+    correlation with the row and of the scatter."""
+    d = _checked()
+    rows = []
+    for c in d["ladder"]:
+        r = len(d["ladder"][c]) - 1
+        for g in d["matched"]["g"]:
+            op = operator_stats(c, g, r)
+            meas = cell("matched", c, g=g, rung=r)["stats"]
+            rows.append(dict(config=c, g=g, alpha=op["alpha"],
+                             **{f"{k}_pred": float(np.mean(op["stats"][k]))
+                                for k in ("spearman", "scatter")},
+                             **{f"{k}_meas": float(np.mean(meas[k]))
+                                for k in ("spearman", "scatter")}))
+    return rows
+
+
+def operator_agreement(rows: list[dict], stat: str) -> dict:
+    """How the operator model's ``stat`` agrees with the measured one over the cells of
+    :func:`operator_table` (the cells are the units): the Spearman correlation of the two,
+    with its delete-one jackknife interval on Fisher's scale
+    (:func:`posbias_nb.stats.jackknife_interval`), and the geometric mean of model over
+    measured, with the t interval of the mean log ratio."""
+    x = np.array([[r[f"{stat}_meas"], r[f"{stat}_pred"]] for r in rows], dtype=float)
+    rank = stats.jackknife_interval(lambda a: metrics.spearman(a[:, 0], a[:, 1]), x,
+                                    transform="fisher")
+    lr = stats.mean_interval(np.log(x[:, 1] / x[:, 0]))
+    return dict(rank=rank, ratio=tuple(float(np.exp(v)) for v in lr))

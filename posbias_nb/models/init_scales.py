@@ -30,7 +30,8 @@ from __future__ import annotations
 import contextlib
 import math
 
-__all__ = ["GROUPS", "CONFIG_KEY", "check_stds", "weight_groups", "apply_stds"]
+__all__ = ["GROUPS", "CONFIG_KEY", "check_stds", "weight_groups", "apply_stds",
+           "attention_scales"]
 
 #: The groups of matrices, in the order the chapter names them.
 GROUPS = ("qk", "block", "embed")
@@ -172,3 +173,48 @@ def apply_stds(model, std, seed: int = 0, groups: dict | None = None) -> dict:
             if g in stds:
                 p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float32).to(p) * stds[g])
     return groups
+
+
+def attention_scales(model, length: int = 8, seed: int = 0, groups: dict | None = None) -> dict:
+    """Two facts of the scales at birth, decided by behaviour on one short batch:
+
+    * ``qk_norm``: whether the logit scale is free of the query/key std: scaling layer 1's
+      query/key matrices (:func:`weight_groups`) by 10 leaves layer 1's attention probabilities
+      unchanged to 1e-3 (QK-norm divides the scale out; its float32 eps leaves about 1e-5,
+      while without it the logits grow a hundredfold);
+    * ``embed_multiplier``: the median over the tokens of the norm of layer 1's input over the
+      norm of the embedding row it reads (Gemma multiplies by :math:`\\sqrt d`, Llama by 1).
+
+    Raises
+    ------
+    ValueError
+        As :func:`weight_groups`.
+    """
+    import numpy as np
+    import torch
+
+    groups = weight_groups(model, seed=seed) if groups is None else groups
+    emb = model.get_input_embeddings().weight
+    V = int(emb.shape[0])
+    ids = torch.as_tensor(np.random.default_rng([seed, 0x9D]).integers(0, V, size=(1, length)),
+                          dtype=torch.long, device=emb.device)
+    with torch.no_grad():
+        h0 = model.base_model(input_ids=ids, output_hidden_states=True,
+                              use_cache=False).hidden_states[0][0].double()
+    rows = emb[ids[0]].detach().double()
+    mult = float(torch.median(h0.norm(dim=-1) / rows.norm(dim=-1)))
+    params = dict(model.named_parameters())
+    first = [params[n] for n in groups["qk"][: groups["layers"][0]]]
+    with _eager(model):
+        base = _attentions(model, ids)[0]
+        keep = [p.detach().clone() for p in first]
+        try:
+            with torch.no_grad():
+                for p in first:
+                    p.mul_(10.0)
+            moved = float((_attentions(model, ids)[0] - base).abs().max())
+        finally:
+            with torch.no_grad():
+                for p, k in zip(first, keep):
+                    p.copy_(k)
+    return {"qk_norm": moved <= 1e-3, "embed_multiplier": mult, "moved": moved}

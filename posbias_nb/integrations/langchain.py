@@ -1,5 +1,7 @@
-"""A prompt remedy file applied in a LangChain pipeline: :class:`RemedyReorder`, a
-``langchain_core`` document transformer, in the place of ``LongContextReorder``.
+"""A prompt remedy file applied in a LangChain pipeline: :class:`RemedyCompressor`, a
+``langchain_core`` document compressor (it receives the query: the one to use in a retrieval
+chain), and :class:`RemedyReorder`, a document transformer in the place of
+``LongContextReorder``.
 
 ``posbias fix`` writes a remedy file (:mod:`posbias_nb.models.remedy_file`); when the remedy it
 chose is a prompt remedy (:data:`~posbias_nb.models.remedy_file.PROMPT_REMEDIES`: LangChain's
@@ -8,8 +10,18 @@ this transformer places a retriever's documents by it::
 
     from posbias_nb.integrations.langchain import RemedyReorder
 
-    reorder = RemedyReorder("fix/remedy.json", "smollm2-135m")
-    docs = reorder.transform_documents(retriever.invoke(question), query=question)
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+    from posbias_nb.integrations.langchain import RemedyCompressor
+
+    chain = ContextualCompressionRetriever(
+        base_compressor=RemedyCompressor(remedy_file="fix/remedy.json", model="smollm2-135m"),
+        base_retriever=retriever)
+    docs = chain.invoke(question)   # the retriever's documents, in the remedy's prompt order
+
+LangChain's ``DocumentCompressorPipeline`` calls a document *transformer* without the query, so
+a remedy that ranks by the question (the ``bm25`` and ``question-likelihood`` rankers,
+attention sorting) needs the compressor; :class:`RemedyReorder` serves the rest (the ``file``
+ranker: the retriever's own order is the relevance order).
 
 The ordering is :func:`posbias_nb.experiments.task.reorder_documents`'s, the one call for a
 retrieval pipeline; this module only maps LangChain's ``Document`` to the package's documents
@@ -27,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from langchain_core.documents import BaseDocumentTransformer, Document
+    from langchain_core.callbacks import Callbacks
+    from langchain_core.documents import BaseDocumentCompressor, BaseDocumentTransformer, Document
+    from pydantic import ConfigDict, PrivateAttr
 except ImportError as e:  # the optional extra is missing
     raise ImportError("posbias_nb.integrations.langchain needs langchain-core: "
                       "pip install 'posbias-nb[langchain]' (in a checkout of the project: "
@@ -37,7 +51,7 @@ from ..experiments.task import reorder_documents
 from ..models import remedy_file as rf
 from ..tasks import qa
 
-__all__ = ["RemedyReorder", "QUESTION_RANKERS"]
+__all__ = ["RemedyReorder", "RemedyCompressor", "QUESTION_RANKERS"]
 
 #: The rankers of :data:`~posbias_nb.models.remedy_file.RANKERS` that read the question: a
 #: file that ranks by one of them (or sorts by attention) needs ``query=``.
@@ -90,7 +104,8 @@ class RemedyReorder(BaseDocumentTransformer):
             what = ("attention sorting" if self.remedy == "attention-sort"
                     else f"{self.remedy} with the {self.params['ranker']} ranker")
             raise ValueError(f"{self.path.name}: {what} reads the question: give query= to "
-                             "transform_documents")
+                             "transform_documents (a retrieval chain's query to "
+                             "RemedyCompressor)")
         if not docs:
             return []
         for d in docs:
@@ -111,3 +126,37 @@ class RemedyReorder(BaseDocumentTransformer):
         """:meth:`transform_documents` (pure Python, or one model call for the rankers that
         read the model)."""
         return self.transform_documents(documents, query=query, **kwargs)
+
+
+class RemedyCompressor(BaseDocumentCompressor):
+    """The prompt remedy of ``remedy_file`` for ``model`` as a LangChain document compressor:
+    :meth:`compress_documents` receives the retrieval chain's query, so every ranker works in a
+    ``ContextualCompressionRetriever``.  It keeps every document (a reorder, not a filter) and
+    returns the retriever's very objects in prompt order (:class:`RemedyReorder`'s placement).
+
+    The file is read and checked when the compressor is made (the errors of
+    :class:`RemedyReorder`); a ranker that reads the question given an empty query is refused
+    (ValueError naming the ranker)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    remedy_file: str
+    model: str
+    _reorder: RemedyReorder = PrivateAttr()
+
+    def model_post_init(self, __context: Any) -> None:
+        self._reorder = RemedyReorder(self.remedy_file, self.model)
+
+    @property
+    def remedy(self) -> str:
+        """The remedy's name."""
+        return self._reorder.remedy
+
+    @property
+    def needs_query(self) -> bool:
+        """True when placing the documents reads the question."""
+        return self._reorder.needs_query
+
+    def compress_documents(self, documents: Sequence[Document], query: str,
+                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+        """``documents`` in the remedy's prompt order, placed with the chain's ``query``."""
+        return self._reorder.transform_documents(documents, query=query)

@@ -17,7 +17,7 @@ from ..results import Result
 from .cached import capture, predict, profile
 from .entry import library_versions
 
-__all__ = ["theory_run", "profile_run", "rollout_run", "models_run"]
+__all__ = ["theory_run", "profile_run", "rollout_run", "models_run", "retrieve_run"]
 
 
 def layout_of(spec, depth: int | None = None) -> "theory.Layout":
@@ -164,3 +164,70 @@ def models_run() -> Result:
         "pretrained_source": [r["pretrained_source"].replace(",", ";") for r in rows],
     }
     return Result(data, meta={"command": "models", "version": __version__}, columns=tuple(data))
+
+
+def retrieve_run(data, corpus=None, retriever: str = "bm25", k: int = 10) -> Result:
+    """``posbias retrieve``: rank a corpus for every question of a QA task file and say where
+    each question's gold passage lands (chapter :ref:`ch-practice`, the pipeline study's
+    retrievers: :class:`posbias_nb.tasks.corpus.BM25Index`,
+    :class:`posbias_nb.measure.dense.DenseIndex`).
+
+    ``data``: a QA task file (Liu et al.'s or the plain format,
+    :func:`posbias_nb.tasks.qa.read_task_file`); ``corpus``: a corpus file
+    (:func:`posbias_nb.tasks.corpus.read_corpus`), default every distinct passage of ``data``
+    itself.  Columns ``line``, ``gold_rank`` (1-based; 0 where the gold passage is not in the
+    top ``k``) and ``retrieved`` (the top ``k`` corpus indices, 0-based, best first, joined by
+    ``;``); ``meta`` holds recall@k with its Wilson 95% interval.
+
+    ValueError (the CLI: one line, exit 2) for a file that is not a QA task file, a corpus file
+    that is not one (line and field named), an unknown retriever, ``k`` larger than the corpus,
+    and a question whose gold passage is not in the corpus (recall cannot be measured).
+    """
+    from .. import stats
+    from ..tasks import corpus as _corpus
+    from ..tasks import qa
+
+    if retriever not in _corpus.RETRIEVERS:
+        raise ValueError(f"unknown retriever {retriever!r}; one of "
+                         f"{', '.join(_corpus.RETRIEVERS)}")
+    fmt, examples = qa.read_task_file(data)
+    if fmt == "liu-kv":
+        raise ValueError(f"{data}: a key-value file has no passages to retrieve; a QA file "
+                         "(liu-qa or plain) is needed")
+    if corpus is None:
+        seen: dict = {}
+        for e in examples:
+            for d in e.documents:
+                seen.setdefault((d.title, d.text), d)
+        passages = list(seen.values())
+    else:
+        passages = _corpus.read_corpus(corpus)
+    k = _corpus.check_k(k, len(passages))
+    where = {}
+    for i, d in enumerate(passages):
+        where.setdefault((d.title, d.text), i)
+    gold = []
+    for e in examples:
+        g = e.gold_document
+        if (g.title, g.text) not in where:
+            raise ValueError(f"{data}, line {e.line}: the question's gold passage "
+                             f"({g.title!r}) is not in the corpus")
+        gold.append(where[(g.title, g.text)])
+    if retriever == "bm25":
+        index = _corpus.BM25Index(passages)
+    else:
+        from .dense import DenseIndex
+        index = DenseIndex(passages)
+    got = index.search([e.question for e in examples], k)
+    ranks = _corpus.gold_ranks(got, gold)
+    hit = int((ranks >= 0).sum())
+    share, lo, hi = stats.proportion_interval(hit, len(examples))
+    data_ = {"line": [int(e.line) for e in examples],
+             "gold_rank": [int(r) + 1 for r in ranks],
+             "retrieved": [";".join(str(int(i)) for i in row) for row in got]}
+    meta = {"command": "retrieve", "data": str(data),
+            "corpus": "the file's own passages" if corpus is None else str(corpus),
+            "passages": len(passages), "retriever": retriever, "k": k,
+            "recall_at_k": share, "recall_interval": [lo, hi], "interval": "Wilson 95%",
+            "version": __version__}
+    return Result(data_, meta=meta, columns=("line", "gold_rank", "retrieved"))

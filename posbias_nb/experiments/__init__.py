@@ -28,6 +28,8 @@
                            test part, its remedy file
 :mod:`.confirm`            the book's confirmatory study of the prompt remedies (its page for
                            a RAG pipeline)
+:mod:`.pipeline`           the pipeline study: a reorder against a retriever's own order, on a
+                           corpus with BM25 and a dense retriever
 :mod:`.headline`           the data of the book's headline figure (the born profile beside the
                            U on real questions)
 :mod:`.pages`              the HTML pages of ``report`` and ``fix``: one stylesheet, the PNG

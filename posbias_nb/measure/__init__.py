@@ -6,6 +6,7 @@ points.
 :mod:`.hooks`              hooks that collect attention kernels, the norms behind lambda, and
                            attention logits (formulas live in metrics and rollout)
 :mod:`.scoring`            teacher-forced log-probability and greedy exact match of an answer
+:mod:`.dense`              a dense retriever: all-MiniLM-L6-v2 embeddings and cosine search
 :mod:`.entry`              the one entry helper: argument checks, cache keys with library
                            versions, the loaded-model memo
 :mod:`.cached`             cached entry points: profile, shared_profile, capture,

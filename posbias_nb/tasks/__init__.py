@@ -12,6 +12,8 @@
 :mod:`.reorder`            remedies in the prompt: where each document goes (LangChain's and
                            Haystack's fixed rules, Liu et al.'s query-aware prompt, orders read
                            from a measured slot quality or an influence prior), BM25 ranking
+:mod:`.corpus`             a retrieval corpus (the oracle file's passages, corpus files) and
+                           BM25 over it, recall of the gold passage
 =========================  ==================================================================
 
 A tokenizer object is only called here; nothing in this package imports torch or a model.

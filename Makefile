@@ -83,7 +83,10 @@ NB_PAGES   := $(filter-out book/verdicts book/api/%,$(CHAPTERS))
 # plan, the rule in posbias_nb.provenance.plan): in every namespace its cheapest entry, and where
 # the namespace's code changed since recording (posbias_nb.provenance.code.code_digest), more
 # entries within VERIFY_BUDGET seconds of recorded compute (default
-# posbias_nb.provenance.plan.VERIFY_BUDGET).
+# posbias_nb.provenance.plan.VERIFY_BUDGET), one of every setting (a ranker, a remedy, a model)
+# first.  A changed namespace whose sample agrees is stamped (recorded/STAMPS.json, commit it):
+# under the same code the next run re-measures only its cheapest entry
+# (posbias_nb.provenance.stamps).
 # A disagreement fails the chapter that asked, naming namespace, key and the command below.
 # REMEASURE=ns,... (with record-new): those namespaces measured anew, their recorded entries replaced.
 COLD            ?=
@@ -108,7 +111,7 @@ notebooks: setup
 	  $(NB_PYTEST) -n $(NB_WORKERS) --dist loadfile $(NB_PAGES:%=%.md); rc=$$?; \
 	  $(NB_PYTEST) book/verdicts.md || rc=1; exit $$rc'; rc=$$?; \
 	$(if $(USE_RECORDED),$(PY) -m posbias_nb.provenance summary --plan _build/verify-plan.json \
-	  --log _build/cache-events.jsonl || { [ $$rc = 0 ] && rc=1; };) exit $$rc
+	  --log _build/cache-events.jsonl --stamps $(CURDIR)/recorded || { [ $$rc = 0 ] && rc=1; };) exit $$rc
 	$(if $(NB_PROFILE),$(PY) bench/profile_chapters.py --from-kernels $(NB_PROFILE) \
 	  --label after --out bench/results/profile-after.json)
 	@if grep -q '"cache": "cold"' _build/chapter-times.json; then \

@@ -47,7 +47,7 @@ from .provenance import verify as _verify
 # experiments.scale, book/reproduce.md); their home is posbias_nb.provenance
 from .provenance.code import NAMESPACE_CODE, code_digest  # noqa: F401
 from .provenance.machine import cpu_model  # noqa: F401
-from .provenance.plan import VERIFY_BUDGET, verification_plan  # noqa: F401
+from .provenance.plan import VERIFY_BUDGET, entry_setting, verification_plan  # noqa: F401
 from .provenance.verify import VERIFY_PARTS, RecordedMismatch, agree  # noqa: F401
 
 __all__ = ["cache_dir", "recorded_dir", "references_dir", "key", "cached", "load",
@@ -126,11 +126,11 @@ def store(namespace: str, params: Mapping, arrays: Mapping[str, np.ndarray],
     event, so that ``make record`` writes its cost into ``recorded/MANIFEST.json``."""
     k = key(namespace, params)
     if seconds is not None:
-        _log("computed", namespace, k, float(seconds))
+        _log("computed", namespace, k, float(seconds), setting=entry_setting(params))
     rec = load_recorded(namespace, params)
     if rec is not None:
         diff = _verify.agree(rec, {n: np.asarray(v) for n, v in arrays.items()})
-        _log("mismatch" if diff else "verified", namespace, k)
+        _log("mismatch" if diff else "verified", namespace, k, setting=entry_setting(params))
         if diff:
             raise RecordedMismatch(
                 f"recorded namespace {namespace!r}, key {k}: computed now, it disagrees with its "
@@ -186,12 +186,12 @@ def load(namespace: str, params: Mapping) -> dict[str, np.ndarray] | None:
     if out is None and path is not None and path.exists():
         path.unlink(missing_ok=True)  # corrupt: recomputed
     if out is not None:
-        _log("hit", namespace, k)
+        _log("hit", namespace, k, setting=entry_setting(params))
         return out
     if namespace not in _verified() and f"{namespace}/{k}" not in verify_keys():
         out = load_recorded(namespace, params)
         if out is not None:
-            _log("recorded", namespace, k)
+            _log("recorded", namespace, k, setting=entry_setting(params))
             return out
     _log("miss", namespace, k)
     return None
@@ -369,6 +369,7 @@ def cached(
             return dict(rec)
         t0 = time.perf_counter()
         out = {n: np.asarray(v) for n, v in compute().items()}
-        _log("computed", namespace, k, time.perf_counter() - t0)
+        _log("computed", namespace, k, time.perf_counter() - t0,
+             setting=entry_setting(params))
         store(namespace, params, out)
     return out

@@ -624,3 +624,181 @@ def test_a_cpu_name_alone_does_not_make_an_entry_recorded_on_this_machine():
     ref = {"commit": "c", "code": "A"}
     assert machine.reference_holds(legacy, ref, here) is None  # the reference stands for it here
     assert machine.reference_holds(full, ref, here) == "recorded on this CPU"
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 63: verification stamps, and a sample that reaches every setting
+
+from posbias_nb.provenance import stamps as stamps_mod  # noqa: E402
+
+
+def _stamp_run(tmp_path, monkeypatch, ns, man, src, name, stamps=None, budget=100.0):
+    """As _run, with the stamps the plan reads; returns the plan, the error, the summary and
+    the stamps the run earned."""
+    d = {ns: code.code_digest(ns, _pkg(src))}
+    p = plan.verification_plan(man, d, budget, stamps=stamps)
+    keys = tmp_path / f"keys-{name}.txt"
+    keys.write_text("".join(k + "\n" for k in p["keys"]))
+    log = tmp_path / f"log-{name}.jsonl"
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(keys))
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / f"live-{name}"))
+    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
+    mod = _module(tmp_path, src, f"fake_{name}")
+    err = None
+    try:
+        for n in (3, 5):
+            cache.cached(ns, {"n": n}, lambda: mod.compute(n))
+    except verify.RecordedMismatch as e:
+        err = e
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    earned = stamps_mod.new_stamps(p, events, man, d, "Test CPU", "2026-12-05", "c0ffee")
+    return p, err, plan.verification_summary(p, events), earned
+
+
+def test_a_stamp_remembers_a_sample_and_a_change_after_it_fails_by_name(tmp_path, monkeypatch,
+                                                                       fake_ns):
+    ns = fake_ns
+    man = _record_fake(tmp_path, monkeypatch, ns)
+    # the code changed, its numbers did not: sampled in full, agrees, and earns a stamp
+    p, err, (lines, problems), earned = _stamp_run(tmp_path, monkeypatch, ns, man, SRC_SAME, "s1")
+    assert err is None and not problems and len(p["keys"]) == 2
+    st = earned[ns]
+    assert st["code"] == code.code_digest(ns, _pkg(SRC_SAME))
+    assert st["manifest"] == stamps_mod.manifest_digest(man, ns)
+    assert sorted(st["entries"]) == sorted(k.split("/")[1][:16] for k in p["keys"])
+    assert st["machine"] == "Test CPU" and st["commit"] == "c0ffee"
+    # the next run under the same code: vouched for, only the cheapest entry, and it says which
+    # stamp vouches; it earns no second stamp
+    p, err, (lines, problems), earned = _stamp_run(tmp_path, monkeypatch, ns, man, SRC_SAME, "s2",
+                                                   stamps={ns: st})
+    assert p["keys"] == [f"{ns}/{cache.key(ns, {'n': 3})}"] and p["namespaces"][ns]["vouched"]
+    assert err is None and not problems and not earned
+    assert "verified under today's code by the stamp of 2026-12-05" in lines[0]
+    # sabotage after the stamp: the code changes again and moves the numbers; the stamp no
+    # longer vouches, the namespace is sampled in full and fails by name
+    p, err, (lines, problems), earned = _stamp_run(tmp_path, monkeypatch, ns, man, SRC_SEED, "s3",
+                                                   stamps={ns: st})
+    assert "vouched" not in p["namespaces"][ns] and len(p["keys"]) == 2
+    assert err is not None and f"namespace {ns!r}" in str(err)
+    assert problems and f"REMEASURE={ns}" in problems[0] and not earned
+
+
+def test_a_stamp_that_cannot_vouch_is_refused():
+    man = {"entries": {"a/1": {"commit": "c", "bytes": 1, "code": "A"}}}
+    good = {"code": "B", "manifest": stamps_mod.manifest_digest(man, "a"), "commit": "c",
+            "date": "2026-12-05"}
+    assert stamps_mod.problems({"a": good}, man, lambda c: True) == []
+    # the recorded entries moved since the stamp
+    man2 = {"entries": {"a/1": {"commit": "d", "bytes": 1, "code": "A"}}}
+    (line,) = stamps_mod.problems({"a": good}, man2, lambda c: True)
+    assert "stamp of 'a'" in line and "manifest digest" in line
+    # another branch's commit
+    (line,) = stamps_mod.problems({"a": good}, man, lambda c: False)
+    assert "not in this checkout's history" in line
+    (line,) = stamps_mod.problems({"z": good}, man, lambda c: True)
+    assert "no such namespace" in line
+    # a stamp under other code vouches for nothing
+    assert stamps_mod.vouching({"a": good}, {"a": "A"}) == {}
+    assert stamps_mod.vouching({"a": good}, {"a": "B"}) == {"a": good}
+
+
+def test_plan_refuses_a_stamp_from_another_branch(tmp_path, capsys):
+    ns = "replay"
+    man = {"entries": {f"{ns}/{'1' * 64}": {"commit": "c", "bytes": 1, "code": "A",
+                                             "compute_seconds": 1.0, "read": True}}}
+    (tmp_path / "MANIFEST.json").write_text(json.dumps(man))
+    stamps_mod.write(tmp_path, {ns: {"code": "A", "manifest": stamps_mod.manifest_digest(man, ns),
+                                     "commit": "0" * 40, "date": "2026-12-05"}})
+    out = tmp_path / "plan.json"
+    rc = plan.main(["plan", "--recorded", str(tmp_path), "--out", str(out),
+                    "--keys", str(tmp_path / "keys.txt")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "stamp of 'replay'" in err[0]
+    assert "another branch" in err[0] and not out.exists()
+
+
+RANKED = '''"""A fake measurement with two rankers, each its own code path."""
+import numpy as np
+
+
+def bm25(x):
+    return np.sort(x)
+
+
+def curve(x):
+    return np.sort(x)[::-1]
+
+
+def compute(n, ranker):
+    x = np.random.default_rng(0).standard_normal(n)
+    return {"x": {"bm25": bm25, "curve": curve}[ranker](x)}
+'''
+# one ranker's code changed (its numbers move); the other ranker's did not
+RANKED_CURVE = RANKED.replace("np.sort(x)[::-1]", "np.sort(x)[::-1] * 1.5")
+
+
+def test_entry_setting_names_the_choices_not_the_sizes():
+    assert plan.entry_setting({"model": "gemma3-4b@80"}) == {"model": "gemma3-4b"}
+    s = plan.entry_setting({"model": "smollm2-135m", "ranker": "bm25", "n": 10, "seed": 0,
+                            "data": "data/liu2023/x.jsonl.gz", "sha": "ab12" * 16,
+                            "quick": True, "remedy": {"name": "ms-poe", "ratio": 1.5}})
+    assert s == {"model": "smollm2-135m", "quick": "True", "ranker": "bm25",
+                 "remedy.name": "ms-poe"}
+
+
+def test_a_change_to_one_rankers_code_is_caught_where_the_sample_reaches_every_setting(
+        tmp_path, monkeypatch, fake_ns):
+    ns = fake_ns
+    log = tmp_path / "record.jsonl"
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "cold"))
+    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
+    v1 = _module(tmp_path, RANKED, "ranked_v1")
+    runs = [(3, "bm25"), (5, "bm25"), (7, "curve")]   # the curve ranker's entry is the dearest
+    for n, r in runs:
+        cache.cached(ns, {"n": n, "ranker": r}, lambda: v1.compute(n, r))
+    entries = {f"{ns}/{cache.key(ns, {'n': n, 'ranker': r})}": {
+        "recorded": "2026-12-05", "commit": "c", "bytes": 1, "compute_seconds": float(n),
+        "code": code.code_digest(ns, _pkg(RANKED)), "read": True} for n, r in runs}
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    assert rec.fill_settings(entries, events) == 3   # make record writes the logged settings
+    assert sorted(v["setting"]["ranker"] for v in entries.values()) == ["bm25", "bm25", "curve"]
+    man = {"entries": entries}
+    monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(tmp_path / "cold"))
+
+    def run(manifest, name, budget):
+        p = plan.verification_plan(manifest, {ns: code.code_digest(ns, _pkg(RANKED_CURVE))},
+                                   budget)
+        keys = tmp_path / f"keys-{name}.txt"
+        keys.write_text("".join(k + "\n" for k in p["keys"]))
+        monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(keys))
+        monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / f"live-{name}"))
+        mod = _module(tmp_path, RANKED_CURVE, f"ranked_{name}")
+        for n, r in runs:
+            cache.cached(ns, {"n": n, "ranker": r}, lambda: mod.compute(n, r))
+        return p
+
+    # the counterexample: without the settings in the manifest and no budget beyond the
+    # cheapest entry, the sample holds only a bm25 entry and the changed ranker goes unseen
+    bare = {"entries": {k: {f: x for f, x in v.items() if f != "setting"}
+                        for k, v in entries.items()}}
+    p = run(bare, "bare", budget=0.0)
+    assert len(p["keys"]) == 1
+    # with them, the changed namespace's sample holds an entry of each ranker (the bm25 entry
+    # of 3 s, the curve one of 7 s: a budget of 10 s holds both, passing over the 5 s bm25 one),
+    # and the one ranker whose code changed fails the namespace by name
+    with pytest.raises(verify.RecordedMismatch, match=f"namespace {ns!r}"):
+        run(man, "covered", budget=10.0)
+    p = plan.verification_plan(man, {ns: code.code_digest(ns, _pkg(RANKED_CURVE))}, 10.0)
+    assert p["namespaces"][ns]["chosen"] == [cache.key(ns, {"n": 3, "ranker": "bm25"}),
+                                             cache.key(ns, {"n": 7, "ranker": "curve"})]
+    assert "uncovered" not in p["namespaces"][ns]
+    # a budget too small for every setting says so, and such a sample earns no stamp
+    p = plan.verification_plan(man, {ns: code.code_digest(ns, _pkg(RANKED_CURVE))}, 0.0)
+    assert p["namespaces"][ns]["uncovered"] == 1 and len(p["keys"]) == 1
+    ev = [{"event": "verified", "ns": ns, "key": p["keys"][0].split("/")[1][:16]}]
+    assert stamps_mod.new_stamps(p, ev, man, {ns: "x"}, "m", "d", "c") == {}
+    lines, _ = plan.verification_summary(p, ev)
+    assert "beyond the budget, so not stamped" in lines[0]
+    # an unchanged namespace still re-measures only its cheapest entry
+    p = plan.verification_plan(man, {ns: code.code_digest(ns, _pkg(RANKED))}, 0.0)
+    assert len(p["keys"]) == 1

@@ -14,9 +14,14 @@ The command (``bench/verify_plan.py plan|summary`` is the same)::
 ``compute_seconds``; an entry whose cost was never measured counts as unknown and is taken only
 where the namespace has no measured one), and, in the namespaces whose code digest
 (:func:`posbias_nb.provenance.code.code_digest`) differs from the one recorded with the entry,
-further entries in order of cost while the sample's recorded seconds in all stay within the
-budget (``--budget``, seconds of recorded compute on CI's 2 cores; the cheapest entries count
-against it first and are taken even where they alone exceed it).  In a namespace whose
+an entry of every value of every field of the entries' settings (:func:`entry_setting`: the
+ranker, remedy, model a key names), then further entries in order of cost while the sample's
+recorded seconds beyond each namespace's cheapest entry stay within the budget (``--budget``,
+seconds of recorded compute on CI's 2 cores; the settings' entries, whole namespaces, the
+cheapest coverage first, count against it before the others).  A changed namespace whose sample agreed in an earlier run is
+*stamped* (``recorded/STAMPS.json``, :mod:`posbias_nb.provenance.stamps`, written by
+``summary --stamps recorded``): under the stamp's code it counts as verified and only its
+cheapest entry is re-measured.  In a namespace whose
 computation amplifies float rounding
 (:data:`~posbias_nb.provenance.machine.ROUNDING_AMPLIFIED`: training), only entries recorded on
 this machine's CPU are candidates: on another CPU the same code gives other numbers, so the run
@@ -38,10 +43,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Mapping
 
-from . import code, machine
+from . import code, machine, stamps as _stamps
 from .machine import ROUNDING_AMPLIFIED, recorded_machine
 
-__all__ = ["VERIFY_BUDGET", "GPU_MEASURED", "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET",
+__all__ = ["VERIFY_BUDGET", "entry_setting", "GPU_MEASURED", "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET",
            "gpu_provenance_problems", "verification_plan", "verification_summary", "main"]
 
 #: The default budget of :func:`verification_plan`: seconds of recorded compute (on CI's two
@@ -64,6 +69,42 @@ GPU_TWIN_BUDGET = 60.0
 
 ROOT = Path(__file__).resolve().parents[2]
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _choice(v) -> bool:
+    """A parameter value that names a choice (a model, ranker, remedy, prior, layer kind, part):
+    a boolean, or a short string that is neither a path nor a hash."""
+    if isinstance(v, bool):
+        return True
+    return isinstance(v, str) and 0 < len(v) <= 48 and "/" not in v \
+        and not (len(v) >= 16 and set(v) <= _HEX)
+
+
+def entry_setting(params: Mapping) -> dict[str, str]:
+    """The **setting** of a cache entry: the parameters of its key that name a choice taking a
+    code path of its own (:func:`_choice`: booleans and short names; a nested mapping's one
+    level down, as ``outer.inner``), each as a string.  Sizes, seeds and thresholds run the same
+    code with other numbers and are left out.  :mod:`posbias_nb.cache` logs it with every event
+    and ``make record`` writes it into the manifest, so that a changed namespace's sample holds
+    an entry of every value of every field (:func:`verification_plan`)."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, Mapping):
+            for k2, v2 in v.items():
+                if _choice(v2):
+                    out[f"{k}.{k2}"] = _architecture(str(v2))
+        elif _choice(v):
+            out[str(k)] = _architecture(str(v))
+    return dict(sorted(out.items()))
+
+
+def _architecture(v: str) -> str:
+    """``name@width`` (a model at a reduced width) is its architecture's setting: the width is
+    a size, the architecture the code path."""
+    name, at, width = v.rpartition("@")
+    return name if at and width.isdigit() else v
+
 
 def gpu_provenance_problems(name: str, entry: Mapping) -> list[str]:
     """What a recorded GPU entry ``name`` (``namespace/key``) lacks of :data:`GPU_PROVENANCE`
@@ -77,17 +118,23 @@ def gpu_provenance_problems(name: str, entry: Mapping) -> list[str]:
 
 
 def verification_plan(manifest: dict, digests: dict[str, str], budget: float = VERIFY_BUDGET,
-                      cpu: str | None = None, references: set[str] | frozenset = frozenset()
-                      ) -> dict:
+                      cpu: str | None = None, references: set[str] | frozenset = frozenset(),
+                      stamps: Mapping[str, Mapping] | None = None) -> dict:
     """The sample of recorded entries that ``make test`` measures anew (:func:`main`'s ``plan``
     writes it for ``$POSBIAS_RECORDED_VERIFY_KEYS``).
 
     The rule, fixed before any run it decides: in every namespace, the cheapest entry that
     ``make test`` reads (its recorded ``compute_seconds``; an entry whose cost was never measured
     is taken only where the namespace has no measured one); in the namespaces whose code digest
-    differs from the one recorded with an entry, further entries in order of cost while the
-    sample's recorded seconds in all stay within ``budget`` (the cheapest entries count first
-    and are taken even where they alone exceed it).
+    differs from the one recorded with an entry and that no stamp verified under today's code
+    (``stamps``, :mod:`posbias_nb.provenance.stamps`), an entry of every value of every field
+    of the entries' settings (:func:`entry_setting`, as the manifest records them; one at a time,
+    the entry that adds the most values not yet held, the cheaper first among equals; a
+    namespace's whole coverage or none of it, the cheapest coverage first, its namespace marked
+    ``uncovered`` where it does not fit), then further entries in order of cost, while the
+    recorded seconds beyond each namespace's cheapest entry (always taken, not counted) stay
+    within ``budget``.  (Before issue 63 the cheapest entries counted against the budget, which
+    the by-parts entries' whole recorded seconds alone exceeded: no run took any further entry.)
 
     Returns the sample: ``{"keys": [...], "namespaces": {ns: {...}}}``.
 
@@ -103,7 +150,10 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     recorded on that CPU are candidates; where there is none, the namespace's line says why
     nothing was re-measured (``skipped``).  ``references``: the ``namespace/key`` entries that
     hold a CPU reference for this machine (``recorded/by-cpu``), candidates too (compared with
-    the reference, not the record)."""
+    the reference, not the record).  ``stamps``: ``{namespace: stamp}`` of
+    ``recorded/STAMPS.json``; a stamp whose code digest is today's makes its namespace verified
+    (``vouched``): only its cheapest entry is re-measured."""
+    vouch = _stamps.vouching(stamps or {}, digests)
     if budget < 0:
         raise ValueError(f"budget must be >= 0 seconds, got {budget!r}")
     by_ns: dict[str, list] = defaultdict(list)
@@ -114,7 +164,7 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     if unknown:
         raise ValueError(f"recorded namespaces {unknown} declare no code "
                          "(posbias_nb.provenance.code.NAMESPACE_CODE)")
-    out, extra, twins = {}, [], {}
+    out, extra, twins, covers = {}, [], {}, {}
     entries = manifest.get("entries", {})
     for ns, items in sorted(by_ns.items()):
         if ns in GPU_MEASURED:
@@ -152,6 +202,7 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
                            f"(make cpu-reference)")
             cands = here
         changed = any(v.get("code") != digests[ns] for _, v in items)
+        stale = changed and ns not in vouch
         known = sorted((v["compute_seconds"], key) for key, v in cands
                        if (v.get("compute_seconds") or 0) > 0)
         if known:
@@ -160,14 +211,31 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
             first = [(None, cands[0][0])]
         else:
             first = []
+        if stale:
+            covers[ns] = _cover_settings(cands, [k for _, k in first])
         out[ns] = dict(entries=len(items), candidates=len(cands), changed=changed,
                        chosen=[key for _, key in first],
                        seconds=sum(s for s, _ in first if s is not None),
                        unknown_cost=bool(first) and first[0][0] is None,
+                       settings=_setting_values(cands),
+                       **({"vouched": _stamp_line(vouch[ns])} if changed and ns in vouch else {}),
                        **({"skipped": skipped} if skipped else {}))
-        if changed:
-            extra += [(s, ns, key) for s, key in known[1:]]
-    spent = sum(v["seconds"] for v in out.values())
+        if stale:
+            held = {k for _, k in first + covers[ns]}
+            extra += [(s, ns, key) for s, key in known[1:] if key not in held]
+    # the budget is for what goes beyond each namespace's cheapest entry (VERIFY_BUDGET): those
+    # are always taken and do not count against it
+    spent = 0.0
+    # every setting of a changed namespace: whole namespaces, the cheapest coverage first,
+    # where it fits the budget (a namespace only partly covered could not be stamped)
+    for cost, ns in sorted((sum(s or 0.0 for s, _ in c), ns) for ns, c in covers.items()):
+        if spent + cost > budget and covers[ns]:
+            out[ns]["uncovered"] = len(covers[ns])
+            extra += [(s, ns, k) for s, k in covers[ns] if s]
+            continue
+        spent += cost
+        out[ns]["chosen"] += [k for _, k in covers[ns]]
+        out[ns]["seconds"] += cost
     # the GPU entries' twins: the cheapest always, more within GPU_TWIN_BUDGET
     twin_spent = 0.0
     for i, (sec, t) in enumerate(sorted((s, t) for t, s in twins.items())):
@@ -183,13 +251,52 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
         spent += sec
         extra = [x for x in extra if (x[1], x[2]) != (ns, key)]
     for s, ns, key in sorted(extra):
+        if key in out[ns]["chosen"]:
+            continue
         if spent + s > budget:
             break
         spent += s
         out[ns]["chosen"].append(key)
         out[ns]["seconds"] += s
     keys = [f"{ns}/{key}" for ns in sorted(out) for key in out[ns]["chosen"]]
-    return dict(keys=keys, budget=budget, seconds=round(spent, 1), namespaces=out)
+    return dict(keys=keys, budget=budget, beyond_cheapest=round(spent, 1),
+                seconds=round(sum(v["seconds"] for v in out.values()), 1), namespaces=out)
+
+
+def _values(v: Mapping) -> set[tuple[str, str]]:
+    return {(f, str(x)) for f, x in (v.get("setting") or {}).items()}
+
+
+def _setting_values(cands) -> int:
+    """How many (field, value) pairs the candidates' settings hold."""
+    return len(set().union(set(), *(_values(v) for _, v in cands)))
+
+
+def _cover_settings(cands, chosen: list[str]) -> list[tuple[float | None, str]]:
+    """Entries (seconds, key) added to ``chosen`` until every (field, value) of the candidates'
+    settings is held by one: each time the entry with the most values not yet held, the
+    cheaper first among equals (an entry of unknown cost last)."""
+    vals = {key: _values(v) for key, v in cands}
+    # a cost never measured counts as the namespace's dearest measured one (never as free)
+    dearest = max((v.get("compute_seconds") or 0.0 for _, v in cands), default=0.0)
+    cost = {key: v.get("compute_seconds") or dearest or None for key, v in cands}
+    missing = set().union(set(), *vals.values()) - set().union(set(), *(vals[k] for k in chosen
+                                                                         if k in vals))
+    out = []
+    while missing:
+        best = min((k for k in vals if k not in chosen and vals[k] & missing),
+                   key=lambda k: (-len(vals[k] & missing),
+                                  cost[k] if cost[k] else float("inf"), k))
+        out.append((cost[best] or None, best))
+        chosen = chosen + [best]
+        missing -= vals[best]
+    return out
+
+
+def _stamp_line(s: Mapping) -> str:
+    return (f"verified under today's code by the stamp of {s.get('date')} ({s.get('machine')}, "
+            f"commit {str(s.get('commit'))[:12]}: {len(s.get('entries', {}))} entries "
+            f"re-measured)")
 
 
 def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str], list[str]]:
@@ -219,8 +326,13 @@ def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str],
         lines.append(
             f"{ns:22s} {p['entries']:3d} recorded, {c['recorded']:3d} read, {got:2d} re-measured"
             f"{sampled}, {c['verified']:2d} agreeing; code "
-            + ("changed since recording" + (", and its sample agrees" if got and not c['mismatch']
-                                            else "") if p["changed"] else "unchanged")
+            + (("changed since recording; " + p["vouched"]) if p.get("vouched")
+               else "changed since recording" + (", and its sample agrees"
+                                                 if got and not c['mismatch'] else "")
+               if p["changed"] else "unchanged")
+            + (f"; {p['uncovered']} entries that would reach every setting beyond the budget, "
+               "so not stamped (a later run, with the budget its stamps free, reaches them)"
+               if p.get("uncovered") else "")
             + (f"; not re-measured: {p['skipped']}" if p.get("skipped") else ""))
         if c["mismatch"]:
             problems.append(f"{ns}: {c['mismatch']} re-measured entries disagree with recorded/ "
@@ -280,6 +392,9 @@ def main(argv=None, prog: str | None = None) -> int:
     a2 = sub.add_parser("summary")
     a2.add_argument("--plan", required=True)
     a2.add_argument("--log", required=True)
+    a2.add_argument("--stamps", default=None, metavar="RECORDED",
+                    help="write the stamps this run earned into RECORDED/STAMPS.json "
+                         "(posbias_nb.provenance.stamps)")
     a = ap.parse_args(argv)
     if a.cmd == "plan":
         manifest = json.loads((Path(a.recorded) / "MANIFEST.json").read_text())
@@ -289,8 +404,12 @@ def main(argv=None, prog: str | None = None) -> int:
         cpu = machine.machine_id()
         refs, stale = this_machines_references(Path(a.recorded), manifest, cpu)
         try:
+            st = _stamps.read(Path(a.recorded))
+            bad = _stamps.problems(st, manifest)
+            if bad:
+                raise ValueError(bad[0])
             p = verification_plan(manifest, digests, VERIFY_BUDGET if a.budget is None
-                                  else a.budget, cpu=cpu, references=refs)
+                                  else a.budget, cpu=cpu, references=refs, stamps=st)
         except ValueError as e:
             print(f"verify_plan: {e}", file=sys.stderr)
             return 2
@@ -309,10 +428,23 @@ def main(argv=None, prog: str | None = None) -> int:
             if v.get("skipped"):
                 print(f"recorded/: {ns} not re-measured: {v['skipped']}")
         return 0
-    lines, problems = verification_summary(json.loads(Path(a.plan).read_text()),
-                                           read_events(a.log))
+    the_plan, events = json.loads(Path(a.plan).read_text()), read_events(a.log)
+    lines, problems = verification_summary(the_plan, events)
     print("recorded/ namespaces (this run):")
     print("\n".join("  " + x for x in lines))
     for x in problems:
         print("FAILED " + x, file=sys.stderr)
+    if a.stamps:
+        import time
+
+        from .record import head_commit
+
+        manifest = json.loads((Path(a.stamps) / "MANIFEST.json").read_text())
+        digests = {ns: code.code_digest(ns) for ns in code.NAMESPACE_CODE}
+        new = _stamps.new_stamps(the_plan, events, manifest, digests, machine.machine_id(),
+                                 time.strftime("%Y-%m-%d"), head_commit())
+        if new:
+            _stamps.write(Path(a.stamps), {**_stamps.read(Path(a.stamps)), **new})
+            print(f"recorded/{_stamps.FILE}: stamped {', '.join(sorted(new))} (verified under "
+                  "today's code: commit it with the change)")
     return 1 if problems else 0

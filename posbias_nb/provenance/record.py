@@ -52,10 +52,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import code, machine
+from . import code, machine, stamps
 
 __all__ = ["NOT_MEASUREMENTS", "head_commit", "files_at", "book_chapters", "full_run",
-           "backfill_code", "fill_seconds", "backfill_machine", "main"]
+           "backfill_code", "fill_seconds", "fill_settings", "backfill_machine", "main"]
 
 NOT_MEASUREMENTS = {"weights", "corpus", "describe", "verdicts", ".locks"}
 #: The checkout this package lies in (its git history, ``_toc.yml`` and ``book/``).
@@ -143,6 +143,22 @@ def fill_seconds(entries: dict, events: list, today: str, machine) -> int:
     return n
 
 
+def fill_settings(entries: dict, events: list) -> int:
+    """Give every entry the setting its cache events logged
+    (:func:`posbias_nb.provenance.plan.entry_setting`: the parameters of its key that name a
+    choice), where a run's events hold one: the plan samples a changed namespace's entries so
+    that every value of every field is held.  Returns how many entries changed."""
+    got = {f"{e['ns']}/{e['key']}": e["setting"] for e in events
+           if isinstance(e.get("setting"), dict)}
+    n = 0
+    for k, v in entries.items():
+        s = got.get(f"{k.split('/')[0]}/{k.split('/')[1][:16]}")
+        if s is not None and v.get("setting") != s:
+            v["setting"] = s
+            n += 1
+    return n
+
+
 def backfill_machine(manifest: dict) -> int:
     """Give every entry without one the machine of the run made at its commit (``runs``)."""
     by_commit = {r["commit"]: r.get("machine") for r in manifest.get("runs", [])}
@@ -206,6 +222,8 @@ def main(argv=None, prog: str | None = None) -> int:
             f = fill_seconds(man["entries"], events, time.strftime("%Y-%m-%d"),
                              times.get("machine"))
             print(f"{f} entries without seconds given those of their re-measurement")
+            print(f"{fill_settings(man['entries'], events)} entries given the setting their "
+                  "events logged")
         unknown = 0
         for v in man["entries"].values():
             if v.get("compute_seconds") == 0:  # never measured alone: unknown, not free
@@ -308,6 +326,7 @@ def main(argv=None, prog: str | None = None) -> int:
         for k in new:
             entries[k]["read"] = True
     fill_seconds(entries, events, today, times.get("machine"))
+    fill_settings(entries, events)
     for d in [p for p in dst.iterdir() if p.is_dir()] if dst.is_dir() else []:
         if not any(d.iterdir()):
             d.rmdir()
@@ -342,4 +361,10 @@ def main(argv=None, prog: str | None = None) -> int:
     # since goes with it (make cpu-reference makes it anew)
     for x in machine.prune_references(out, manifest):
         print(f"recorded/by-cpu: dropped the reference of {x}")
+    # a stamp vouches for the entries it was made against: a namespace re-recorded since is
+    # sampled anew by the next make test, which stamps it again
+    moved = [ns for ns, st in stamps.read(out).items()
+             if st.get("manifest") != stamps.manifest_digest(manifest, ns)]
+    for ns in stamps.drop(out, moved):
+        print(f"recorded/{stamps.FILE}: dropped the stamp of {ns} (re-recorded)")
     return 0

@@ -19,7 +19,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 
-.PHONY: setup book test record record-new cpu-reference gpu-born unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
+.PHONY: setup book test unit-tests doctests record record-new cpu-reference gpu-born unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
 $(STAMP): requirements.txt requirements-langchain.txt requirements-oracles.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,8 +49,12 @@ book: setup $(MATHJAX)
 UNIT_WORKERS ?= 2
 UNIT_PAR     := $(if $(filter-out 1,$(UNIT_WORKERS)),OMP_NUM_THREADS=1,)
 UNIT_N       := $(if $(filter-out 1,$(UNIT_WORKERS)),-n $(UNIT_WORKERS),)
-unit: setup
+unit: unit-tests doctests
+
+unit-tests: setup
 	HYPOTHESIS_PROFILE=ci $(UNIT_PAR) $(PY) -m pytest tests/ -q -p no:cacheprovider $(UNIT_N)
+
+doctests: setup
 	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules posbias_nb
 
 # the fast lane: everything but the tests marked slow (models, training), under 2 minutes on 2 cores
@@ -162,16 +166,26 @@ browser-test: setup browser-deps
 	POSBIAS_SITE_TEST=1 $(PY) -m pytest tests/browser -q
 
 # the chapters run first: they fill the cache (de-quantized pretrained weights included), so the
-# unit tests that need packaged weights run against it instead of skipping
-test: setup
-	$(MAKE) --no-print-directory notebooks
-	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory build-book
+# unit tests that need packaged weights run against it instead of skipping.  Each stage is timed
+# (bench/stages.py, standard library only): the table ends the run and goes to
+# bench/results/make-test-stages.json, a failed stage's too.
+STAGE  = $(PYTHON) bench/stages.py run
+STAGES = $(PYTHON) bench/stages.py table --out bench/results/make-test-stages.json
+test:
+	@mkdir -p _build && rm -f _build/stages.jsonl
+	@$(STAGE) pip -- $(MAKE) --no-print-directory setup || { $(STAGES); exit 1; }
+	@$(STAGE) chapters -- $(MAKE) --no-print-directory notebooks || { $(STAGES); exit 1; }
+	@$(STAGE) unit-tests -- $(MAKE) --no-print-directory unit-tests || { $(STAGES); exit 1; }
+	@$(STAGE) doctests -- $(MAKE) --no-print-directory doctests || { $(STAGES); exit 1; }
+	@$(STAGE) build -- $(MAKE) --no-print-directory build-book || { $(STAGES); exit 1; }
 	@# the build reads the chapters executed above from the jupyter-cache: it must execute none
 	@if grep -q "Executing notebook" _build/build.log; then \
 	  echo "the book build executed a chapter again (its jupyter-cache key did not match)"; exit 1; fi
-	$(MAKE) --no-print-directory browser-test
-	$(PY) tests/check_digests.py  # each study's committed digest: made under today's design and code
+	@$(STAGE) chromium -- $(MAKE) --no-print-directory browser-deps || { $(STAGES); exit 1; }
+	@$(STAGE) browser -- $(MAKE) --no-print-directory browser-test || { $(STAGES); exit 1; }
+	@# each study's committed digest: made under today's design and code
+	@$(STAGE) digests -- $(PY) tests/check_digests.py || { $(STAGES); exit 1; }
+	@$(STAGES)
 	@echo "make test: notebooks, unit tests and doctests, book build, browser test and digests all passed"
 
 bench: setup

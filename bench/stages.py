@@ -1,0 +1,103 @@
+"""The stages of ``make test``, each timed (issue 63): one table at the end, also written to
+``bench/results/make-test-stages.json``.
+
+Standard library only (it times the pip stage, before the virtual environment exists)::
+
+    python3 bench/stages.py run NAME -- COMMAND...   # run COMMAND, append its seconds to the log
+    python3 bench/stages.py table [--out FILE]       # the table of the logged stages
+
+``run`` exits with the command's status; a failed stage is logged too (``rc``), so the table of
+a red run says where it stopped.  The chapters' line also says how many seconds of compute the
+run spent re-measuring recorded entries (the ``computed`` and ``computed-part`` events of
+``_build/cache-events.jsonl``, summed over the parallel kernels, so it can exceed the wall).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT / "_build" / "stages.jsonl"
+EVENTS = ROOT / "_build" / "cache-events.jsonl"
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                flags = Path("/proc/cpuinfo").read_text()
+                isa = "AVX512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "other"
+                return f"{name} / {isa}"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run(name: str, cmd: list[str]) -> int:
+    if not cmd:
+        print("stages.py run: no command", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    rc = subprocess.call(cmd)
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOG, "a") as f:
+        f.write(json.dumps({"stage": name, "seconds": round(time.perf_counter() - t0, 1),
+                            "rc": rc}) + "\n")
+    return rc
+
+
+def remeasured_seconds() -> float | None:
+    if not EVENTS.exists():
+        return None
+    tot = 0.0
+    for line in EVENTS.read_text().splitlines():
+        e = json.loads(line) if line.strip() else {}
+        if e.get("event") in ("computed", "computed-part"):
+            tot += float(e.get("seconds") or 0.0)
+    return round(tot, 1)
+
+
+def table(out: Path | None) -> int:
+    rows = [json.loads(x) for x in LOG.read_text().splitlines() if x.strip()] \
+        if LOG.exists() else []
+    total = round(sum(r["seconds"] for r in rows), 1)
+    rem = remeasured_seconds()
+    print("make test, stage by stage (seconds of wall clock):")
+    for r in rows:
+        note = ""
+        if r["stage"] == "chapters" and rem is not None:
+            note = f"  (of which re-measuring recorded entries: {rem:.0f} s of compute, all kernels)"
+        print(f"  {r['stage']:14s} {r['seconds']:8.1f}{'' if r['rc'] == 0 else '  FAILED'}{note}")
+    print(f"  {'total':14s} {total:8.1f}")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({
+            "what": "make test's stages on a fresh clone (bench/stages.py)",
+            "date": time.strftime("%Y-%m-%d"), "cpu": _cpu(), "cpus": os.cpu_count(),
+            "stages": rows, "remeasured_compute_seconds": rem, "total_seconds": total},
+            indent=1) + "\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and len(argv) >= 2:
+        cmd = argv[2:]
+        if cmd[:1] == ["--"]:
+            cmd = cmd[1:]
+        return run(argv[1], cmd)
+    if argv[:1] == ["table"]:
+        out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
+        return table(out)
+    print("usage: stages.py run NAME -- COMMAND... | table [--out FILE]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,6 +13,9 @@ decides and checks that sample, one job a module:
   the bookkeeping of CPU references.
 * :mod:`~posbias_nb.provenance.plan`: ``make test``'s sample (the budget, the rule) and its
   summary after the chapters ran.
+* :mod:`~posbias_nb.provenance.stamps`: verification stamps (``recorded/STAMPS.json``), what a
+  run that re-measured a changed namespace in full found, kept so that the next run under the
+  same code re-measures only its cheapest entry.
 * :mod:`~posbias_nb.provenance.record`: ``make record`` and ``make record-new``, ``recorded/``
   and its ``MANIFEST.json`` written from a run.
 * :mod:`~posbias_nb.provenance.reference`: ``make cpu-reference``, an entry computed on this
@@ -20,11 +23,11 @@ decides and checks that sample, one job a module:
 * :mod:`~posbias_nb.provenance.cli`: the command, ``python -m posbias_nb.provenance`` with
   ``plan``, ``summary``, ``record`` or ``cpu-reference``.
 
-Imports: ``code``, ``verify``, ``machine``, ``plan`` and ``record`` import nothing of the package
+Imports: ``code``, ``verify``, ``machine``, ``stamps``, ``plan`` and ``record`` import nothing of the package
 but each other (:mod:`posbias_nb.cache` imports them for its one hook for recorded entries);
 ``reference`` imports the cache too (it reads and writes entry files); ``cli`` is an entry point
 beside :mod:`posbias_nb.cli` and alone may import a study (the calls that make a training
 entry).  No module that computes a measurement imports this room, and its modules are listed in
 :data:`~posbias_nb.provenance.code.NOT_COMPUTING`, so its code counts in no namespace's digest.
 """
-__all__ = ["code", "verify", "machine", "plan", "record", "reference", "cli"]
+__all__ = ["code", "verify", "machine", "stamps", "plan", "record", "reference", "cli"]

@@ -802,3 +802,28 @@ def test_a_change_to_one_rankers_code_is_caught_where_the_sample_reaches_every_s
     # an unchanged namespace still re-measures only its cheapest entry
     p = plan.verification_plan(man, {ns: code.code_digest(ns, _pkg(RANKED))}, 0.0)
     assert len(p["keys"]) == 1
+
+
+def test_a_stamp_this_checkout_cannot_place_vouches_for_nothing(tmp_path):
+    # a shallow clone lacking the stamp's commit cannot tell its branch: the stamp is dropped,
+    # not trusted, and not an error
+    import subprocess
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for cmd in (["git", "init", "-q"], ["git", "-c", "user.email=a@b", "-c", "user.name=a",
+                                       "commit", "-q", "--allow-empty", "-m", "one"],
+                ["git", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
+                 "--allow-empty", "-m", "two"]):
+        subprocess.run(cmd, cwd=src, check=True)
+    first = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=src, capture_output=True,
+                           text=True).stdout.strip()
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{src}", str(shallow)],
+                   check=True)
+    assert stamps_mod.is_ancestor(first, src) is True
+    assert stamps_mod.is_ancestor(first, shallow) is None
+    assert stamps_mod.is_ancestor("f" * 40, src) is False
+    st = {"a": {"commit": first}}
+    assert stamps_mod.unverifiable(st, lambda c: stamps_mod.is_ancestor(c, shallow)) == ["a"]
+    assert stamps_mod.unverifiable(st, lambda c: stamps_mod.is_ancestor(c, src)) == []

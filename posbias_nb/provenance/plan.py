@@ -408,6 +408,11 @@ def main(argv=None, prog: str | None = None) -> int:
             bad = _stamps.problems(st, manifest)
             if bad:
                 raise ValueError(bad[0])
+            blind = _stamps.unverifiable(st)
+            if blind:
+                print(f"recorded/: stamps of {', '.join(blind)} not honoured: this checkout "
+                      "cannot place their commits (no git history, or a shallow clone)")
+                st = {k: v for k, v in st.items() if k not in blind}
             p = verification_plan(manifest, digests, VERIFY_BUDGET if a.budget is None
                                   else a.budget, cpu=cpu, references=refs, stamps=st)
         except ValueError as e:

@@ -23,7 +23,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Mapping
 
-__all__ = ["FILE", "manifest_digest", "read", "write", "problems", "vouching", "new_stamps",
+__all__ = ["FILE", "manifest_digest", "read", "write", "problems", "unverifiable", "vouching", "new_stamps",
            "drop", "is_ancestor"]
 
 #: The stamps' file, beside ``MANIFEST.json`` in ``recorded/``.
@@ -60,7 +60,8 @@ def write(recorded: Path, stamps: Mapping) -> None:
 
 
 def is_ancestor(commit: str, root: Path = ROOT) -> bool | None:
-    """Whether ``commit`` is an ancestor of (or is) HEAD; None outside a git checkout."""
+    """Whether ``commit`` is an ancestor of (or is) HEAD; None where this checkout cannot tell
+    (no git, or a shallow clone that lacks the commit)."""
     try:
         r = subprocess.run(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=root,
                            capture_output=True, text=True)
@@ -70,7 +71,10 @@ def is_ancestor(commit: str, root: Path = ROOT) -> bool | None:
         return r.returncode == 0
     if "not a git repository" in r.stderr:
         return None
-    return False  # an unknown commit: not in this history
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=root,
+                             capture_output=True, text=True).stdout.strip() == "true"
+    # an unknown commit: not in this history, unless the clone is shallow (it cannot tell)
+    return None if shallow else False
 
 
 def problems(stamps: Mapping, manifest: Mapping,
@@ -95,6 +99,14 @@ def problems(stamps: Mapping, manifest: Mapping,
                        f"is not in this checkout's history (another branch's code); delete it "
                        f"from recorded/{FILE} and run make test again")
     return out
+
+
+def unverifiable(stamps: Mapping, ancestor: Callable[[str], bool | None] = is_ancestor
+                 ) -> list[str]:
+    """The namespaces whose stamp's commit this checkout cannot place (no git, a shallow
+    clone): such a stamp vouches for nothing here (the plan drops it and says so), and the
+    namespace is sampled as changed."""
+    return sorted(ns for ns, s in stamps.items() if ancestor(str(s.get("commit", ""))) is None)
 
 
 def vouching(stamps: Mapping, digests: Mapping[str, str]) -> dict[str, dict]:

@@ -131,9 +131,11 @@ def _record_fake(tmp_path, monkeypatch, ns):
     return {"entries": entries}
 
 
-def _run(tmp_path, monkeypatch, ns, manifest, src, name, budget=100.0):
-    """make test's part: plan under ``src``, then the chapter asks for both entries."""
-    p = plan.verification_plan(manifest, {ns: code.code_digest(ns, _pkg(src))}, budget)
+def _sampled(tmp_path, monkeypatch, ns, manifest, src, name, budget=100.0, stamps=None):
+    """make test's part: plan under ``src`` (with ``stamps``), then the chapter asks for both
+    entries; the plan, the error raised (or None) and the run's cache events."""
+    p = plan.verification_plan(manifest, {ns: code.code_digest(ns, _pkg(src))}, budget,
+                               stamps=stamps)
     keys = tmp_path / f"keys-{name}.txt"
     keys.write_text("".join(k + "\n" for k in p["keys"]))
     log = tmp_path / f"log-{name}.jsonl"
@@ -147,7 +149,12 @@ def _run(tmp_path, monkeypatch, ns, manifest, src, name, budget=100.0):
             cache.cached(ns, {"n": n}, lambda: mod.compute(n))
     except verify.RecordedMismatch as e:
         err = e
-    events = [json.loads(x) for x in log.read_text().splitlines()]
+    return p, err, [json.loads(x) for x in log.read_text().splitlines()]
+
+
+def _run(tmp_path, monkeypatch, ns, manifest, src, name, budget=100.0):
+    """make test's part: plan under ``src``, then the chapter asks for both entries."""
+    p, err, events = _sampled(tmp_path, monkeypatch, ns, manifest, src, name, budget)
     return p, err, plan.verification_summary(p, events)
 
 
@@ -635,23 +642,9 @@ from posbias_nb.provenance import stamps as stamps_mod  # noqa: E402
 def _stamp_run(tmp_path, monkeypatch, ns, man, src, name, stamps=None, budget=100.0):
     """As _run, with the stamps the plan reads; returns the plan, the error, the summary and
     the stamps the run earned."""
-    d = {ns: code.code_digest(ns, _pkg(src))}
-    p = plan.verification_plan(man, d, budget, stamps=stamps)
-    keys = tmp_path / f"keys-{name}.txt"
-    keys.write_text("".join(k + "\n" for k in p["keys"]))
-    log = tmp_path / f"log-{name}.jsonl"
-    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(keys))
-    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / f"live-{name}"))
-    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
-    mod = _module(tmp_path, src, f"fake_{name}")
-    err = None
-    try:
-        for n in (3, 5):
-            cache.cached(ns, {"n": n}, lambda: mod.compute(n))
-    except verify.RecordedMismatch as e:
-        err = e
-    events = [json.loads(x) for x in log.read_text().splitlines()]
-    earned = stamps_mod.new_stamps(p, events, man, d, "Test CPU", "2026-12-05", "c0ffee")
+    p, err, events = _sampled(tmp_path, monkeypatch, ns, man, src, name, budget, stamps)
+    earned = stamps_mod.new_stamps(p, events, man, {ns: code.code_digest(ns, _pkg(src))},
+                                   "Test CPU", "2026-12-05", "c0ffee")
     return p, err, plan.verification_summary(p, events), earned
 
 

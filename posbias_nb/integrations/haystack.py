@@ -23,8 +23,6 @@ Needs ``haystack-ai`` (``make setup`` installs it).  Nothing in the package impo
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 try:
     from haystack import Document, component
@@ -33,7 +31,7 @@ except ImportError as e:  # the optional dependency is missing
                       "haystack-ai (in a checkout of the project: make setup)") from e
 
 from ..experiments.task import reorder_documents
-from ..models import remedy_file as rf
+from . import prompt_remedy
 from ..tasks import qa
 
 __all__ = ["RemedyRanker"]
@@ -50,15 +48,7 @@ class RemedyRanker:
     network, or when it was made for another model."""
 
     def __init__(self, remedy_file, model) -> None:
-        self.path = Path(remedy_file)
-        self.model = os.fspath(model) if isinstance(model, os.PathLike) else model
-        spec = rf.read(self.path)
-        if spec["remedy"] not in rf.PROMPT_REMEDIES:
-            raise ValueError(f"{self.path.name} holds {spec['remedy']}, which patches the model, "
-                             "not the prompt: apply it with posbias_nb.models.remedy")
-        rf.check_model(spec, self.path, name=self.model)
-        self.remedy = spec["remedy"]
-        self.params = dict(spec["params"])
+        self.path, self.model, self.remedy, self.params = prompt_remedy(remedy_file, model)
 
     @property
     def needs_query(self) -> bool:

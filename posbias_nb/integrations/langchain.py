@@ -33,9 +33,7 @@ it).  Nothing in the package imports this module.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 try:
@@ -48,7 +46,7 @@ except ImportError as e:  # the optional extra is missing
                       "make setup)") from e
 
 from ..experiments.task import reorder_documents
-from ..models import remedy_file as rf
+from . import prompt_remedy
 from ..tasks import qa
 
 __all__ = ["RemedyReorder", "RemedyCompressor", "QUESTION_RANKERS"]
@@ -71,15 +69,7 @@ class RemedyReorder(BaseDocumentTransformer):
     """
 
     def __init__(self, remedy_file, model) -> None:
-        self.path = Path(remedy_file)
-        self.model = os.fspath(model) if isinstance(model, os.PathLike) else model
-        spec = rf.read(self.path)
-        if spec["remedy"] not in rf.PROMPT_REMEDIES:
-            raise ValueError(f"{self.path.name} holds {spec['remedy']}, which patches the model, "
-                             "not the prompt: apply it with posbias_nb.models.remedy")
-        rf.check_model(spec, self.path, name=self.model)
-        self.remedy = spec["remedy"]
-        self.params = dict(spec["params"])
+        self.path, self.model, self.remedy, self.params = prompt_remedy(remedy_file, model)
 
     def __repr__(self) -> str:
         return f"RemedyReorder({str(self.path)!r}, {self.model!r}: {self.remedy})"

@@ -77,8 +77,22 @@ NB_PROFILE ?=
 # one cell's limit: a cell that needs a measurement another chapter is computing waits for
 # it (posbias_nb.cache locks each key), which on a cold run can take most of an hour
 NB_TIMEOUT ?= 3600
-NB_PYTEST  := $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout $(NB_TIMEOUT) \
-              --chapter-times _build/chapter-times.json
+NB_PYTEST_ARGS := -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout $(NB_TIMEOUT)
+NB_PYTEST  := $(PY) -m pytest $(NB_PYTEST_ARGS) --chapter-times _build/chapter-times.json
+# ENGINE=dask: the chapters fanned out over Dask distributed instead (posbias_nb.provenance.fanout):
+# a LocalCluster of NB_WORKERS processes, or SCHEDULER=tcp://host:8786 for a running cluster whose
+# workers share this checkout and cache folder; e.g. make record ENGINE=dask SCHEDULER=...
+ENGINE     ?=
+SCHEDULER  ?=
+ifneq ($(filter-out dask,$(ENGINE)),)
+$(error ENGINE=$(ENGINE) is not known: leave it empty (pytest-xdist) or say ENGINE=dask)
+endif
+NB_RUN      = $(if $(filter dask,$(ENGINE)),\
+  $(PY) -m posbias_nb.provenance fanout $(if $(SCHEDULER),--scheduler $(SCHEDULER)) --workers $(NB_WORKERS) \
+    --pytest "$(NB_PYTEST_ARGS)" --times _build/chapter-times.json --last book/verdicts.md \
+    $(NB_PAGES:%=%.md) book/verdicts.md; rc=$$?; [ $$rc = 2 ] && exit 2; exit $$rc,\
+  $(NB_PYTEST) -n $(NB_WORKERS) --dist loadfile $(NB_PAGES:%=%.md); rc=$$?; \
+  $(NB_PYTEST) book/verdicts.md || rc=1; exit $$rc)
 NB_PAGES   := $(filter-out book/verdicts book/api/%,$(CHAPTERS))
 # Recorded measurements (recorded/, made by `make record` from a cold run): a measurement the live
 # cache lacks is read from there; the namespaces of RECORDED_VERIFY are computed anew and must
@@ -111,9 +125,8 @@ notebooks: setup
 	POSBIAS_RECORDED_VERIFY_KEYS=$(if $(USE_RECORDED),$(CURDIR)/_build/verify-keys.txt) \
 	POSBIAS_RECORDED_IGNORE=$(REMEASURE) \
 	POSBIAS_STRICT_GLUE=1 POSBIAS_CACHE_STATE=$$state $(if $(NB_PROFILE),NB_PROFILE_DIR=$(NB_PROFILE)) \
-	OMP_NUM_THREADS=$(NB_THREADS) MKL_NUM_THREADS=$(NB_THREADS) bash -c '\
-	  $(NB_PYTEST) -n $(NB_WORKERS) --dist loadfile $(NB_PAGES:%=%.md); rc=$$?; \
-	  $(NB_PYTEST) book/verdicts.md || rc=1; exit $$rc'; rc=$$?; \
+	OMP_NUM_THREADS=$(NB_THREADS) MKL_NUM_THREADS=$(NB_THREADS) bash -c '$(NB_RUN)'; rc=$$?; \
+	[ $$rc = 2 ] && [ "$(ENGINE)" = dask ] && exit 2; \
 	$(if $(USE_RECORDED),$(PY) -m posbias_nb.provenance summary --plan _build/verify-plan.json \
 	  --log _build/cache-events.jsonl --stamps $(CURDIR)/recorded || { [ $$rc = 0 ] && rc=1; };) exit $$rc
 	$(if $(NB_PROFILE),$(PY) bench/profile_chapters.py --from-kernels $(NB_PROFILE) \

@@ -8,10 +8,13 @@ Its commands::
     python -m posbias_nb.provenance record --cache DIR --log LOG --times TIMES --out recorded \\
         [--merge] [--replace NS,...] [--backfill-code]   # make record, make record-new
     python -m posbias_nb.provenance cpu-reference [--recorded recorded] [--key NS/KEY]
+    python -m posbias_nb.provenance fanout [--scheduler ADDRESS] [--workers N] \\
+        [--pytest ARGS] [--last CHAPTER] [--times FILE] CHAPTER...   # make ... ENGINE=dask
 
 ``plan`` and ``summary`` are :func:`posbias_nb.provenance.plan.main`, ``record``
 :func:`posbias_nb.provenance.record.main`, ``cpu-reference``
-:func:`posbias_nb.provenance.reference.main` with :data:`FINDERS`; ``bench/verify_plan.py``,
+:func:`posbias_nb.provenance.reference.main` with :data:`FINDERS`, ``fanout``
+:func:`posbias_nb.provenance.fanout.main`; ``bench/verify_plan.py``,
 ``bench/record_measurements.py`` and ``bench/cpu_reference.py`` are the same commands.
 
 An entry point, beside :mod:`posbias_nb.cli`: the one module of the room that imports a study
@@ -74,8 +77,12 @@ def main(argv=None) -> int:
         return record.main(argv[1:], prog=f"{PROG} record")
     if cmd == "cpu-reference":
         return cpu_reference(argv[1:], prog=f"{PROG} cpu-reference")
+    if cmd == "fanout":
+        from . import fanout
+
+        return fanout.main(argv[1:], prog=f"{PROG} fanout")
     if cmd in ("-h", "--help"):
         print(__doc__)
         return 0
-    print(f"usage: {PROG} {{plan,summary,record,cpu-reference}} ...", file=sys.stderr)
+    print(f"usage: {PROG} {{plan,summary,record,cpu-reference,fanout}} ...", file=sys.stderr)
     return 2

@@ -73,7 +73,7 @@ NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "exp
                            "rollout.explorer", "experiments.pages", "provenance", "provenance.code",
                            "provenance.verify", "provenance.machine", "provenance.plan",
                            "provenance.record", "provenance.reference", "provenance.cli",
-                           "provenance.stamps",
+                           "provenance.stamps", "provenance.fanout",
                            "provenance.__main__"})
 
 _PKG = Path(__file__).resolve().parents[1]

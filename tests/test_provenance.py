@@ -820,3 +820,29 @@ def test_a_stamp_this_checkout_cannot_place_vouches_for_nothing(tmp_path):
     st = {"a": {"commit": first}}
     assert stamps_mod.unverifiable(st, lambda c: stamps_mod.is_ancestor(c, shallow)) == ["a"]
     assert stamps_mod.unverifiable(st, lambda c: stamps_mod.is_ancestor(c, src)) == []
+
+
+def test_a_sample_costs_what_its_last_re_measurement_took():
+    """An entry made of parts costs what its sample's parts took (verify_seconds, from a run's
+    cache events), not the whole entry's recording seconds: the plan's cheapest entry and its
+    budget follow; an entry never re-measured keeps its recorded seconds."""
+    events = [
+        {"event": "computed-part", "ns": "a", "key": "k1" * 8, "seconds": 3.0, "part": 0},
+        {"event": "computed-part", "ns": "a", "key": "k1" * 8, "seconds": 4.0, "part": 5},
+        {"event": "verified", "ns": "a", "key": "k1" * 8, "parts": 40, "sampled": 2},
+        {"event": "computed", "ns": "a", "key": "k2" * 8, "seconds": 9.0},
+        {"event": "verified", "ns": "a", "key": "k2" * 8},
+        {"event": "computed", "ns": "a", "key": "k3" * 8, "seconds": 1.0},  # not a check
+    ]
+    entries = {f"a/{'k1' * 32}": {"compute_seconds": 100.0, "code": "d"},
+               f"a/{'k2' * 32}": {"compute_seconds": 10.0, "code": "d"},
+               f"a/{'k3' * 32}": {"compute_seconds": 20.0, "code": "d"}}
+    assert rec.fill_verify_seconds(entries, events) == 2
+    assert [v.get("verify_seconds") for v in entries.values()] == [7.0, 9.0, None]
+    assert [plan.entry_cost(v) for v in entries.values()] == [7.0, 9.0, 20.0]
+    p = plan.verification_plan({"entries": entries}, {"a": "d"}, 0)
+    assert p["keys"] == [f"a/{'k1' * 32}"] and p["namespaces"]["a"]["seconds"] == 7.0
+    # the counterexample: by recorded seconds alone the whole-entry k2 would be the cheapest
+    for v in entries.values():
+        v.pop("verify_seconds", None)
+    assert plan.verification_plan({"entries": entries}, {"a": "d"}, 0)["keys"] == [f"a/{'k2' * 32}"]

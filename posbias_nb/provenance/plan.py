@@ -10,8 +10,8 @@ The command (``bench/verify_plan.py plan|summary`` is the same)::
         --log _build/cache-events.jsonl
 
 **The rule** (:func:`verification_plan`, fixed before any run it decides): in every namespace of
-``recorded/MANIFEST.json``, the cheapest entry that ``make test``'s chapters read (its recorded
-``compute_seconds``; an entry whose cost was never measured counts as unknown and is taken only
+``recorded/MANIFEST.json``, the cheapest entry that ``make test``'s chapters read (its cost, :func:`entry_cost`: what its last
+re-measurement took, else its recorded ``compute_seconds``; an entry whose cost was never measured counts as unknown and is taken only
 where the namespace has no measured one), and, in the namespaces whose code digest
 (:func:`posbias_nb.provenance.code.code_digest`) differs from the one recorded with the entry,
 an entry of every value of every field of the entries' settings (:func:`entry_setting`: the
@@ -46,7 +46,7 @@ from typing import Mapping
 from . import code, machine, stamps as _stamps
 from .machine import ROUNDING_AMPLIFIED, recorded_machine
 
-__all__ = ["VERIFY_BUDGET", "entry_setting", "GPU_MEASURED", "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET",
+__all__ = ["VERIFY_BUDGET", "entry_setting", "entry_cost", "GPU_MEASURED", "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET",
            "gpu_provenance_problems", "verification_plan", "verification_summary", "main"]
 
 #: The default budget of :func:`verification_plan`: seconds of recorded compute (on CI's two
@@ -124,7 +124,8 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     writes it for ``$POSBIAS_RECORDED_VERIFY_KEYS``).
 
     The rule, fixed before any run it decides: in every namespace, the cheapest entry that
-    ``make test`` reads (its recorded ``compute_seconds``; an entry whose cost was never measured
+    ``make test`` reads (its cost, :func:`entry_cost`: what its last re-measurement took, else its
+    recorded ``compute_seconds``; an entry whose cost was never measured
     is taken only where the namespace has no measured one); in the namespaces whose code digest
     differs from the one recorded with an entry and that no stamp verified under today's code
     (``stamps``, :mod:`posbias_nb.provenance.stamps`), an entry of every value of every field
@@ -203,8 +204,7 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
             cands = here
         changed = any(v.get("code") != digests[ns] for _, v in items)
         stale = changed and ns not in vouch
-        known = sorted((v["compute_seconds"], key) for key, v in cands
-                       if (v.get("compute_seconds") or 0) > 0)
+        known = sorted((entry_cost(v), key) for key, v in cands if (entry_cost(v) or 0) > 0)
         if known:
             first = [known[0]]
         elif cands:
@@ -263,6 +263,15 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
                 seconds=round(sum(v["seconds"] for v in out.values()), 1), namespaces=out)
 
 
+def entry_cost(entry: Mapping) -> float | None:
+    """What re-measuring a recorded entry costs, in seconds on CI's two cores: what its last
+    re-measurement took (``verify_seconds``, written by ``make record`` from a run's cache
+    events: for an entry made of parts, the parts its sample computed, a fraction of the whole),
+    else what recording it took (``compute_seconds``); None where neither was measured."""
+    got = entry.get("verify_seconds")
+    return float(got) if got else entry.get("compute_seconds")
+
+
 def _values(v: Mapping) -> set[tuple[str, str]]:
     return {(f, str(x)) for f, x in (v.get("setting") or {}).items()}
 
@@ -278,16 +287,16 @@ def _cover_settings(cands, chosen: list[str]) -> list[tuple[float | None, str]]:
     cheaper first among equals (an entry of unknown cost last)."""
     vals = {key: _values(v) for key, v in cands}
     # a cost never measured counts as the namespace's dearest measured one (never as free)
-    dearest = max((v.get("compute_seconds") or 0.0 for _, v in cands), default=0.0)
-    cost = {key: v.get("compute_seconds") or dearest or None for key, v in cands}
+    dearest = max((entry_cost(v) or 0.0 for _, v in cands), default=0.0)
+    costs = {key: entry_cost(v) or dearest or None for key, v in cands}
     missing = set().union(set(), *vals.values()) - set().union(set(), *(vals[k] for k in chosen
                                                                          if k in vals))
     out = []
     while missing:
         best = min((k for k in vals if k not in chosen and vals[k] & missing),
                    key=lambda k: (-len(vals[k] & missing),
-                                  cost[k] if cost[k] else float("inf"), k))
-        out.append((cost[best] or None, best))
+                                  costs[k] if costs[k] else float("inf"), k))
+        out.append((costs[best] or None, best))
         chosen = chosen + [best]
         missing -= vals[best]
     return out

@@ -55,7 +55,7 @@ from pathlib import Path
 from . import code, machine, stamps
 
 __all__ = ["NOT_MEASUREMENTS", "head_commit", "files_at", "book_chapters", "full_run",
-           "backfill_code", "fill_seconds", "fill_settings", "backfill_machine", "main"]
+           "backfill_code", "fill_seconds", "fill_settings", "fill_verify_seconds", "backfill_machine", "main"]
 
 NOT_MEASUREMENTS = {"weights", "corpus", "describe", "verdicts", ".locks"}
 #: The checkout this package lies in (its git history, ``_toc.yml`` and ``book/``).
@@ -159,6 +159,34 @@ def fill_settings(entries: dict, events: list) -> int:
     return n
 
 
+def fill_verify_seconds(entries: dict, events: list) -> int:
+    """Give every entry re-measured in the run of ``events`` what that cost
+    (``verify_seconds``, :func:`posbias_nb.provenance.plan.entry_cost`): for an entry made of parts,
+    the seconds of the parts its sample computed (``computed-part`` events); for a whole entry,
+    its ``computed`` seconds.  Returns how many entries changed."""
+    spent: dict[str, float] = defaultdict(float)
+    whole: dict[str, float] = {}
+    checked = set()
+    for e in events:
+        k = f"{e['ns']}/{e['key']}"
+        if e["event"] == "computed-part":
+            spent[k] += float(e.get("seconds") or 0.0)
+        elif e["event"] == "computed":
+            whole[k] = float(e.get("seconds") or 0.0)
+        elif e["event"] in ("verified", "mismatch"):
+            checked.add(k)
+    n = 0
+    for k, v in entries.items():
+        short = f"{k.split('/')[0]}/{k.split('/')[1][:16]}"
+        if short not in checked:
+            continue
+        got = spent.get(short) or whole.get(short)
+        if got and v.get("verify_seconds") != round(got, 2):
+            v["verify_seconds"] = round(got, 2)
+            n += 1
+    return n
+
+
 def backfill_machine(manifest: dict) -> int:
     """Give every entry without one the machine of the run made at its commit (``runs``)."""
     by_commit = {r["commit"]: r.get("machine") for r in manifest.get("runs", [])}
@@ -224,6 +252,8 @@ def main(argv=None, prog: str | None = None) -> int:
             print(f"{f} entries without seconds given those of their re-measurement")
             print(f"{fill_settings(man['entries'], events)} entries given the setting their "
                   "events logged")
+            print(f"{fill_verify_seconds(man['entries'], events)} entries given what their "
+                  "re-measurement took")
         unknown = 0
         for v in man["entries"].values():
             if v.get("compute_seconds") == 0:  # never measured alone: unknown, not free
@@ -327,6 +357,7 @@ def main(argv=None, prog: str | None = None) -> int:
             entries[k]["read"] = True
     fill_seconds(entries, events, today, times.get("machine"))
     fill_settings(entries, events)
+    fill_verify_seconds(entries, events)
     for d in [p for p in dst.iterdir() if p.is_dir()] if dst.is_dir() else []:
         if not any(d.iterdir()):
             d.rmdir()

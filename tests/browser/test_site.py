@@ -36,30 +36,32 @@ def _wait_for_math(page):
 
 
 def _crawl(browser, base):
-    """Breadth-first walk over the internal HTML pages reachable from the home page."""
+    """Breadth-first walk over the internal HTML pages reachable from the home page, each page
+    loaded once (:func:`_visit`): ``{url: what the checks read}``."""
     page = browser.new_page()
     # index.html is a redirect to the first chapter: follow it
     page.goto(base + "/index.html")
     page.wait_for_url(lambda u: not u.endswith("/index.html"), timeout=15000)
-    seen, order, queue = set(), [], [page.url.split("#")[0]]
+    start = page.url.split("#")[0]
+    page.close()
+    seen, visits, queue = set(), {}, [start]
     while queue:
         url = queue.pop(0)
         if url in seen:
             continue
         seen.add(url)
-        resp = page.goto(url)
-        if resp is None or not resp.ok:
+        v = _visit(browser, url)
+        if not v["ok"]:
             continue  # reported by test_internal_links_resolve
-        order.append(page.url.split("#")[0])
-        for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"):
+        visits[v["url"]] = v
+        for href in v["hrefs"]:
             target, _ = urldefrag(href)
             if (urlparse(target).netloc == urlparse(base).netloc and target.endswith(".html")
                     and not target.endswith("/index.html")):
                 name = target.rsplit("/", 1)[-1]
                 if name not in NON_CHAPTERS and "_sources" not in target:
                     queue.append(target)
-    page.close()
-    return sorted(set(order))
+    return dict(sorted(visits.items()))
 
 
 def _wait_for_images(page):
@@ -70,10 +72,51 @@ def _wait_for_images(page):
     page.wait_for_function("Array.from(document.images).every(i => i.complete)")
 
 
+def _visit(browser, url):
+    """Load ``url`` once at :data:`VIEWPORT`, math typeset and images settled, and read what
+    every check of this file needs; then the same page at each other width of :data:`WIDTHS`
+    (the site test's time goes into loading pages: one load a page, not one a check)."""
+    page = browser.new_page(viewport=VIEWPORT)
+    failed = []
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    resp = page.goto(url)
+    v = {"ok": resp is not None and resp.ok, "url": page.url.split("#")[0]}
+    if not v["ok"]:
+        page.close()
+        return v
+    _wait_for_math(page)
+    _wait_for_images(page)
+    v["text"] = page.inner_text("main")
+    v["math_errors"] = page.eval_on_selector_all("mjx-merror, .MathJax_Error", "e => e.length")
+    v["broken"] = page.eval_on_selector_all(
+        "main img", "els => els.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+    v["error_elements"] = page.eval_on_selector_all(
+        ".system-message, .problematic, .output.traceback, .output.error, .cell_output .stderr",
+        "e => e.length")
+    v["math"] = page.eval_on_selector_all("mjx-container", "e => e.length")
+    v["images"] = page.eval_on_selector_all("main figure img, main img", "e => e.length")
+    v["hrefs"] = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+    v["links"] = page.eval_on_selector_all("a[href]",
+                                           "els => els.map(e => e.getAttribute('href'))")
+    v["caption_colors"] = page.eval_on_selector_all(
+        "figcaption", "els => els.map(e => getComputedStyle(e.querySelector('p') || e).color)")
+    v["alts"] = page.eval_on_selector_all("main figure img", "els => els.map(e => e.alt || '')")
+    v["overflow"] = page.evaluate(_OVERFLOW_JS)
+    v["hidden"] = {}
+    for w in WIDTHS:
+        if w != VIEWPORT["width"]:
+            page.set_viewport_size({"width": w, "height": 900})
+            page.wait_for_timeout(50)
+        v["hidden"][w] = page.evaluate(_HIDDEN_JS)
+    v["failed"] = list(failed)
+    page.close()
+    return v
+
+
 @pytest.fixture(scope="module")
-def pages(browser, site_url):
+def visits(browser, site_url):
     found = _crawl(browser, site_url)
-    assert len(found) >= 4, found
+    assert len(found) >= 4, sorted(found)
     return found
 
 
@@ -94,67 +137,48 @@ def test_home_page_screenshot(browser, site_url):
     page.close()
 
 
-def test_every_page_renders(browser, pages):
+def test_every_page_renders(visits):
     problems = []
-    for url in pages:
-        page = browser.new_page()
-        failed = []
-        page.on("requestfailed", lambda r: failed.append(r.url))
-        page.goto(url)
-        _wait_for_math(page)
-        _wait_for_images(page)
+    for url, v in visits.items():
         name = url.rsplit("/", 1)[-1]
-        text = page.inner_text("main")
+        text = v["text"]
         # math typeset: no raw delimiters in the visible text, no MathJax errors
         for raw in ("$$", "\\(", "\\[", "\\begin{"):
             if raw in text:
                 problems.append(f"{name}: raw math delimiter {raw!r} in the page text")
-        if page.eval_on_selector_all("mjx-merror, .MathJax_Error", "e => e.length"):
+        if v["math_errors"]:
             problems.append(f"{name}: MathJax error")
         # figures loaded
-        broken = page.eval_on_selector_all(
-            "main img", "els => els.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
-        problems += [f"{name}: image did not load: {src}" for src in broken]
+        problems += [f"{name}: image did not load: {src}" for src in v["broken"]]
         # no error output, traceback or unresolved reference shown
         for pat in ERROR_PATTERNS:
             m = re.search(pat, text)
             if m:
                 problems.append(f"{name}: error text shown: {text[max(0, m.start()-60):m.end()+60]!r}")
-        n_err = page.eval_on_selector_all(
-            ".system-message, .problematic, .output.traceback, .output.error, .cell_output .stderr",
-            "e => e.length")
-        if n_err:
-            problems.append(f"{name}: {n_err} error/system-message element(s)")
-        problems += [f"{name}: request failed: {u}" for u in failed
+        if v["error_elements"]:
+            problems.append(f"{name}: {v['error_elements']} error/system-message element(s)")
+        problems += [f"{name}: request failed: {u}" for u in v["failed"]
                      if urlparse(u).hostname in ("127.0.0.1", "localhost")]
-        page.close()
     assert not problems, "\n".join(problems)
 
 
-def test_chapters_have_math_and_figures(browser, pages):
+def test_chapters_have_math_and_figures(visits):
     """Every chapter page typesets some math; every chapter shows at least one figure."""
-    for url in pages:
+    for url, v in visits.items():
         name = url.rsplit("/", 1)[-1]
         if not url.split("/")[-2] == "book" or name in ("references.html",
                                                         "reproduce.html"):
             continue
-        page = browser.new_page()
-        page.goto(url)
-        _wait_for_math(page)
-        assert page.eval_on_selector_all("mjx-container", "e => e.length") > 0, name
-        assert page.eval_on_selector_all("main figure img, main img", "e => e.length") > 0, name
-        page.close()
+        assert v["math"] > 0, name
+        assert v["images"] > 0, name
 
 
-def test_internal_links_resolve(browser, pages, site_url):
+def test_internal_links_resolve(visits, site_url):
     """Every same-site link points to an existing page, and its #anchor exists there."""
-    page = browser.new_page()
     ids_cache: dict[str, set] = {}
     bad = []
-    for url in pages:
-        page.goto(url)
-        links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
-        for raw in links:
+    for url, v in visits.items():
+        for raw in v["links"]:
             full = urljoin(url, raw)
             if urlparse(full).netloc != urlparse(site_url).netloc:
                 continue
@@ -172,7 +196,6 @@ def test_internal_links_resolve(browser, pages, site_url):
                     ids_cache[target] = set(re.findall(r'\bid="([^"]+)"', html))
                 if frag not in ids_cache[target]:
                     bad.append(f"{url.rsplit('/', 1)[-1]}: {raw} -> no #{frag} in {path}")
-    page.close()
     assert not bad, "\n".join(sorted(set(bad)))
 
 
@@ -284,13 +307,6 @@ _HIDDEN_JS = """() => {
 WIDTHS = (1400, 1000)
 
 
-def _open(browser, url):
-    page = browser.new_page(viewport=VIEWPORT)
-    page.goto(url, wait_until="load")
-    _wait_for_math(page)
-    return page
-
-
 def test_the_landing_page_leads_with_the_findings(browser, site_url):
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(site_url + "/index.html")
@@ -313,27 +329,19 @@ def test_the_landing_page_leads_with_the_findings(browser, site_url):
     page.close()
 
 
-def test_nothing_runs_off_the_column_and_every_table_and_code_block_fits(browser, pages):
+def test_nothing_runs_off_the_column_and_every_table_and_code_block_fits(visits):
     """At 1400 x 900 no element of any page is wider than the content column unless it scrolls
     inside its own box (a table, a code block, an equation); and at 1,400 and 1,000 px wide
     no table is wider than the column or than the box it scrolls in, and no code block's lines
-    run past its edge: a reader sees every column and every line without scrolling sideways.
-    One page load for all three (the site test's time goes into loading pages)."""
+    run past its edge: a reader sees every column and every line without scrolling sideways."""
     problems = []
-    for url in pages:
+    for url, v in visits.items():
         name = url.rsplit("/", 1)[-1]
-        page = _open(browser, url)
-        bad = page.evaluate(_OVERFLOW_JS)
-        if bad:
-            problems.append(f"{name}: runs off the column: {sorted(set(bad))[:6]}")
-        for w in WIDTHS:
-            if w != VIEWPORT["width"]:
-                page.set_viewport_size({"width": w, "height": 900})
-                page.wait_for_timeout(50)
-            bad = page.evaluate(_HIDDEN_JS)
+        if v["overflow"]:
+            problems.append(f"{name}: runs off the column: {sorted(set(v['overflow']))[:6]}")
+        for w, bad in v["hidden"].items():
             if bad:
                 problems.append(f"{name} at {w} px: hidden sideways: {bad[:5]}")
-        page.close()
     assert not problems, "\n".join(problems)
 
 
@@ -351,24 +359,19 @@ def test_the_contrast_check_rejects_pale_grey():
     assert _contrast((0x99, 0x99, 0x99), (255, 255, 255)) < 4.5
 
 
-def test_captions_and_images_tell_what_they_show(browser, pages):
+def test_captions_and_images_tell_what_they_show(visits):
     """Captions at WCAG AA contrast (4.5:1) against the page; every figure image has alt text
     that is not its file name."""
     problems = []
-    for url in pages:
-        page = _open(browser, url)
+    for url, v in visits.items():
         name = url.rsplit("/", 1)[-1]
-        colors = page.eval_on_selector_all(
-            "figcaption", "els => els.map(e => getComputedStyle(e.querySelector('p') || e).color)")
-        for c in colors:
-            rgb = [int(v) for v in re.findall(r"\d+", c)[:3]]
+        for c in v["caption_colors"]:
+            rgb = [int(x) for x in re.findall(r"\d+", c)[:3]]
             if _contrast(rgb, (255, 255, 255)) < 4.5:
                 problems.append(f"{name}: caption colour {c}")
-        alts = page.eval_on_selector_all("main figure img", "els => els.map(e => e.alt || '')")
-        for a in alts:
+        for a in v["alts"]:
             if not a.strip() or re.fullmatch(r"[\w./-]+\.(png|svg|jpe?g)", a.strip()):
                 problems.append(f"{name}: image alt text {a!r}")
-        page.close()
     assert not problems, "\n".join(sorted(set(problems)))
 
 

@@ -428,9 +428,10 @@ def test_an_entry_stored_outside_cached_logs_its_seconds(tmp_path, monkeypatch):
     assert ev[0]["key"] == cache.key("fake-a", {"n": 1})[:16]
 
 
-def _parts_run(tmp_path, monkeypatch, rows, name):
+def _parts_run(tmp_path, monkeypatch, rows, name, suffix=""):
     """A fake entry of 5 independent parts (part i = rows(i)), recorded whole, then re-measured
-    by parts: returns (the error or None, the parts computed, the events)."""
+    by parts (``suffix`` ":1": by one part): returns (the error or None, the parts computed,
+    the events)."""
     ns = "fake-parts"
     params = {"n": 5}
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
@@ -439,8 +440,8 @@ def _parts_run(tmp_path, monkeypatch, rows, name):
     take = lambda a, i: {"x": a["x"][i]}  # noqa: E731
     if not (tmp_path / "rec" / ns).exists():
         cache.cached(ns, params, whole)
-    log = as_make_test(monkeypatch, tmp_path, tmp_path / "rec", [f"{ns}/{cache.key(ns, params)}"],
-                       name)
+    log = as_make_test(monkeypatch, tmp_path, tmp_path / "rec",
+                       [f"{ns}/{cache.key(ns, params)}{suffix}"], name)
     asked = []
 
     def one(i):
@@ -482,6 +483,14 @@ def test_an_entry_of_parts_is_re_measured_by_a_sample_of_its_parts(tmp_path, mon
     assert [e["event"] for e in ev][-1] == "mismatch"
     with pytest.raises(ValueError, match="0 parts"):
         verify.part_sample("fake-parts", "k", 0)
+    # a verified namespace's line (":1"): one part, the one one_part names; it still fails
+    err, asked, ev = _parts_run(tmp_path, monkeypatch, lambda i: {"x": np.arange(3.0) + i}, "one",
+                                ":1")
+    assert err is None and asked == verify.one_part("fake-parts", cache.key(
+        "fake-parts", {"n": 5}), 5) and len(asked) == 1
+    err, _, _ = _parts_run(tmp_path, monkeypatch,
+                           lambda i: {"x": np.arange(3.0) + i + (i == asked[0])}, "one-bad", ":1")
+    assert err is not None and f"part {asked[0]} of 5" in str(err)
 
 
 def _task_like(count_examples=4, slots=5, several=(2,)):
@@ -846,3 +855,33 @@ def test_a_sample_costs_what_its_last_re_measurement_took():
     for v in entries.values():
         v.pop("verify_seconds", None)
     assert plan.verification_plan({"entries": entries}, {"a": "d"}, 0)["keys"] == [f"a/{'k2' * 32}"]
+
+
+def test_a_verified_namespace_re_measures_one_part_and_a_changed_one_its_whole_sample(
+        tmp_path, monkeypatch):
+    """An entry of parts in a namespace whose code is unchanged since recording (or stamped) is
+    re-measured by one part (the keys file says ``:1``); in a changed namespace by its whole
+    sample (the first part, one the digest chooses, one of every kind)."""
+    from posbias_nb.provenance import verify as v
+
+    man = {"entries": {"p/aa": {"compute_seconds": 5.0, "code": "d"},
+                       "q/bb": {"compute_seconds": 5.0, "code": "old"}}}
+    p = plan.verification_plan(man, {"p": "d", "q": "new"}, 100)
+    assert p["keys"] == ["p/aa", "q/bb"] and p["one_part"] == ["p/aa"]
+    out, keys = tmp_path / "plan.json", tmp_path / "keys.txt"
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "MANIFEST.json").write_text(json.dumps(man))
+    monkeypatch.setattr(code, "code_digest", lambda ns, files=None: {"p": "d", "q": "new"}[ns])
+    monkeypatch.setattr(code, "NAMESPACE_CODE", {"p": ("x",), "q": ("x",)})
+    assert plan.main(["plan", "--recorded", str(tmp_path / "rec"), "--out", str(out),
+                      "--keys", str(keys)]) == 0
+    assert keys.read_text().split() == ["p/aa:1", "q/bb"]
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(keys))
+    assert cache.verify_keys() == {"p/aa", "q/bb"} and cache.verify_one_part() == {"p/aa"}
+    assert len(v.one_part("p", "aa", 40)) == 1
+    assert len(v.part_sample("p", "aa", 40)) == v.VERIFY_PARTS
+    keys.write_text("p/aa:2\n")
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(tmp_path / "other.txt"))
+    (tmp_path / "other.txt").write_text("p/aa:2\n")
+    with pytest.raises(ValueError, match="namespace/key:1"):
+        cache.verify_keys()

@@ -58,6 +58,7 @@ up-weighting of the residual path by :math:`\alpha` relative to the attention br
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 
@@ -72,7 +73,7 @@ from ..tasks.synthetic import (BOS, N_KEYS, PLACEMENTS, TASKS, VOCAB, eval_posit
 from .design import Design, check, decide_rule, rule_effect
 
 __all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "at_init", "train_run",
-           "steps_to_threshold", "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
+           "steps_to_threshold", "train_twin", "run_twins", "TWIN_KEYS", "TWIN_STEPS", "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
            "contrast", "middle_vs_edges", "predicted_profile", "predicted_ratio",
            "arm_difference", "gradient_by_depth", "lever_at_init", "TABLE_COLUMNS", "JSON_KEYS",
            "DESIGN", "decide", "effect", "verdict_rows"]
@@ -135,12 +136,13 @@ def _capture(model, ids):
     return capture_model(model, ids)
 
 
-def _evaluate(model, ids, target, device):
+def _evaluate(model, ids, target, device, dtype=None):
     import torch
 
     model.eval()
     with torch.no_grad():
-        logits = model(input_ids=torch.as_tensor(ids, device=device)).logits[:, -1].float()
+        logits = model(input_ids=torch.as_tensor(ids, device=device)).logits[:, -1]
+        logits = logits.float() if dtype is None else logits.to(dtype)
         tgt = torch.as_tensor(target, device=device)
         loss = torch.nn.functional.cross_entropy(logits, tgt, reduction="none")
         correct = (logits.argmax(-1) == tgt).float()
@@ -273,63 +275,148 @@ def _params(task, layers, width, length, steps, seed, answer_positions, remedy, 
                 version=_VERSION, **library_versions())
 
 
-def _train(p: dict, progress: bool, cache: bool = True) -> dict:
+def _fit(p: dict, progress: bool, dtype=None):
+    """The training loop of :func:`train_run` (and of its float64 twin, :func:`train_twin`):
+    build the model of ``p``, train it ``p["steps"]`` AdamW steps on the task's batches, and
+    evaluate the held-out set at the checkpoints.  ``dtype``: None trains in float32 (the
+    recorded runs); ``torch.float64`` casts the initialised model to float64 first.  Returns
+    the trained model (in eval mode), the held-out set and the checkpoint curves."""
     import torch
     from tqdm import tqdm
 
+    task, L, steps, dev = p["task"], p["length"], p["steps"], p["device"]
+    if dtype is None:
+        model = build_model(p["layers"], p["width"], L, p["seed"], p["residual_scale"], dev)
+    else:
+        model = _in_float64(p, dev)
+    model.train()
+    pos_eval, eval_pos, eval_ids, eval_tgt = _eval_set(task, L, p["seed"], p["distractors"])
+    n_ex = N_EX
+    drng = np.random.default_rng([p["seed"], 2])
+    out_dtype = torch.float32 if dtype is None else dtype
+
+    opt = torch.optim.AdamW(model.parameters(), lr=p["lr"], betas=(0.9, 0.98),
+                            weight_decay=0.01)
+    ck = np.unique(np.round(np.linspace(0, steps, p["checkpoints"] + 1)).astype(int))
+    curve, curve_loss, curve_correct, train_loss = [], [], [], []
+    a, b = middle_range(L)
+    bar = tqdm(total=steps, disable=not progress, file=sys.stderr, leave=False,
+               desc=f"train {task} L={L}")
+    for step in range(steps + 1):
+        if step in ck:
+            c, lo = _evaluate(model, eval_ids, eval_tgt, dev, out_dtype)
+            curve.append(c.reshape(len(pos_eval), n_ex).mean(1))
+            curve_correct.append(c.reshape(len(pos_eval), n_ex))
+            curve_loss.append(lo.reshape(len(pos_eval), n_ex).mean(1))
+        if step == steps:
+            break
+        placement = p["answer_positions"]
+        if p["remedy"] == "curriculum" and step < CURRICULUM_FRAC * steps:
+            placement = "middle"
+        pos = sample_positions(drng, p["batch"], L, placement)
+        if p["remedy"] == "oversample":
+            mid = sample_positions(drng, p["batch"], L, "middle")
+            pos = np.where(drng.random(p["batch"]) < OVERSAMPLE_P, mid, pos)
+        ids, tgt = make_batch(task, pos, L, drng, p["distractors"])
+        logits = model(input_ids=torch.as_tensor(ids, device=dev)).logits[:, -1].to(out_dtype)
+        ce = torch.nn.functional.cross_entropy(logits, torch.as_tensor(tgt, device=dev),
+                                               reduction="none")
+        if p["remedy"] == "weighted":
+            w = torch.as_tensor(np.where((pos >= a) & (pos <= b), MIDDLE_WEIGHT, 1.0),
+                                device=dev, dtype=ce.dtype)
+            loss = (w * ce).sum() / w.sum()
+        else:
+            loss = ce.mean()
+        train_loss.append(float(loss.detach()))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        bar.update(1)
+    bar.close()
+    model.eval()
+    return model, dict(pos_eval=pos_eval, eval_ids=eval_ids, eval_tgt=eval_tgt,
+                       curve=curve, curve_loss=curve_loss, curve_correct=curve_correct,
+                       curve_steps=ck, train_loss=np.array(train_loss), out_dtype=out_dtype)
+
+
+def _in_float64(p: dict, device: str):
+    """The model of ``p`` (:func:`build_model`, the same seed and residual scale) initialised in
+    float64: its weights drawn in float64 (a float32 draw differs between CPUs' kernels by an
+    ulp, measured: torch's vectorised normal sampler), its rotary inverse frequencies computed
+    in float64 (transformers computes them in float32)."""
+    import torch
+
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        model = build_model(p["layers"], p["width"], p["length"], p["seed"],
+                            p["residual_scale"], device)
+    finally:
+        torch.set_default_dtype(old)
+    model = model.to(torch.float64)
+    for m in model.modules():
+        if hasattr(m, "inv_freq") and hasattr(m, "original_inv_freq"):
+            dim = 2 * m.inv_freq.numel()
+            base = m.config.rope_parameters["rope_theta"]
+            inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+            m.inv_freq = inv.to(m.inv_freq.device)
+            m.original_inv_freq = inv.clone().to(m.inv_freq.device)
+    return model
+
+
+@contextlib.contextmanager
+def _float64_throughout():
+    """transformers' Llama runs three steps in float32 whatever the model's dtype: RMSNorm
+    (``hidden_states.to(torch.float32)``), the rotary angles (``.float()``) and the eager
+    attention's softmax (``dtype=torch.float32``).  Within this context, for float64 inputs,
+    they run the same operations in float64 (float32 inputs take transformers' own code), so a
+    float64 twin is float64 throughout: measured, the float32 steps alone left the twin's
+    rounding under another CPU's kernels at float32's scale (``bench/bench_twin_rounding.py``)."""
+    import torch
+    from transformers.models.llama import modeling_llama as ml
+
+    saved = (ml.LlamaRMSNorm.forward, ml.LlamaRotaryEmbedding.forward, torch.nn.functional.softmax)
+
+    def rms(self, h):
+        if h.dtype != torch.float64:
+            return saved[0](self, h)
+        return self.weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True)
+                                              + self.variance_epsilon))
+
+    def rope(self, x, position_ids):
+        if x.dtype != torch.float64:
+            return saved[1](self, x, position_ids)
+        freqs = position_ids[..., None].to(torch.float64) * self.inv_freq.to(x.device,
+                                                                              torch.float64)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+
+    def softmax(x, dim=None, _stacklevel=3, dtype=None):
+        if dtype == torch.float32 and x.dtype == torch.float64:
+            dtype = torch.float64
+        return saved[2](x, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
+
+    ml.LlamaRMSNorm.forward, ml.LlamaRotaryEmbedding.forward = rms, rope
+    torch.nn.functional.softmax = softmax
+    try:
+        yield
+    finally:
+        ml.LlamaRMSNorm.forward, ml.LlamaRotaryEmbedding.forward, torch.nn.functional.softmax \
+            = saved
+
+
+def _train(p: dict, progress: bool, cache: bool = True) -> dict:
     from ..measure.jacobian import influence_profile
 
-    task, L, steps, dev = p["task"], p["length"], p["steps"], p["device"]
-    init = at_init(p["layers"], p["width"], L, p["seed"], p["residual_scale"], task=task,
+    dev, L, n_ex = p["device"], p["length"], N_EX
+    init = at_init(p["layers"], p["width"], L, p["seed"], p["residual_scale"], task=p["task"],
                    distractors=p["distractors"], device=dev, cache=cache)
     with _Deterministic(dev):
-        model = build_model(p["layers"], p["width"], L, p["seed"], p["residual_scale"], dev)
-        model.train()
-        pos_eval, eval_pos, eval_ids, eval_tgt = _eval_set(task, L, p["seed"], p["distractors"])
-        n_ex = N_EX
-        drng = np.random.default_rng([p["seed"], 2])
+        model, f = _fit(p, progress)
+        pos_eval, eval_ids = f["pos_eval"], f["eval_ids"]
         probe_ids = eval_ids[::n_ex][:N_PROBE]
-
-        opt = torch.optim.AdamW(model.parameters(), lr=p["lr"], betas=(0.9, 0.98),
-                                weight_decay=0.01)
-        ck = np.unique(np.round(np.linspace(0, steps, p["checkpoints"] + 1)).astype(int))
-        curve, curve_loss, curve_correct = [], [], []
-        a, b = middle_range(L)
-        bar = tqdm(total=steps, disable=not progress, file=sys.stderr, leave=False,
-                   desc=f"train {task} L={L}")
-        for step in range(steps + 1):
-            if step in ck:
-                c, lo = _evaluate(model, eval_ids, eval_tgt, dev)
-                curve.append(c.reshape(len(pos_eval), n_ex).mean(1))
-                curve_correct.append(c.reshape(len(pos_eval), n_ex))
-                curve_loss.append(lo.reshape(len(pos_eval), n_ex).mean(1))
-            if step == steps:
-                break
-            placement = p["answer_positions"]
-            if p["remedy"] == "curriculum" and step < CURRICULUM_FRAC * steps:
-                placement = "middle"
-            pos = sample_positions(drng, p["batch"], L, placement)
-            if p["remedy"] == "oversample":
-                mid = sample_positions(drng, p["batch"], L, "middle")
-                pos = np.where(drng.random(p["batch"]) < OVERSAMPLE_P, mid, pos)
-            ids, tgt = make_batch(task, pos, L, drng, p["distractors"])
-            logits = model(input_ids=torch.as_tensor(ids, device=dev)).logits[:, -1].float()
-            ce = torch.nn.functional.cross_entropy(logits, torch.as_tensor(tgt, device=dev),
-                                                   reduction="none")
-            if p["remedy"] == "weighted":
-                w = torch.as_tensor(np.where((pos >= a) & (pos <= b), MIDDLE_WEIGHT, 1.0),
-                                    device=dev, dtype=ce.dtype)
-                loss = (w * ce).sum() / w.sum()
-            else:
-                loss = ce.mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            bar.update(1)
-        bar.close()
-        model.eval()
-        correct, lo = _evaluate(model, eval_ids, eval_tgt, dev)
+        correct, lo = _evaluate(model, eval_ids, f["eval_tgt"], dev)
         cap = _capture(model, probe_ids)
         infl = influence_profile(model, probe_ids, target="hidden", method="exact")
     return {
@@ -339,8 +426,9 @@ def _train(p: dict, progress: bool, cache: bool = True) -> dict:
         "influence": infl["influence"], "influence_init": init["influence_init"],
         "lambda": cap["lam"], "lambda_init": init["lambda_init"],
         "A_init": init["A_init"], "A": cap["A"],
-        "curve": np.array(curve), "curve_loss": np.array(curve_loss), "curve_steps": ck,
-        "curve_correct": np.array(curve_correct),
+        "curve": np.array(f["curve"]), "curve_loss": np.array(f["curve_loss"]),
+        "curve_steps": f["curve_steps"],
+        "curve_correct": np.array(f["curve_correct"]),
         "grad_init_value": init["grad_init_value"], "grad_init_key": init["grad_init_value"],
         "grad_init_profile": init["grad_init_profile"],
     }
@@ -428,6 +516,81 @@ def train_run(task: str, layers: int, width: int, length: int, steps: int, seed:
     out["steps_to_half"] = steps_to_threshold(out["curve"], out["curve_steps"], 0.5)
     out["grad_init"] = np.asarray(out["grad_init_value"]).mean(1)
     return Result(out, meta=dict(p), columns=TABLE_COLUMNS, json_keys=JSON_KEYS)
+
+
+#: The twin's version: its outputs and dtype (a change re-keys every twin)
+_TWIN_VERSION = "train-twin-v1"
+#: The steps of the chapter's twins (:func:`run_twins`): the most steps of
+#: ``bench/bench_twin_rounding.py``'s grid at which the twin still catches every change of the
+#: training step that the float32 check on the recording CPU catches (a unit test compares)
+TWIN_STEPS = 100
+#: The arrays of a twin: continuous, so that another CPU's rounding moves them by a measured,
+#: tiny amount (accuracies flip where a float32 run's do; a twin has none)
+TWIN_KEYS = ("train_loss", "curve_loss", "loss", "influence", "lambda")
+
+
+def train_twin(task: str, layers: int, width: int, length: int, steps: int, seed: int = 0,
+               answer_positions: str = "uniform", remedy: str = "none",
+               residual_scale: float = 1.0, *, distractors: int = 3, batch: int = 32,
+               checkpoints: int = 10, lr: float = 3e-3, cache: bool = True) -> dict:
+    r"""The float64 twin of :func:`train_run`: the same model, data and training loop
+    (:func:`_fit`, one code path with the recorded runs), in float64 on the CPU, measured by
+    continuous quantities only (:data:`TWIN_KEYS`): ``train_loss`` (steps,) the loss of every
+    training batch, ``curve_loss`` (C, P) the held-out loss at the checkpoints, ``loss`` (P,)
+    after training, ``influence`` (L,) the exact Jacobian influence profile and ``lambda`` (T,)
+    the attention shares of the trained model.
+
+    Why: training amplifies float rounding (a float32 run on another CPU flips held-out answers,
+    :data:`posbias_nb.provenance.machine.ROUNDING_AMPLIFIED`), so a recorded float32 run can be
+    re-measured only on its own CPU.  In float64 throughout (:func:`_float64_throughout`: the
+    steps transformers keeps in float32 too) the same rounding differences start 2^29 times
+    smaller and, over a short run, stay far below what a change of the training step moves
+    (measured in ``bench/bench_twin_rounding.py``; the tolerance
+    :data:`posbias_nb.provenance.verify.NAMESPACE_RTOL` comes from there).  Cached (namespace
+    ``"train-twin"``), verified on every CPU; chapter :ref:`ch-remedies` reads the chapter's
+    arms' twins (:data:`TWINS`).
+
+    Raises
+    ------
+    ValueError
+        As :func:`train_run`.
+    """
+    import torch
+
+    p = _run_params(task, layers, width, length, steps, seed, answer_positions, remedy,
+                    residual_scale, "cpu", distractors, batch, checkpoints, lr)
+    p = dict(p, dtype="float64", version=_TWIN_VERSION)
+
+    def compute():
+        from ..measure.jacobian import influence_profile
+
+        with _Deterministic("cpu"), _float64_throughout():
+            model, f = _fit(p, False, dtype=torch.float64)
+            probe_ids = f["eval_ids"][::N_EX][:N_PROBE]
+            _, lo = _evaluate(model, f["eval_ids"], f["eval_tgt"], "cpu", torch.float64)
+            cap = _capture(model, probe_ids)
+            infl = influence_profile(model, probe_ids, target="hidden", method="exact")
+        P = len(f["pos_eval"])
+        return {"train_loss": f["train_loss"], "curve_loss": np.array(f["curve_loss"]),
+                "loss": lo.reshape(P, N_EX).mean(1), "influence": np.asarray(infl["influence"]),
+                "lambda": np.asarray(cap["lam"])}
+    if cache:
+        from .. import cache as _cache
+
+        return dict(_cache.cached("train-twin", p, compute))
+    return {k: np.asarray(v) for k, v in compute().items()}
+
+
+def run_twins(arms=None, seed: int = 0) -> dict:
+    """The float64 twin (:func:`train_twin`, :data:`TWIN_STEPS` steps) of every arm of
+    :data:`ARMS` (default: all) at the chapter's configuration, seed ``seed``: ``{arm: twin}``.
+    Every training code path the chapter takes (each placement, remedy and residual scale)
+    runs in one of them, so a changed training step moves at least one twin."""
+    arms = list(ARMS) if arms is None else list(arms)
+    for a in arms:
+        if a not in ARMS:
+            raise ValueError(f"unknown arm {a!r}; known: {', '.join(ARMS)}")
+    return {a: train_twin(**dict(CHAPTER, steps=TWIN_STEPS), **ARMS[a], seed=seed) for a in arms}
 
 
 # --------------------------------------------------------------------------------------------

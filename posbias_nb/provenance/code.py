@@ -64,6 +64,7 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "task": ("experiments.task",),
     "train": ("experiments.training",),
     "train-init": ("experiments.training",),
+    "train-twin": ("experiments.training",),
 }
 
 #: Modules that present, store, register or check results and compute none of them: a change

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["ROUNDING_AMPLIFIED", "cpu_model", "machine_id", "machine_slug", "recorded_machine",
+__all__ = ["ROUNDING_AMPLIFIED", "TWINS", "cpu_model", "machine_id", "machine_slug", "recorded_machine",
            "reference_index", "reference_holds", "reference_file", "valid_reference",
            "prune_references"]
 
@@ -32,6 +32,13 @@ __all__ = ["ROUNDING_AMPLIFIED", "cpu_model", "machine_id", "machine_slug", "rec
 ROUNDING_AMPLIFIED = {
     "train": "training amplifies float rounding over its optimizer steps",
 }
+
+#: For a :data:`ROUNDING_AMPLIFIED` namespace, the namespace of its float64 twins: the same
+#: training loop in float64 over fewer steps, whose deviation under another CPU's kernels is
+#: measured (``bench/bench_twin_rounding.py``) and bounded by its own tolerance
+#: (:data:`posbias_nb.provenance.verify.NAMESPACE_RTOL`), so every CPU re-measures it: a
+#: changed training step fails there even where the float32 entries cannot be compared.
+TWINS = {"train": "train-twin"}
 
 
 def cpu_model() -> str:

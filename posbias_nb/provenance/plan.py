@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Mapping
 
 from . import code, machine, stamps as _stamps
-from .machine import ROUNDING_AMPLIFIED, recorded_machine
+from .machine import ROUNDING_AMPLIFIED, TWINS, recorded_machine
 
 __all__ = ["VERIFY_BUDGET", "entry_setting", "entry_cost", "GPU_MEASURED", "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET",
            "gpu_provenance_problems", "verification_plan", "verification_summary", "main"]
@@ -137,7 +137,12 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     within ``budget``.  (Before issue 63 the cheapest entries counted against the budget, which
     the by-parts entries' whole recorded seconds alone exceeded: no run took any further entry.)
 
-    Returns the sample: ``{"keys": [...], "namespaces": {ns: {...}}}``.
+    Returns the sample: ``{"keys": [...], "one_part": [...], "namespaces": {ns: {...}}}``;
+    ``one_part``: the keys of namespaces verified under today's code (unchanged since recording,
+    or stamped), whose entries made of parts are re-measured by one part
+    (:func:`~posbias_nb.provenance.verify.one_part`: their code paths were reached when they
+    were recorded or stamped; one part checks the machine and the data).  ``main`` writes them
+    to the keys file as ``namespace/key:1``.
 
     ``manifest`` is ``recorded/MANIFEST.json``; ``digests`` the code digest of each namespace
     today. An entry is a candidate if ``make test`` reads it (``read`` true, or absent in an
@@ -200,7 +205,10 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
                 skipped = (f"recorded on {', '.join(cpus)}, this is {cpu}: "
                            f"{ROUNDING_AMPLIFIED[ns]}, so only that CPU can compare, or this "
                            f"one against a reference made here by the recording's code "
-                           f"(make cpu-reference)")
+                           f"(make cpu-reference)"
+                           + (f"; its float64 twins ({TWINS[ns]}) run the same training "
+                              f"step and are re-measured here instead, at the tolerance "
+                              f"measured for them" if ns in TWINS else ""))
             cands = here
         changed = any(v.get("code") != digests[ns] for _, v in items)
         stale = changed and ns not in vouch
@@ -259,7 +267,12 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
         out[ns]["chosen"].append(key)
         out[ns]["seconds"] += s
     keys = [f"{ns}/{key}" for ns in sorted(out) for key in out[ns]["chosen"]]
-    return dict(keys=keys, budget=budget, beyond_cheapest=round(spent, 1),
+    # a namespace verified under today's code (unchanged, or stamped) re-measures an entry made
+    # of parts by one part (:func:`~posbias_nb.provenance.verify.one_part`; an entry that is not
+    # made of parts is re-measured whole)
+    one = [f"{ns}/{key}" for ns in sorted(out) for key in out[ns]["chosen"]
+           if not out[ns]["changed"] or "vouched" in out[ns]]
+    return dict(keys=keys, one_part=one, budget=budget, beyond_cheapest=round(spent, 1),
                 seconds=round(sum(v["seconds"] for v in out.values()), 1), namespaces=out)
 
 
@@ -429,7 +442,9 @@ def main(argv=None, prog: str | None = None) -> int:
             return 2
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(json.dumps(p, indent=1) + "\n")
-        Path(a.keys).write_text("".join(k + "\n" for k in p["keys"]))
+        one = set(p["one_part"])
+        Path(a.keys).write_text("".join(k + (":1" if k in one else "") + "\n"
+                                        for k in p["keys"]))
         changed = [ns for ns, v in p["namespaces"].items() if v["changed"]]
         known = sum(v["seconds"] for v in p["namespaces"].values())
         print(f"recorded/: re-measuring {len(p['keys'])} entries of "

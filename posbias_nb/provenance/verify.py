@@ -9,10 +9,12 @@ namespace, the key and the command that re-records.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 import time
+from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
@@ -20,7 +22,8 @@ import numpy as np
 from . import code
 from .machine import machine_id
 
-__all__ = ["RecordedMismatch", "MACHINE_FIELDS", "agree", "VERIFY_PARTS", "part_sample",
+__all__ = ["RecordedMismatch", "MACHINE_FIELDS", "RTOL", "NAMESPACE_RTOL", "rtol_for",
+           "twin_rounding", "agree", "VERIFY_PARTS", "part_sample", "one_part",
            "PART_FIELDS", "part_kinds", "by_parts", "against_reference"]
 
 
@@ -32,6 +35,35 @@ class RecordedMismatch(RuntimeError):
 #: entry and its re-measurement must both have them, but their values are not compared.  An
 #: array name or JSON key counts when its last component (after ``#``, ``/`` or ``.``) is one.
 MACHINE_FIELDS = ("seconds", "peak_mib", "peak_kb", "wall", "wall_s", "latency_s")
+
+
+#: The tolerance of :func:`agree` where a namespace declares none: the same code on another
+#: machine rounds differently, a changed computation moves numbers by far more.
+RTOL = 1e-3
+
+
+@functools.lru_cache(maxsize=1)
+def twin_rounding() -> dict:
+    """The measurement behind the float64 twins' tolerance (``bench/bench_twin_rounding.py``,
+    stored in ``posbias_nb/data/twin_rounding.json``): the twin's deviation under other CPUs'
+    kernels, the tolerance derived from it, and the deviation of deliberate changes of the
+    training step."""
+    path = Path(__file__).resolve().parents[1] / "data" / "twin_rounding.json"
+    return json.loads(path.read_text())
+
+
+#: Namespaces compared at a tolerance of their own (:func:`rtol_for`): the float64 twins of
+#: training (:data:`posbias_nb.provenance.machine.TWINS`), at 100 times the largest deviation
+#: another CPU's kernels gave them, rounded up to a power of ten (:func:`twin_rounding`); the
+#: value is read when first needed.
+NAMESPACE_RTOL: dict[str, Callable[[], float]] = {
+    "train-twin": lambda: float(twin_rounding()["tolerance"])}
+
+
+def rtol_for(namespace: str) -> float:
+    """The tolerance :func:`agree` compares ``namespace``'s entries at."""
+    got = NAMESPACE_RTOL.get(namespace)
+    return RTOL if got is None else got()
 
 
 def _machine_field(name: str) -> bool:
@@ -93,7 +125,7 @@ def _json(a: np.ndarray):
 
 
 def agree(recorded: Mapping[str, np.ndarray], fresh: Mapping[str, np.ndarray],
-          rtol: float = 1e-3) -> list[str]:
+          rtol: float = RTOL) -> list[str]:
     """The differences between a recorded entry and the same computation made again: an empty
     list when they agree.  Same array names, shapes and dtypes kinds; integers, booleans and
     strings equal; floats within ``rtol`` of the largest magnitude of the recorded array (the
@@ -208,20 +240,34 @@ def _asarrays(m: Mapping) -> dict[str, np.ndarray]:
     return {n: np.asarray(v) for n, v in m.items()}
 
 
-def by_parts(namespace: str, k: str, rec: Mapping[str, np.ndarray], parts, log: Callable) -> None:
+def one_part(namespace: str, k: str, count: int) -> list[int]:
+    """The sample of an entry of ``count`` parts in a namespace verified under today's code
+    (its code unchanged since recording, or stamped:
+    :func:`posbias_nb.provenance.plan.verification_plan` marks its keys ``:1``): one part, chosen by the SHA-256 of the code digest
+    and the key.  Its code paths were all reached when it was recorded or stamped; what is left
+    to check is the machine and the data, which one part does."""
+    if count < 1:
+        raise ValueError(f"an entry of {count} parts cannot be sampled")
+    h = int(hashlib.sha256(f"{code.code_digest(namespace)}/{k}/one".encode()).hexdigest(), 16)
+    return [h % count]
+
+
+def by_parts(namespace: str, k: str, rec: Mapping[str, np.ndarray], parts, log: Callable,
+             one: bool = False) -> None:
     """Compute the sampled parts (:func:`part_sample`, one of every kind :func:`part_kinds`
-    finds) of the recorded entry ``rec`` anew (``parts``: a :class:`posbias_nb.cache.Parts`)
-    and compare each with its part of the record;
+    finds; with ``one``, :func:`one_part`) of the recorded entry ``rec`` anew (``parts``: a
+    :class:`posbias_nb.cache.Parts`) and compare each with its part of the record;
     ``log(event, namespace, key, seconds, **extra)`` writes the cache events (one
     ``computed-part`` a part, then ``verified`` or ``mismatch``).  :class:`RecordedMismatch`
     names the part on a disagreement."""
-    chosen = part_sample(namespace, k, parts.count, part_kinds(rec, parts))
+    chosen = one_part(namespace, k, parts.count) if one else \
+        part_sample(namespace, k, parts.count, part_kinds(rec, parts))
     diff: list[str] = []
     for i in chosen:
         t0 = time.perf_counter()
         fresh = _asarrays(parts.compute(i))
         log("computed-part", namespace, k, time.perf_counter() - t0, part=i, parts=parts.count)
-        diff = agree(_asarrays(parts.take(rec, i)), fresh)
+        diff = agree(_asarrays(parts.take(rec, i)), fresh, rtol_for(namespace))
         if diff:
             break
     log("mismatch" if diff else "verified", namespace, k, parts=parts.count, sampled=len(chosen))
@@ -243,7 +289,7 @@ def against_reference(namespace: str, k: str, ref: Mapping[str, np.ndarray], com
     t0 = time.perf_counter()
     fresh = _asarrays(compute())
     log("computed", namespace, k, time.perf_counter() - t0)
-    diff = agree(ref, fresh)
+    diff = agree(ref, fresh, rtol_for(namespace))
     log("mismatch" if diff else "verified", namespace, k, reference=machine_id())
     if diff:
         raise RecordedMismatch(

@@ -73,7 +73,8 @@ from ..tasks.synthetic import (BOS, N_KEYS, PLACEMENTS, TASKS, VOCAB, eval_posit
 from .design import Design, check, decide_rule, rule_effect
 
 __all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "at_init", "train_run",
-           "steps_to_threshold", "train_twin", "run_twins", "TWIN_KEYS", "TWIN_STEPS", "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
+           "steps_to_threshold", "train_twin", "run_twins", "TWIN_KEYS", "TWIN_STEPS",
+           "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
            "contrast", "middle_vs_edges", "predicted_profile", "predicted_ratio",
            "arm_difference", "gradient_by_depth", "lever_at_init", "TABLE_COLUMNS", "JSON_KEYS",
            "DESIGN", "decide", "effect", "verdict_rows"]
@@ -279,7 +280,8 @@ def _fit(p: dict, progress: bool, dtype=None):
     """The training loop of :func:`train_run` (and of its float64 twin, :func:`train_twin`):
     build the model of ``p``, train it ``p["steps"]`` AdamW steps on the task's batches, and
     evaluate the held-out set at the checkpoints.  ``dtype``: None trains in float32 (the
-    recorded runs); ``torch.float64`` casts the initialised model to float64 first.  Returns
+    recorded runs); ``torch.float64`` trains the model initialised in float64
+    (:func:`_in_float64`; run it inside :func:`_float64_throughout`).  Returns
     the trained model (in eval mode), the held-out set and the checkpoint curves."""
     import torch
     from tqdm import tqdm
@@ -548,7 +550,7 @@ def train_twin(task: str, layers: int, width: int, length: int, steps: int, seed
     (measured in ``bench/bench_twin_rounding.py``; the tolerance
     :data:`posbias_nb.provenance.verify.NAMESPACE_RTOL` comes from there).  Cached (namespace
     ``"train-twin"``), verified on every CPU; chapter :ref:`ch-remedies` reads the chapter's
-    arms' twins (:data:`TWINS`).
+    arms' twins (:func:`run_twins`).
 
     Raises
     ------

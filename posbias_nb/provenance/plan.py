@@ -10,8 +10,9 @@ The command (``bench/verify_plan.py plan|summary`` is the same)::
         --log _build/cache-events.jsonl
 
 **The rule** (:func:`verification_plan`, fixed before any run it decides): in every namespace of
-``recorded/MANIFEST.json``, the cheapest entry that ``make test``'s chapters read (its cost, :func:`entry_cost`: what its last
-re-measurement took, else its recorded ``compute_seconds``; an entry whose cost was never measured counts as unknown and is taken only
+``recorded/MANIFEST.json``, the cheapest entry that ``make test``'s chapters read (its cost,
+:func:`entry_cost`: what its last re-measurement took, else its recorded ``compute_seconds``; an
+entry whose cost was never measured counts as unknown and is taken only
 where the namespace has no measured one), and, in the namespaces whose code digest
 (:func:`posbias_nb.provenance.code.code_digest`) differs from the one recorded with the entry,
 an entry of every value of every field of the entries' settings (:func:`entry_setting`: the

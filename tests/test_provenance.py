@@ -800,7 +800,8 @@ def test_a_change_to_one_rankers_code_is_caught_where_the_sample_reaches_every_s
     ev = [{"event": "verified", "ns": ns, "key": p["keys"][0].split("/")[1][:16]}]
     assert stamps_mod.new_stamps(p, ev, man, {ns: "x"}, "m", "d", "c") == {}
     lines, _ = plan.verification_summary(p, ev)
-    assert "beyond the budget, so not stamped" in lines[0]
+    assert "beyond the budget (7.0 s as recorded), so not stamped" in lines[0]
+    assert "VERIFY_BUDGET=SECONDS" in lines[0]
     # an unchanged namespace still re-measures only its cheapest entry
     p = plan.verification_plan(man, {ns: code.code_digest(ns, _pkg(RANKED))}, 0.0)
     assert len(p["keys"]) == 1
@@ -848,13 +849,41 @@ def test_a_sample_costs_what_its_last_re_measurement_took():
                f"a/{'k3' * 32}": {"compute_seconds": 20.0, "code": "d"}}
     assert rec.fill_verify_seconds(entries, events) == 2
     assert [v.get("verify_seconds") for v in entries.values()] == [7.0, 9.0, None]
+    assert entries[f"a/{'k1' * 32}"]["parts"] == 40
+    assert entries[f"a/{'k1' * 32}"]["part_seconds"] == 3.5
     assert [plan.entry_cost(v) for v in entries.values()] == [7.0, 9.0, 20.0]
+    # changed since recording: its sample costs what the whole sample took
+    p = plan.verification_plan({"entries": entries}, {"a": "new"}, 0)
+    assert p["keys"][0] == f"a/{'k1' * 32}" and p["namespaces"]["a"]["seconds"] == 7.0
+    # unchanged: checked by one part, which costs what one part took
     p = plan.verification_plan({"entries": entries}, {"a": "d"}, 0)
-    assert p["keys"] == [f"a/{'k1' * 32}"] and p["namespaces"]["a"]["seconds"] == 7.0
+    assert p["keys"] == [f"a/{'k1' * 32}"] and p["namespaces"]["a"]["seconds"] == 3.5
     # the counterexample: by recorded seconds alone the whole-entry k2 would be the cheapest
     for v in entries.values():
-        v.pop("verify_seconds", None)
+        for f in ("verify_seconds", "part_seconds", "parts"):
+            v.pop(f, None)
     assert plan.verification_plan({"entries": entries}, {"a": "d"}, 0)["keys"] == [f"a/{'k2' * 32}"]
+
+
+def test_a_one_part_check_prices_one_part_and_leaves_the_sample_cost():
+    """A one-part check (a verified namespace) gives its entry the seconds of one part, and does
+    not lower what the namespace's whole sample costs once its code changes: an entry whose one
+    part is cheap becomes the verified namespace's cheapest, while a changed namespace is still
+    budgeted at its full sample."""
+    k1, k2 = "k1" * 32, "k2" * 32
+    entries = {f"a/{k1}": {"compute_seconds": 400.0, "verify_seconds": 60.0, "code": "d"},
+               f"a/{k2}": {"compute_seconds": 30.0, "code": "d"}}
+    events = [
+        {"event": "computed-part", "ns": "a", "key": k1[:16], "seconds": 2.0, "part": 7},
+        {"event": "verified", "ns": "a", "key": k1[:16], "parts": 64, "sampled": 1},
+    ]
+    assert rec.fill_verify_seconds(entries, events) == 1
+    assert entries[f"a/{k1}"]["verify_seconds"] == 60.0   # one part: the sample's cost stays
+    assert entries[f"a/{k1}"]["part_seconds"] == 2.0
+    assert plan.entry_cost(entries[f"a/{k1}"], one_part=True) == 2.0
+    assert plan.verification_plan({"entries": entries}, {"a": "d"}, 0)["keys"] == [f"a/{k1}"]
+    # changed: the whole entry k2 (30 s) is cheaper than k1's sample (60 s)
+    assert plan.verification_plan({"entries": entries}, {"a": "new"}, 0)["keys"][0] == f"a/{k2}"
 
 
 def test_a_verified_namespace_re_measures_one_part_and_a_changed_one_its_whole_sample(

@@ -11,8 +11,8 @@ The command (``bench/verify_plan.py plan|summary`` is the same)::
 
 **The rule** (:func:`verification_plan`, fixed before any run it decides): in every namespace of
 ``recorded/MANIFEST.json``, the cheapest entry that ``make test``'s chapters read (its cost,
-:func:`entry_cost`: what its last re-measurement took, else its recorded ``compute_seconds``; an
-entry whose cost was never measured counts as unknown and is taken only
+:func:`entry_cost`: what its last re-measurement took, or in a namespace verified under today's
+code what one of its parts took, else its recorded ``compute_seconds``; an entry whose cost was never measured counts as unknown and is taken only
 where the namespace has no measured one), and, in the namespaces whose code digest
 (:func:`posbias_nb.provenance.code.code_digest`) differs from the one recorded with the entry,
 an entry of every value of every field of the entries' settings (:func:`entry_setting`: the
@@ -125,7 +125,8 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     writes it for ``$POSBIAS_RECORDED_VERIFY_KEYS``).
 
     The rule, fixed before any run it decides: in every namespace, the cheapest entry that
-    ``make test`` reads (its cost, :func:`entry_cost`: what its last re-measurement took, else its
+    ``make test`` reads (its cost, :func:`entry_cost`: what its last re-measurement took, or in
+    a namespace verified under today's code what one of its parts took, else its
     recorded ``compute_seconds``; an entry whose cost was never measured
     is taken only where the namespace has no measured one); in the namespaces whose code digest
     differs from the one recorded with an entry and that no stamp verified under today's code
@@ -213,7 +214,9 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
             cands = here
         changed = any(v.get("code") != digests[ns] for _, v in items)
         stale = changed and ns not in vouch
-        known = sorted((entry_cost(v), key) for key, v in cands if (entry_cost(v) or 0) > 0)
+        # a namespace verified under today's code checks an entry of parts by one part
+        known = sorted((entry_cost(v, not stale), key) for key, v in cands
+                       if (entry_cost(v, not stale) or 0) > 0)
         if known:
             first = [known[0]]
         elif cands:
@@ -240,6 +243,7 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
     for cost, ns in sorted((sum(s or 0.0 for s, _ in c), ns) for ns, c in covers.items()):
         if spent + cost > budget and covers[ns]:
             out[ns]["uncovered"] = len(covers[ns])
+            out[ns]["cover_seconds"] = round(cost, 1)
             extra += [(s, ns, k) for s, k in covers[ns] if s]
             continue
         spent += cost
@@ -277,11 +281,16 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
                 seconds=round(sum(v["seconds"] for v in out.values()), 1), namespaces=out)
 
 
-def entry_cost(entry: Mapping) -> float | None:
-    """What re-measuring a recorded entry costs, in seconds on CI's two cores: what its last
-    re-measurement took (``verify_seconds``, written by ``make record`` from a run's cache
-    events: for an entry made of parts, the parts its sample computed, a fraction of the whole),
-    else what recording it took (``compute_seconds``); None where neither was measured."""
+def entry_cost(entry: Mapping, one_part: bool = False) -> float | None:
+    """What re-measuring a recorded entry costs, in seconds on CI's two cores: with
+    ``one_part`` (its namespace verified under today's code, so an entry made of parts is
+    checked by one part), what one of its parts took (``part_seconds``) where a run measured
+    it; else what its last re-measurement took (``verify_seconds``, written by ``make record``
+    from a run's cache events: for an entry made of parts, the parts its sample computed, a
+    fraction of the whole), else what recording it took (``compute_seconds``); None where none
+    was measured."""
+    if one_part and entry.get("part_seconds"):
+        return float(entry["part_seconds"])
     got = entry.get("verify_seconds")
     return float(got) if got else entry.get("compute_seconds")
 
@@ -353,8 +362,10 @@ def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str],
                else "changed since recording" + (", and its sample agrees"
                                                  if got and not c['mismatch'] else "")
                if p["changed"] else "unchanged")
-            + (f"; {p['uncovered']} entries that would reach every setting beyond the budget, "
-               "so not stamped (a later run, with the budget its stamps free, reaches them)"
+            + (f"; {p['uncovered']} entries that would reach every setting beyond the budget "
+               f"({p.get('cover_seconds', '?')} s as recorded), so not stamped (a later run, "
+               f"with the budget its stamps free, reaches them; so does make notebooks "
+               f"VERIFY_BUDGET=SECONDS with the sum of such namespaces' seconds)"
                if p.get("uncovered") else "")
             + (f"; not re-measured: {p['skipped']}" if p.get("skipped") else ""))
         if c["mismatch"]:

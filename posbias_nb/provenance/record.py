@@ -161,29 +161,40 @@ def fill_settings(entries: dict, events: list) -> int:
 
 def fill_verify_seconds(entries: dict, events: list) -> int:
     """Give every entry re-measured in the run of ``events`` what that cost
-    (``verify_seconds``, :func:`posbias_nb.provenance.plan.entry_cost`): for an entry made of parts,
-    the seconds of the parts its sample computed (``computed-part`` events); for a whole entry,
-    its ``computed`` seconds.  Returns how many entries changed."""
+    (:func:`posbias_nb.provenance.plan.entry_cost`): for a whole entry, its ``computed`` seconds
+    (``verify_seconds``); for an entry made of parts, ``parts`` (how many it holds) and
+    ``part_seconds`` (the mean seconds of one part: what a verified namespace's one-part check
+    costs), and, where the run sampled more than one part (the sample of a changed namespace,
+    :func:`~posbias_nb.provenance.verify.part_sample`), the seconds of that sample
+    (``verify_seconds``; a one-part check leaves it as it was, so a changed namespace is not
+    budgeted at the cost of one part).  Returns how many entries changed."""
     spent: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
     whole: dict[str, float] = {}
-    checked = set()
+    checked: dict[str, dict] = {}
     for e in events:
         k = f"{e['ns']}/{e['key']}"
         if e["event"] == "computed-part":
             spent[k] += float(e.get("seconds") or 0.0)
+            count[k] += 1
         elif e["event"] == "computed":
             whole[k] = float(e.get("seconds") or 0.0)
         elif e["event"] in ("verified", "mismatch"):
-            checked.add(k)
+            checked[k] = e
     n = 0
     for k, v in entries.items():
         short = f"{k.split('/')[0]}/{k.split('/')[1][:16]}"
         if short not in checked:
             continue
-        got = spent.get(short) or whole.get(short)
-        if got and v.get("verify_seconds") != round(got, 2):
-            v["verify_seconds"] = round(got, 2)
-            n += 1
+        before = dict(v)
+        if spent.get(short):
+            v["parts"] = int(checked[short].get("parts") or v.get("parts") or 0) or None
+            v["part_seconds"] = round(spent[short] / count[short], 2)
+            if count[short] > 1:
+                v["verify_seconds"] = round(spent[short], 2)
+        elif whole.get(short):
+            v["verify_seconds"] = round(whole[short], 2)
+        n += v != before
     return n
 
 

@@ -102,6 +102,7 @@ def _visit(browser, url):
         "figcaption", "els => els.map(e => getComputedStyle(e.querySelector('p') || e).color)")
     v["alts"] = page.eval_on_selector_all("main figure img", "els => els.map(e => e.alt || '')")
     v["overflow"] = page.evaluate(_OVERFLOW_JS)
+    v["height"] = page.evaluate("() => document.documentElement.scrollHeight")
     v["hidden"], v["broken_words"] = {}, {}
     for w in WIDTHS:
         if w != VIEWPORT["width"]:
@@ -406,6 +407,23 @@ def test_no_table_breaks_a_word_and_a_wide_one_says_it_scrolls(visits):
         for w, words in v["broken_words"].items():
             if words:
                 problems.append(f"{name} at {w} px: {len(words)} broken words: {words[:6]}")
+    assert not problems, "\n".join(problems)
+
+
+#: The longest an API reference page may be at 1,400 px (issue 64: one was 109,827 px).
+API_PAGE_MAX_PX = 40_000
+
+
+def test_the_reference_pages_are_short_and_print_no_dumps(visits):
+    """Every API page is under :data:`API_PAGE_MAX_PX` tall at 1,400 px and shows no constant's
+    raw repr (``mappingproxy(...)``, an object's address): _ext/posbias_sphinx.py summarises
+    module constants (tests/test_sphinx_ext.py checks the summary)."""
+    api = {u: v for u, v in visits.items() if "/api/" in u}
+    assert len(api) >= 10, sorted(api)
+    problems = [f"{u.rsplit('/', 1)[-1]}: {v['height']} px" for u, v in api.items()
+                if v["height"] >= API_PAGE_MAX_PX]
+    problems += [f"{u.rsplit('/', 1)[-1]}: shows {m.group(0)!r}" for u, v in api.items()
+                 for m in [re.search(r"mappingproxy\(|object at 0x[0-9a-f]+", v["text"])] if m]
     assert not problems, "\n".join(problems)
 
 

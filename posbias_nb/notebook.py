@@ -47,13 +47,54 @@ def glue(name: str, value, display: bool = False):
     return _glue(name, value, display=display)
 
 
-def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
-    """``"estimate [low, high]"``, each number formatted with ``fmt``: the one interval formatter
-    of the chapters.
+def number(value, fmt: str) -> str:
+    """``value`` formatted with ``fmt``, a zero never signed: ``-0.0004`` with ``"+.2f"`` is
+    ``0.00``, not ``-0.00`` or ``+0.00`` (a sign on a printed zero claims a direction the
+    digits do not show).  The one number formatter under :func:`interval` and
+    :func:`significant`.
+
+    Examples
+    --------
+    >>> [number(v, "+.2f") for v in (-0.0004, 0.0004, 0.25, -0.25)]
+    ['0.00', '0.00', '+0.25', '-0.25']
+    >>> number(-0.0001, ".1%")
+    '0.0%'
+    """
+    out = format(value, fmt)
+    return out[1:] if _SIGNED_ZERO.fullmatch(out) else out
+
+
+_SIGNED_ZERO = re.compile(r"[+\-\u2212]0(?:\.0*)?(?:%|[eE][+\-]?\d+)?")
+
+#: The kinds of interval :func:`interval` prints: ``two-sided`` (``est [low, high]``),
+#: ``one-sided`` (both one-sided bounds of :func:`posbias_nb.stats.one_sided_bounds`, which
+#: together are the two-sided interval at ``2 level - 1``; printed as that interval, saying so)
+#: and ``exact`` (a number computed exactly: no interval, ``(exact)``).
+INTERVAL_KINDS = ("two-sided", "one-sided", "exact")
+
+
+def interval(estimate, low=None, high=None, fmt: str = ".3f", *, kind: str = "two-sided",
+             level: float = 0.95, unit: str = "") -> str:
+    """``"estimate [low, high]"``, each number formatted with ``fmt`` (by :func:`number`: no
+    signed zero): the one interval formatter of the chapters.
 
     Called with the three numbers, ``interval(est, lo, hi, ".2f")``, or with one
     ``(estimate, low, high)`` tuple (what :func:`posbias_nb.metrics.bootstrap` returns),
     ``interval(ci, ".2f")`` or ``interval(ci, fmt=".2f")``.
+
+    ``unit`` (``"nats"``) is written once, after the interval.  ``kind`` (one of
+    :data:`INTERVAL_KINDS`): ``"one-sided"`` for the two one-sided bounds at ``level`` of
+    :func:`posbias_nb.stats.one_sided_bounds`, printed as the two-sided interval they make
+    (at ``2 level - 1``) with a note saying so, never as "one-sided bounds [a, b]";
+    ``"exact"`` for an exact number (``low`` and ``high`` equal to it), printed with
+    ``(exact)`` and no interval.
+
+    >>> interval(0.72, 0.29, 1.14, "+.2f", kind="one-sided", unit="nats")
+    '+0.72 [+0.29, +1.14] nats (a 90% interval: each end a one-sided 95% bound)'
+    >>> interval(-0.0004, -0.0021, 0.013, "+.3f")
+    '0.000 [-0.002, +0.013]'
+    >>> interval(1.5, 1.5, 1.5, ".1f", kind="exact")
+    '1.5 (exact)'
 
     Raises
     ------
@@ -83,6 +124,9 @@ def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
         except (TypeError, ValueError):
             raise ValueError("interval: pass (estimate, low, high) or one tuple of three, got "
                              f"{estimate!r}") from None
+    if kind not in INTERVAL_KINDS:
+        raise ValueError(f"interval: kind must be one of {', '.join(INTERVAL_KINDS)}, "
+                         f"got {kind!r}")
     vals = [float(v) for v in (estimate, low, high)]
     if not all(np.isfinite(vals)):
         raise ValueError(f"interval: non-finite value in {vals!r}")
@@ -90,14 +134,26 @@ def interval(estimate, low=None, high=None, fmt: str = ".3f") -> str:
     if not vals[1] - tol <= vals[0] <= vals[2] + tol:
         raise ValueError(f"interval: the estimate {vals[0]!r} lies outside its interval "
                          f"[{vals[1]!r}, {vals[2]!r}]")
-    e, lo, hi = (format(v, fmt) for v in vals)
+    u = f" {unit}" if unit else ""
+    if kind == "exact":
+        if not vals[1] == vals[0] == vals[2]:
+            raise ValueError(f"interval: an exact number has no width, got [{vals[1]!r}, "
+                             f"{vals[2]!r}] around {vals[0]!r}")
+        return f"{number(vals[0], fmt)}{u} (exact)"
+    e, lo, hi = (number(v, fmt) for v in vals)
     m = _PRECISION.fullmatch(fmt)
     extra = 0
     while m and lo == hi and vals[1] != vals[2] and extra < 8:
         extra += 1  # an interval of positive width is never printed as a point
         f = f"{m.group(1)}{int(m.group(2)) + extra}{m.group(3)}"
-        e, lo, hi = (format(v, f) for v in vals)
-    return f"{e} [{lo}, {hi}]"
+        e, lo, hi = (number(v, f) for v in vals)
+    out = f"{e} [{lo}, {hi}]{u}"
+    if kind == "one-sided":
+        if not 0.5 < level < 1:
+            raise ValueError(f"interval: a one-sided level must lie in (0.5, 1), got {level!r}")
+        out += (f" (a {number(2 * level - 1, '.0%')} interval: each end a one-sided "
+                f"{number(level, '.0%')} bound)")
+    return out
 
 
 _PRECISION = re.compile(r"(.*\.)(\d+)([eEfFgG%])")
@@ -157,7 +213,8 @@ def bold_best(values, fmt: str = ".3f", best=min) -> list[str]:
 
 def markdown_table(columns, rows):
     """A Markdown table with the header ``columns`` and one line per row of ``rows`` (cells
-    converted with ``str``; a ``|`` in a cell is escaped), as ``IPython.display.Markdown``.
+    converted with ``str``; a ``|`` in a cell is escaped, and so is an asterisk inside a word,
+    ``5*sliding:512``, which Markdown would read as emphasis), as ``IPython.display.Markdown``.
 
     The table builder of the chapters (:ref:`ch-prediction`).
 
@@ -168,10 +225,11 @@ def markdown_table(columns, rows):
 
     Examples
     --------
-    >>> print(markdown_table(["a", "b"], [[1, "x|y"]]).data)
+    >>> print(markdown_table(["a", "b"], [[1, "x|y"], ["5*sliding:512", "**0.1**"]]).data)
     | a | b |
     |---|---|
     | 1 | x\\|y |
+    | 5\\*sliding:512 | **0.1** |
     """
     from IPython.display import Markdown
 
@@ -180,11 +238,17 @@ def markdown_table(columns, rows):
         raise ValueError("markdown_table needs at least one column")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for i, r in enumerate(rows):
-        cells = [str(c).replace("|", "\\|").replace("\n", " ") for c in r]
+        cells = [_MID_STAR.sub(r"\\*", str(c)).replace("|", "\\|").replace("\n", " ")
+                 for c in r]
         if len(cells) != len(cols):
             raise ValueError(f"row {i} has {len(cells)} cells, the header {len(cols)}")
         lines.append("| " + " | ".join(cells) + " |")
     return Markdown("\n".join(lines))
+
+
+#: An asterisk between two word characters (``5*sliding:512``), which Markdown reads as the
+#: start of emphasis; :func:`markdown_table` escapes it (a bold ``**x**`` stays bold).
+_MID_STAR = re.compile(r"(?<=\w)\*(?=\w)")
 
 
 def significant(value, digits: int = 3) -> str:
@@ -213,8 +277,8 @@ def significant(value, digits: int = 3) -> str:
     if math.isinf(v) or (v == int(v) and abs(v) < 1e15):
         return str(int(v)) if math.isfinite(v) else str(v)
     if not 1e-3 <= abs(v) < 1e5:
-        return f"{v:.{digits - 1}e}"
-    return f"{v:.{max(0, digits - 1 - math.floor(math.log10(abs(v))))}f}"
+        return number(v, f".{digits - 1}e")
+    return number(v, f".{max(0, digits - 1 - math.floor(math.log10(abs(v))))}f")
 
 
 def _cell(value, digits, intervals):

@@ -14,6 +14,12 @@ and the unit tests that feed each check a counterexample (``tests/test_sitecheck
   outside its own interval.
 - :func:`bare_reprs`: a cell output that is a bare Python repr (a dict, a list, a tuple of
   ``np.float64``, ``(True, True)``) where the reader should see a table, math or a sentence.
+- :func:`hand_formatted`: a number printed by hand where the book's one formatter
+  (:func:`posbias_nb.notebook.interval`, :func:`~posbias_nb.notebook.number`) would not print
+  it so: a unit inside and after an interval ("70% [58, 80]%"), a signed zero ("-0.00"), a
+  one-sided bound with two ends ("one-sided 95% bounds [+0.29, +1.14]"), a float in full
+  ("0.014936589462354138"); and :func:`broken_emphasis`: an asterisk inside a word that Markdown
+  turned into italics ("5*sliding:512" shown as "5<em>sliding:512").
 """
 from __future__ import annotations
 
@@ -209,3 +215,31 @@ def bare_reprs(html: str) -> list[str]:
     p = _Outputs()
     p.feed(html)
     return [re.sub(r"\s+", " ", t.strip())[:80] for t in p.outputs if looks_like_repr(t)]
+
+
+#: The patterns of :func:`hand_formatted`, each with what it finds.
+HAND_FORMATTED = {
+    "a unit inside and after an interval": re.compile(
+        r"\d%?\s*\[\s*[\d.]+,\s*[\d.]+\s*\]\s*%"),
+    "a signed zero": re.compile(r"(?<![\w.,])[+\-\u2212]0(?:\.0+)?(?![\d.])"),
+    "a one-sided bound with two ends": re.compile(
+        r"one-sided[^.;\[\]]{0,40}\bbounds?\s*\["),
+    "a float in full": re.compile(r"(?<![\w.])\d+\.\d{8,}"),
+}
+
+
+def hand_formatted(parts: dict) -> list[str]:
+    """Every number in the prose (code left out: a doctest prints what Python prints) that the
+    book's formatter would have printed otherwise (:data:`HAND_FORMATTED`)."""
+    return [f"{what}: {_around(parts['prose'], m, 40, 10)!r}"
+            for what, rx in HAND_FORMATTED.items() for m in rx.finditer(parts["prose"])]
+
+
+#: An emphasis that opens right after a digit: Markdown's reading of ``5*sliding``.
+BROKEN_EMPHASIS = re.compile(r"\d<em>")
+
+
+def broken_emphasis(html: str) -> list[str]:
+    """Every italic that opens right after a digit in a page's HTML (``5<em>sliding:512,full,
+    5</em>``): an asterisk of a layout string read as Markdown emphasis."""
+    return [html[max(0, m.start() - 30):m.end() + 30] for m in BROKEN_EMPHASIS.finditer(html)]

@@ -391,3 +391,29 @@ def test_paired_difference_prints_a_width_zero_interval_as_one_number():
     with pytest.raises(KeyError):
         notebook.paired_difference(s, "dw1", "p", "q")
 
+
+
+def test_no_printed_zero_carries_a_sign():
+    from posbias_nb import notebook as nb
+
+    assert [nb.number(v, "+.2f") for v in (-0.004, 0.004, -0.0, 0.0)] == ["0.00"] * 4
+    assert nb.number(-0.006, "+.2f") == "-0.01" and nb.number(0.006, "+.2f") == "+0.01"
+    assert nb.number(-1e-9, ".1e") == "-1.0e-09"   # not a zero: its sign stays
+    assert nb.interval(0.2, -0.001, 0.4, "+.2f") == "+0.20 [0.00, +0.40]"
+    # the counterexample: Python's own formatting signs the zero
+    assert format(-0.001, "+.2f") == "-0.00"
+    assert nb.significant(-0.00001) == "-1.00e-05"
+
+
+def test_interval_kinds_and_units():
+    from posbias_nb import notebook as nb
+
+    one = nb.interval((0.72, 0.29, 1.14), "+.2f", kind="one-sided", unit="nats", level=0.95)
+    assert one == "+0.72 [+0.29, +1.14] nats (a 90% interval: each end a one-sided 95% bound)"
+    assert nb.interval(2.0, 2.0, 2.0, ".1f", kind="exact", unit="nats") == "2.0 nats (exact)"
+    with pytest.raises(ValueError, match="kind must be one of"):
+        nb.interval(1.0, 0.0, 2.0, kind="two sided")
+    with pytest.raises(ValueError, match="exact number has no width"):
+        nb.interval(1.0, 0.0, 2.0, kind="exact")
+    with pytest.raises(ValueError, match="one-sided level"):
+        nb.interval(1.0, 0.0, 2.0, kind="one-sided", level=0.3)

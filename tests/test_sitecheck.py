@@ -123,3 +123,33 @@ def test_only_text_outputs_are_read():
     assert sc.bare_reprs(page) == []
     # nested divs inside an output do not end it early
     assert sc.bare_reprs('<div class="output stream"><div><div>x</div></div>(True, 1)</div>')
+
+
+@pytest.mark.parametrize("text, what", [
+    ("in 70% [58, 80]% of SmolLM2's prompts", "a unit inside and after an interval"),
+    ("the gain +0.20 [-0.00, +0.40] nats", "a signed zero"),
+    ("a slope of \u22120.000 per token", "a signed zero"),
+    ("+0.72 nats, one-sided 95% bounds [+0.29, +1.14]; detectable", "a one-sided bound with two ends"),
+    ("the layout sliding:16@0.014936589462354138 keeps", "a float in full"),
+])
+def test_a_hand_formatted_number_is_found(text, what):
+    found = sc.hand_formatted(sc.page_parts(f"<main><p>{text}</p></main>"))
+    assert len(found) == 1 and found[0].startswith(what), found
+
+
+def test_what_the_formatter_prints_passes():
+    """The formatter's own output of the same numbers, and numbers that only look alike."""
+    texts = [f"in {notebook.interval(0.70, 0.58, 0.80, '.0%')} of SmolLM2's prompts",
+             f"the gain {notebook.interval(0.20, -0.001, 0.40, '+.2f', unit='nats')}",
+             notebook.interval(0.72, 0.29, 1.14, "+.2f", kind="one-sided", unit="nats"),
+             "version 2026-01-05, L+0 and x - 0.5, 10.0 and 0.25, a hash 0x3f",
+             "<code>-0.0 and 0.014936589462354138 in code</code>"]
+    for t in texts:
+        assert sc.hand_formatted(sc.page_parts(f"<main><p>{t}</p></main>")) == [], t
+
+
+def test_an_asterisk_read_as_emphasis_is_found():
+    assert sc.broken_emphasis("<td><p>5<em>sliding:512,full,5</em>sliding:512</p></td>")
+    md = notebook.markdown_table(["layout"], [["5*sliding:512,full"]]).data
+    assert "5\\*sliding" in md
+    assert not sc.broken_emphasis("<p>a <em>hybrid</em> layout, 5\u00d7 faster</p>")

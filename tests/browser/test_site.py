@@ -234,6 +234,19 @@ def test_every_number_is_shown_and_every_sentence_reads():
     assert not problems, "\n".join(problems)
 
 
+def test_every_number_is_printed_by_the_formatter():
+    """No page prints a number by hand where the book's formatter would print it otherwise
+    (issue 64, item 3; tests/sitecheck.py's :func:`hand_formatted` and
+    :func:`broken_emphasis`, each with counterexamples in tests/test_sitecheck.py): no unit inside
+    and after an interval, no signed zero, no one-sided bound with two ends, no float in full,
+    no layout string read as emphasis."""
+    sc, parts = _site_parts()
+    problems = [f"{name}: {x}" for name, p in parts.items() for x in sc.hand_formatted(p)]
+    problems += [f"{p.relative_to(SITE).as_posix()}: emphasis after a digit: {x!r}"
+                 for p in _built_pages() for x in sc.broken_emphasis(p.read_text(errors="replace"))]
+    assert not problems, "\n".join(problems)
+
+
 def test_every_posbias_command_shown_parses():
     """Each ``posbias`` command in a code block of the site, or as a whole command in inline
     code (the report's summary), is accepted by the CLI's own parser."""

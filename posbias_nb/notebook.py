@@ -404,15 +404,31 @@ def table_cell(text) -> str:
     return "".join(out).replace("|", "\\|")
 
 
+def is_exact(row) -> bool:
+    """Whether a verdict row was checked exactly (proved, or computed in exact arithmetic): its
+    decision is ``exact``, its effect says ``exact``, or what it measures starts with
+    ``exact:``."""
+    eff = row.get("effect") or {}
+    return (row.get("decision") == "exact" or bool(eff.get("exact"))
+            or str(row.get("measured", "")).strip().lower().startswith("exact"))
+
+
+#: The mark of a verdict row decided from several intervals, and the legend that explains it
+#: once, under the overview's table (:func:`verdict_overview_markdown`).
+SEVERAL_MARK = "\u2020"
+SEVERAL_LEGEND = (f"{SEVERAL_MARK} Decided from several intervals (one per model, arm or "
+                  "position, given under \u201cwe measure\u201d), not from one.")
+
+
 def no_interval_reason(row) -> str | None:
     """Why a recorded verdict row (:func:`read_verdict_records`) has no single interval, in
-    words, or None when it has one (its ``effect``)."""
-    if row.get("effect"):
+    words, or None when it has one (its ``effect``).  An exact row (:func:`is_exact`) needs
+    none; any other row without an effect was decided from several intervals, or in words."""
+    if row.get("effect") and not is_exact(row):
         return None
-    word = row.get("decision")
-    if word == "exact":
+    if is_exact(row):
         return "an exact result: proved or computed in exact arithmetic, no interval needed"
-    if word is None:
+    if row.get("decision") is None:
         return "a verdict in words, not one decision: read it in the chapter"
     return ("decided from several intervals (one per model, arm or position, given under "
             "\u201cwe measure\u201d), not from one")
@@ -437,22 +453,28 @@ def decision_counts(rows) -> str:
 def verdict_overview_markdown(rows) -> str:
     """The verdict overview's table (chapter :ref:`ch-verdicts`): one row per recorded claim,
     with its chapter (``label`` of the chapter, a ``{ref}`` link), the claim and what the paper
-    says, the decision's badge and its explanation, what we measure, and, where the claim has
-    no single interval, why (:func:`no_interval_reason`).  ``rows`` are the records of
-    :func:`read_verdict_records` with ``chapter`` and ``label`` added."""
+    says, the decision's badge (with the exact badge for a claim checked exactly,
+    :func:`is_exact`) and its explanation, and what we measure, marked :data:`SEVERAL_MARK`
+    where it was decided from several intervals; the legend of that mark follows the table,
+    once.  ``rows`` are the records of :func:`read_verdict_records` with ``chapter`` and
+    ``label`` added."""
     rows = list(rows)
     if not rows:
         raise ValueError("verdict_overview_markdown needs at least one row")
     lines = ["| chapter | claim | verdict | we measure |", "|---|---|---|---|"]
+    marked = False
     for r in rows:
-        badge = Badge(r.get("decision"))._repr_html_()
+        badge = Badge(r.get("decision"), is_exact(r))._repr_html_()
         why = no_interval_reason(r)
         verdict = badge + (" " + table_cell(r["explanation"]) if r.get("explanation") else "")
-        measured = table_cell(r["measured"]) + (f" *(No single interval: {why}.)*" if why
-                                                else "")
+        # an exact row says so by its badge; a row of several intervals by its mark, which the
+        # legend under the table (SEVERAL_LEGEND) explains once
+        several = why is not None and not is_exact(r) and r.get("decision") is not None
+        measured = table_cell(r["measured"]) + (f" {SEVERAL_MARK}" if several else "")
         lines.append(f"| {{ref}}`{r['label']}` | {table_cell(r['claim'])}; *the paper:* "
                      f"{table_cell(r['paper'])} | {verdict} | {measured} |")
-    return "\n".join(lines)
+        marked = marked or several
+    return "\n".join(lines) + (f"\n\n{SEVERAL_LEGEND}" if marked else "")
 
 
 #: The CSS class of each decision word's badge; its colour is set in ``_assets/posbias.css``,
@@ -540,22 +562,33 @@ class Badge:
     """A coloured badge for a decision word: HTML for the website (sphinx-design's badge shape,
     ``sd-badge``, coloured by the book's ``_assets/posbias.css``), the bare word as plain text
     elsewhere.  Glued by :func:`verdict_table` and pasted across documents with the ``{glue}``
-    role, which pastes the HTML."""
+    role, which pastes the HTML.
 
-    def __init__(self, word: str | None):
+    ``exact``: the claim was checked exactly (:func:`is_exact`): its word (holds, fails) is
+    followed by the **exact** badge, which the legend defines, so that the badge says what the
+    row's measurement says ("exact: ...")."""
+
+    def __init__(self, word: str | None, exact: bool = False):
         from . import stats
 
         if word is not None and word not in stats.VERDICTS:
             raise ValueError(f"a badge shows one of {stats.VERDICTS} or None, got {word!r}")
         self.word = word
+        self.exact = bool(exact) and word != "exact"
 
     @property
     def text(self) -> str:
-        return self.word if self.word is not None else NO_DECISION
+        return (self.word if self.word is not None else NO_DECISION) + \
+            (" (exact)" if self.exact else "")
 
     def _repr_html_(self) -> str:
         cls = BADGE_STYLE.get(self.word, "posbias-verdict-none")
-        return f'<span class="sd-badge posbias-verdict {cls}">{self.text}</span>'
+        word = self.word if self.word is not None else NO_DECISION
+        out = f'<span class="sd-badge posbias-verdict {cls}">{word}</span>'
+        if self.exact:
+            out += (f' <span class="sd-badge posbias-verdict {BADGE_STYLE["exact"]}">'
+                    f'exact</span>')
+        return out
 
     def __repr__(self) -> str:
         return self.text
@@ -691,7 +724,8 @@ def found_markdown(records, keys=None) -> str:
     for k in keys:
         r = by[k]
         why = f" ({table_cell(r['explanation'])})" if r.get("explanation") else ""
-        lines.append(f"- {Badge(r['decision'])._repr_html_()} **{table_cell(r['claim'])}**"
+        lines.append(f"- {Badge(r['decision'], is_exact(r))._repr_html_()} "
+                     f"**{table_cell(r['claim'])}**"
                      f"{why}: {table_cell(r['measured'])}")
     return "\n".join(lines)
 
@@ -741,11 +775,12 @@ def verdict_table(rows, prefix: str, found=None):
         record.append(dict(key=k, **{c: str(r[c]) for c in ("claim", "paper", "measured",
                                                              "verdict")},
                            decision=word, explanation=why, effect=_check_effect(r, word)))
+        record[-1]["exact"] = is_exact(record[-1])
     for r, rec in zip(rows, record):
         k = rec["key"]
         for col in ("claim", "paper", "measured", "verdict"):
             glue(f"{prefix}_{k}_{col}", str(r[col]), display=False)
-        glue(f"{prefix}_{k}_badge", Badge(rec["decision"]), display=False)
+        glue(f"{prefix}_{k}_badge", Badge(rec["decision"], rec["exact"]), display=False)
         glue(f"{prefix}_{k}_explanation", rec["explanation"], display=False)
         for name, v in (r.get("values") or {}).items():
             glue(f"{prefix}_{k}_{name}", v, display=False)

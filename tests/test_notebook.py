@@ -308,7 +308,10 @@ def test_interval_shows_a_width_it_has():
     assert interval(0.5, 0.5, 0.5, ".3f") == "0.500 [0.500, 0.500]"  # a true point stays one
 
 
-def test_overview_table_says_why_a_row_has_no_interval():
+def test_overview_table_badges_mean_what_the_legend_says():
+    """An exact row carries the exact badge (beside its word where it holds or fails, never the
+    note "decided from several intervals"); a row decided from several intervals is marked,
+    and the legend of the mark is written once, under the table (issue 64, item 4)."""
     rows = [dict(label="ch-a", claim="x_1 is *big*", paper="p", decision="holds",
                  explanation="", measured="0.5 [0.4, 0.6]",
                  effect=dict(interval=[0.5, 0.4, 0.6], margin=[1, 0.5, 2])),
@@ -317,16 +320,30 @@ def test_overview_table_says_why_a_row_has_no_interval():
             dict(label="ch-b", claim="two models", paper="p", decision="fails",
                  explanation="both", measured="a; b", effect=None),
             dict(label="ch-b", claim="words", paper="p", decision=None,
-                 explanation="in part", measured="m", effect=None)]
+                 explanation="in part", measured="m", effect=None),
+            dict(label="ch-c", claim="proved", paper="p", decision="holds", explanation="",
+                 measured="exact: proved for symbolic H", effect=None),
+            dict(label="ch-c", claim="again", paper="p", decision="fails", explanation="",
+                 measured="exact: 3 of 4", effect=None)]
     md = notebook.verdict_overview_markdown(rows)
-    lines = md.splitlines()[2:]
-    assert len(lines) == 4 and "No single interval" not in lines[0]
-    assert "x\\_1 is \\*big\\*" in lines[0] and "{ref}`ch-a`" in lines[0]
-    assert "exact arithmetic" in lines[1] and "several intervals" in lines[2]
-    assert "in words" in lines[3] and "see text" in lines[3]
-    assert notebook.decision_counts(rows) == (
+    lines = md.splitlines()
+    table, legend = lines[2:8], lines[8:]
+    mark = notebook.SEVERAL_MARK
+    assert "x\\_1 is \\*big\\*" in table[0] and "{ref}`ch-a`" in table[0]
+    assert [mark in t for t in table] == [False, False, True, False, False, False]
+    exact = 'posbias-verdict-exact">exact</span>'
+    assert [exact in t for t in table] == [False, True, False, False, True, True]
+    assert "posbias-verdict-holds" in table[4] and "posbias-verdict-fails" in table[5]
+    assert "see text" in table[3]
+    assert md.count("several intervals") == 1 and legend == ["", notebook.SEVERAL_LEGEND]
+    assert notebook.no_interval_reason(rows[4]).startswith("an exact result")
+    # the counterexample: a table without a marked row has no legend
+    assert "several intervals" not in notebook.verdict_overview_markdown(rows[:2])
+    assert notebook.decision_counts(rows[:4]) == (
         "1 holds, 1 fails, 1 is exact and 1 has a verdict in words")
     assert notebook.decision_counts(rows[:1] * 3) == "3 hold"
+    assert notebook.Badge("holds", exact=True).text == "holds (exact)"
+    assert notebook.Badge("exact", exact=True).text == "exact"
 
 
 def test_interval_refuses_an_interval_that_misses_its_estimate():

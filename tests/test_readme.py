@@ -1,0 +1,44 @@
+"""The README's figures are measured ones: its minutes for ``make book`` and ``make test`` are
+those of the last fresh-clone ``make test`` (``bench/results/make-test-stages.json``, which
+``bench/stages.py`` writes), so a new measurement that changes them fails here until the README
+says so."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_minutes(text: str) -> dict[str, int]:
+    """The minutes the README's first paragraph after the two commands states, by command."""
+    m = re.search(r"`make book` takes about (\d+) minutes and `make test` about (\d+)", text)
+    if not m:
+        raise ValueError("the README states no minutes for make book and make test")
+    return {"book": int(m.group(1)), "test": int(m.group(2))}
+
+
+def stage_minutes(stages: dict) -> dict[str, int]:
+    """``make book`` (set-up, chapters, build) and ``make test`` (every stage) in whole minutes."""
+    s = {x["stage"]: float(x["seconds"]) for x in stages["stages"]}
+    return {"book": round((s["pip"] + s["chapters"] + s["build"]) / 60),
+            "test": round(float(stages["total_seconds"]) / 60)}
+
+
+def test_the_readme_states_the_measured_minutes():
+    text = (ROOT / "README.md").read_text()
+    stages = json.loads((ROOT / "bench" / "results" / "make-test-stages.json").read_text())
+    assert readme_minutes(text) == stage_minutes(stages)
+    cpu = stages["cpu"].split(" / ")
+    assert all(c.replace("-", "") in text.replace("-", "") for c in cpu), cpu
+    assert re.search(rf"about {stage_minutes(stages)['test']}\s+minutes on two cores", text)
+
+
+def test_the_minutes_check_refuses_a_stale_readme():
+    stages = {"stages": [{"stage": "pip", "seconds": 120.0}, {"stage": "chapters",
+                                                             "seconds": 900.0},
+                         {"stage": "build", "seconds": 60.0}], "total_seconds": 1500.0}
+    assert stage_minutes(stages) == {"book": 18, "test": 25}
+    stale = "`make book` takes about 20 minutes and `make test` about 26 (...)"
+    assert readme_minutes(stale) != stage_minutes(stages)

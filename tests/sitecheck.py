@@ -20,6 +20,8 @@ and the unit tests that feed each check a counterexample (``tests/test_sitecheck
   one-sided bound with two ends ("one-sided 95% bounds [+0.29, +1.14]"), a float in full
   ("0.014936589462354138"); and :func:`broken_emphasis`: an asterisk inside a word that Markdown
   turned into italics ("5*sliding:512" shown as "5<em>sliding:512").
+- :func:`captions_without_what_to_see`: a figure whose caption does not say what to see in it
+  (the book's captions end with a sentence that starts "What to see:").
 """
 from __future__ import annotations
 
@@ -243,3 +245,17 @@ def broken_emphasis(html: str) -> list[str]:
     """Every italic that opens right after a digit in a page's HTML (``5<em>sliding:512,full,
     5</em>``): an asterisk of a layout string read as Markdown emphasis."""
     return [html[max(0, m.start() - 30):m.end() + 30] for m in BROKEN_EMPHASIS.finditer(html)]
+
+
+FIGCAPTION = re.compile(r"<figcaption[^>]*>(.*?)</figcaption>", re.S)
+WHAT_TO_SEE = re.compile(r"\bwhat to see:", re.I)
+
+
+def captions_without_what_to_see(html: str) -> list[str]:
+    """The start of every figure caption of a page that has no "What to see:" sentence."""
+    out = []
+    for m in FIGCAPTION.finditer(html):
+        text = " ".join(re.sub(r"<[^>]+>", " ", m.group(1)).split())
+        if not WHAT_TO_SEE.search(text):
+            out.append(text[:70])
+    return out

@@ -153,3 +153,12 @@ def test_an_asterisk_read_as_emphasis_is_found():
     md = notebook.markdown_table(["layout"], [["5*sliding:512,full"]]).data
     assert "5\\*sliding" in md
     assert not sc.broken_emphasis("<p>a <em>hybrid</em> layout, 5\u00d7 faster</p>")
+
+
+def test_a_caption_that_does_not_say_what_to_see_is_found():
+    page = ("<figure><img src='a.png'><figcaption><p>Fig. 3 Profiles at three depths, log "
+            "scale.</p></figcaption></figure>"
+            "<figure><img src='b.png'><figcaption><p>Fig. 4 The same, exact. <em>What to "
+            "see:</em> the tail grows with depth.</p></figcaption></figure>")
+    assert sc.captions_without_what_to_see(page) == ["Fig. 3 Profiles at three depths, log scale."]
+    assert sc.captions_without_what_to_see(page.split("<figure>", 2)[2]) == []

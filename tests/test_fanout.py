@@ -62,12 +62,15 @@ def test_units_are_checked_before_anything_runs():
 
 
 def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(tmp_path, monkeypatch):
-    monkeypatch.setattr(fanout, "CONNECT_TIMEOUT", 2)
+    monkeypatch.setattr(fanout, "CONNECT_TIMEOUT", 1)
     with pytest.raises(ValueError, match="tcp://127.0.0.1:9"):
         fanout.client("tcp://127.0.0.1:9")
     times = tmp_path / "b" / "chapter-times.json"
+    with pytest.raises(ValueError, match="connect timeout must be"):
+        fanout.client("tcp://127.0.0.1:9", timeout=0)
     r = subprocess.run([sys.executable, "-m", "posbias_nb.provenance", "fanout", "--scheduler",
-                        "tcp://127.0.0.1:9", "--times", str(times), "book/cesaro.md"],
+                        "tcp://127.0.0.1:9", "--connect-timeout", "1", "--times", str(times),
+                        "book/cesaro.md"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()

@@ -94,10 +94,14 @@ def _call(func: str, kwargs: Mapping, env: Mapping[str, str], *_after) -> dict:
             "result": out if isinstance(out, (dict, int, float, str, type(None))) else None}
 
 
-def client(scheduler: str | None = None, workers: int = 2):
+def client(scheduler: str | None = None, workers: int = 2, timeout: float | None = None):
     """A ``distributed.Client``: on a ``LocalCluster`` of ``workers`` single-threaded processes
     where ``scheduler`` is None, ``""`` or ``"local"``, else connected to the scheduler at that
-    address (ValueError naming it where it does not answer)."""
+    address (ValueError naming it where it does not answer within ``timeout`` seconds, default
+    :data:`CONNECT_TIMEOUT`)."""
+    timeout = CONNECT_TIMEOUT if timeout is None else timeout
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"the connect timeout must be a number of seconds > 0, got {timeout!r}")
     from distributed import Client, LocalCluster
 
     if scheduler in (None, "", "local"):
@@ -107,17 +111,19 @@ def client(scheduler: str | None = None, workers: int = 2):
                                dashboard_address=None, silence_logs=40)
         return Client(cluster)
     try:
-        return Client(str(scheduler), timeout=CONNECT_TIMEOUT)
+        return Client(str(scheduler), timeout=timeout)
     except (OSError, TimeoutError, ValueError) as e:
         raise ValueError(f"the Dask scheduler at {scheduler!r} does not answer within "
-                         f"{CONNECT_TIMEOUT} s ({type(e).__name__})") from None
+                         f"{timeout:g} s ({type(e).__name__})") from None
 
 
 def run(units: Sequence[Unit], scheduler: str | None = None, workers: int = 2,
-        env: Mapping[str, str] | None = None) -> dict[str, dict]:
-    """Run ``units`` on Dask (:func:`client`), each after the units it names in ``after``;
-    ``{name: {"seconds", "worker", "result"}}``.  ``env``: environment variables every unit runs
-    under.  The first unit that raises is re-raised once every unit has finished or failed."""
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None) -> dict[str, dict]:
+    """Run ``units`` on Dask (:func:`client`; ``timeout``: its connect timeout), each after the
+    units it names in ``after``; ``{name: {"seconds", "worker", "result"}}``.  ``env``:
+    environment variables every unit runs under.  The first unit that raises is re-raised once
+    every unit has finished or failed."""
     names = [u.name for u in units]
     if len(set(names)) != len(names):
         raise ValueError(f"unit names repeat: {sorted({n for n in names if names.count(n) > 1})}")
@@ -128,7 +134,7 @@ def run(units: Sequence[Unit], scheduler: str | None = None, workers: int = 2,
     env = {k: str(v) for k, v in (env or {}).items()}
     from distributed import wait
 
-    with client(scheduler, workers) as c:
+    with client(scheduler, workers, timeout) as c:
         futures: dict = {}
         pending = list(units)
         while pending:  # submit in an order where every unit's predecessors are already in
@@ -205,6 +211,8 @@ def main(argv=None, prog: str | None = None) -> int:
     ap.add_argument("--last", action="append", default=[],
                     help="a chapter that runs after every other (the verdict overview)")
     ap.add_argument("--times", default="_build/chapter-times.json")
+    ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT,
+                    help="seconds to wait for --scheduler to answer")
     a = ap.parse_args(argv)
     args = shlex.split(a.pytest)
     tdir = Path(a.times).parent / "fanout-times"
@@ -218,7 +226,7 @@ def main(argv=None, prog: str | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES)}
     t0 = time.perf_counter()
     try:
-        got = run(units, a.scheduler, a.workers, env)
+        got = run(units, a.scheduler, a.workers, env, a.connect_timeout)
     except ValueError as e:
         print(f"fanout: {e}", file=sys.stderr)
         return 2

@@ -247,6 +247,20 @@ def test_every_number_is_printed_by_the_formatter():
     assert not problems, "\n".join(problems)
 
 
+def test_every_caption_says_what_to_see():
+    """Every figure of the site says what to see in it (issue 64, item 5): its caption holds a
+    sentence that starts "What to see:" (tests/sitecheck.py's
+    :func:`captions_without_what_to_see`, with its counterexample in tests/test_sitecheck.py)."""
+    from tests import sitecheck as sc
+
+    pages = {p.relative_to(SITE).as_posix(): p.read_text(errors="replace") for p in _built_pages()}
+    n = sum(len(sc.FIGCAPTION.findall(h)) for h in pages.values())
+    assert n >= 40, n
+    problems = [f"{name}: {c!r}" for name, h in pages.items()
+                for c in sc.captions_without_what_to_see(h)]
+    assert not problems, f"{len(problems)} of {n} captions:\n" + "\n".join(problems)
+
+
 def test_every_posbias_command_shown_parses():
     """Each ``posbias`` command in a code block of the site, or as a whole command in inline
     code (the report's summary), is accepted by the CLI's own parser."""

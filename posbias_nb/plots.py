@@ -195,7 +195,7 @@ def headline_figure(data: dict):
     ax2.set_xlabel("slot of the gold passage (of 10)")
     ax2.set_ylabel("log p of the gold answer\nminus at the middle slot (nats)")
     ax2.set_xticks(sorted({int(x) for r in data["real"].values() for x in r["slots"]}))
-    ax2.set_title("Trained, real questions: the ends beat the middle")
+    ax2.set_title("Trained, real questions: log p by the gold passage's slot")
     ax2.legend(loc="upper center")
     return fig, (ax, ax2, ins)
 

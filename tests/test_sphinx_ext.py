@@ -3,14 +3,17 @@ module constants (issue 64: a design's whole ``mappingproxy(...)`` was printed, 
 page)."""
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 from types import MappingProxyType
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_ext"))
-posbias_sphinx = pytest.importorskip("posbias_sphinx")
+pytest.importorskip("sphinx")
+_spec = importlib.util.spec_from_file_location(
+    "posbias_sphinx", Path(__file__).resolve().parents[1] / "_ext" / "posbias_sphinx.py")
+posbias_sphinx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(posbias_sphinx)
 short_value = posbias_sphinx.short_value
 
 

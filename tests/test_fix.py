@@ -2,6 +2,7 @@
 remedy file's round trip and refusals, the bit-for-bit restore, and the command's refusals (tiny
 random Llama, byte-level text)."""
 import gzip
+import copy
 import json
 
 import numpy as np
@@ -125,10 +126,24 @@ def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
         fix_mod.fix(model_dir, f, **KW)
 
 
+@pytest.fixture(scope="module")
+def _fixed(tmp_path_factory, model_dir):
+    """One run of the fix for the tests of this module (about 7 s on 2 cores), into a cache
+    of its own, which :func:`run` hands on to each test."""
+    cache = tmp_path_factory.mktemp("fix-cache")
+    f = _file(tmp_path_factory.mktemp("fix"), _qa_rows(30))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POSBIAS_CACHE_DIR", str(cache))
+        return f, fix_mod.fix(model_dir, f, **KW), cache
+
+
 @pytest.fixture
-def run(tmp_path, model_dir):
-    f = _file(tmp_path, _qa_rows(30))
-    return f, fix_mod.fix(model_dir, f, **KW)
+def run(_fixed, monkeypatch):
+    """The module's run, a copy each test may change (its winner, say), with the cache it was
+    computed into (the same arguments then read the same numbers)."""
+    f, res, cache = _fixed
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(cache))
+    return f, copy.deepcopy(res)
 
 
 def test_fix_result_contract(run, model_dir):

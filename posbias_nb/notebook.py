@@ -64,6 +64,21 @@ def number(value, fmt: str) -> str:
     return out[1:] if _SIGNED_ZERO.fullmatch(out) else out
 
 
+#: A float written in full inside a label (``sliding:16@0.014936589462354138``).
+_LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{5,}(?:[eE][+-]?\d+)?")
+
+
+def short_floats(text: str, digits: int = 3) -> str:
+    """A label with every float written in full rounded to ``digits`` significant digits (by
+    :func:`number`), the rest as it is: a layout's sink logits, ``sliding:16@0.014936589462354138``,
+    print as ``sliding:16@0.0149``.
+
+    >>> short_floats("sliding:16@0.014936589462354138,full@-0.0017153004222846286,full")
+    'sliding:16@0.0149,full@-0.00172,full'
+    """
+    return _LONG_FLOAT.sub(lambda m: number(float(m.group(0)), f".{digits}g"), str(text))
+
+
 _SIGNED_ZERO = re.compile(r"[+\-\u2212]0(?:\.0*)?(?:%|[eE][+\-]?\d+)?")
 
 #: The kinds of interval :func:`interval` prints: ``two-sided`` (``est [low, high]``),
@@ -85,7 +100,8 @@ def interval(estimate, low=None, high=None, fmt: str = ".3f", *, kind: str = "tw
     ``unit`` (``"nats"``) is written once, after the interval.  ``kind`` (one of
     :data:`INTERVAL_KINDS`): ``"one-sided"`` for the two one-sided bounds at ``level`` of
     :func:`posbias_nb.stats.one_sided_bounds`, printed as the two-sided interval they make
-    (at ``2 level - 1``) with a note saying so, never as "one-sided bounds [a, b]";
+    (at ``2 level - 1``) with a note saying so, never as a pair of one-sided bounds in
+    brackets;
     ``"exact"`` for an exact number (``low`` and ``high`` equal to it), printed with
     ``(exact)`` and no interval.
 

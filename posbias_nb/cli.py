@@ -535,6 +535,7 @@ def _cmd_report(args):
 
 def _add_fix(sub) -> None:
     from .experiments.fix import DEFAULTS, MIN_TEST, NETWORK_REMEDIES, QUICK, RULES, fix
+    from .experiments.fix_fast import RANKED
     from .experiments.placement import PROMPT_REMEDIES
 
     api = _api_defaults(fix)
@@ -568,13 +569,18 @@ def _add_fix(sub) -> None:
     f.add_argument("--quick", action="store_true",
                    help="fewer and shorter prompts, a smaller channel search and cost "
                         "measurement (the same grids and rules)")
+    f.add_argument("--fast", action="store_true",
+                   help="the ranked prompt remedies' fast path (design fix-fast): tuned by "
+                        "where each setting puts the gold passage, read on the model as it "
+                        "is, and only the carried remedy scored on the test part (default "
+                        "remedies: " + ", ".join(RANKED) + "; --rule select-one only)")
     f.add_argument("--remedies", default=api["remedies"], metavar="A,B",
                    help=f"the remedies searched, comma-separated (default all: inside the "
                         f"network {', '.join(NETWORK_REMEDIES)}; in the prompt "
                         f"{', '.join(PROMPT_REMEDIES)}; the calibration costs one extra pass "
                         f"per document and prompt; hidden scaling and Ms-PoE are measured "
-                        f"together, so naming one still measures both; the fast path: "
-                        f"long-context-reorder,curve-order,prior-order)")
+                        f"together, so naming one still measures both; --fast: the ranked prompt "
+                        f"remedies' fast path)")
     _quiet(f)
     f.add_argument("--out", required=True, metavar="DIR",
                    help="directory for index.html, fix.json and remedy.json (checked before "
@@ -585,10 +591,20 @@ def _add_fix(sub) -> None:
 def _cmd_fix(args):
     from .experiments.fix import fix, write_fix
 
-    res = fix(args.model, args.data, documents=args.documents, examples=args.examples,
-              seed=args.seed, weights=args.weights, quick=args.quick, edge_loss=args.edge_loss,
-              progress=not args.quiet, remedies=args.remedies, rule=args.rule,
-              force=args.force)
+    if args.fast:
+        from .experiments.fix_fast import fix as fix_fast
+
+        if args.rule != "select-one":
+            raise ValueError(f"--fast runs the select-one rule; got --rule {args.rule}")
+        res = fix_fast(args.model, args.data, documents=args.documents,
+                       examples=args.examples, seed=args.seed, weights=args.weights,
+                       quick=args.quick, edge_loss=args.edge_loss, progress=not args.quiet,
+                       remedies=args.remedies, force=args.force)
+    else:
+        res = fix(args.model, args.data, documents=args.documents, examples=args.examples,
+                  seed=args.seed, weights=args.weights, quick=args.quick,
+                  edge_loss=args.edge_loss, progress=not args.quiet, remedies=args.remedies,
+                  rule=args.rule, force=args.force)
     paths = write_fix(res, args.out)
     got, sel = res["winner"], res["selected"]
     if sel:

@@ -13,18 +13,18 @@ STUDIES = {}
 
 def _studies():
     from posbias_nb.experiments import born_layouts, born_scales, claims, confirm, fix, \
-        inference, pipeline, realqa, report, retrieval, scale, training
+        fix_fast, inference, pipeline, realqa, report, retrieval, scale, training
     return {"claims": claims.DESIGN,
             "inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
             "remedies": training.DESIGN, "report": report.DESIGN, "layouts": born_layouts.DESIGN,
             "realqa": realqa.DESIGN, "fix": fix.DESIGN, "scale": scale.DESIGN,
             "confirm": confirm.DESIGN, "born-scales": born_scales.DESIGN,
-            "pipeline": pipeline.DESIGN}
+            "pipeline": pipeline.DESIGN, "fix-fast": fix_fast.DESIGN}
 
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
                                    "realqa", "fix", "scale", "confirm", "claims",
-                                   "born-scales", "pipeline"])
+                                   "born-scales", "pipeline", "fix-fast"])
 def test_every_design_is_the_registrys_latest(study):
     d = _studies()[study]
     assert d.study == study
@@ -117,7 +117,7 @@ def test_code_hash_moves_with_the_code_not_its_docstrings():
 
 @pytest.mark.parametrize("study", ["inference", "retrieval", "remedies", "report", "layouts",
                                    "realqa", "fix", "scale", "confirm", "claims",
-                                   "born-scales", "pipeline"])
+                                   "born-scales", "pipeline", "fix-fast"])
 def test_every_study_registers_its_verdict_code(study):
     last = check(_studies()[study])
     assert last["code"] == design.code_hash(study)

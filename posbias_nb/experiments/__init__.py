@@ -26,6 +26,8 @@
 :mod:`.placement`          the prompt remedies measured on a part of the user's examples
 :mod:`.fix`                ``posbias fix``: choose a remedy on a tuning part, confirm it on a
                            test part, its remedy file
+:mod:`.fix_fast`           ``posbias fix --fast``: the ranked prompt remedies tuned by where
+                           they put the gold passage, the carried one alone tested
 :mod:`.confirm`            the book's confirmatory study of the prompt remedies (its page for
                            a RAG pipeline)
 :mod:`.pipeline`           the pipeline study: a reorder against a retriever's own order, on a

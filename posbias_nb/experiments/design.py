@@ -187,6 +187,36 @@ VERDICT_CODE = {
                       "posbias_nb.experiments.placement.ranker_top1",
                       "posbias_nb.stats.paired_proportion_interval",
                       "posbias_nb.stats.proportion_interval"),
+    "fix-fast": _COMMON + ("posbias_nb.experiments.fix_fast.landing_gains",
+                           "posbias_nb.experiments.fix_fast.landing_slots",
+                           "posbias_nb.experiments.fix_fast._quality_orders",
+                           "posbias_nb.experiments.fix_fast.choose",
+                           "posbias_nb.experiments.fix_fast._test_part",
+                           "posbias_nb.experiments.fix_fast._judged",
+                           "posbias_nb.experiments.fix_fast.fix",
+                           "posbias_nb.experiments.fix_fast.RANKED",
+                           "posbias_nb.experiments.fix_fast._DEF",
+                           "posbias_nb.experiments.fix_fast._iv",
+                           "posbias_nb.experiments.fix_fast._gold_slots",
+                           "posbias_nb.experiments.fix_fast._by_slot",
+                           "posbias_nb.experiments.fix_fast._params",
+                           "posbias_nb.experiments.fix.split",
+                           "posbias_nb.experiments.fix.fix_positions",
+                           "posbias_nb.experiments.fix.pick",
+                           "posbias_nb.experiments.fix.select_one",
+                           "posbias_nb.experiments.fix.verdict_words",
+                           "posbias_nb.experiments.fix.MIN_TEST",
+                           "posbias_nb.experiments.placement.grid",
+                           "posbias_nb.experiments.placement.rankers",
+                           "posbias_nb.experiments.placement.rank",
+                           "posbias_nb.experiments.placement.place",
+                           "posbias_nb.experiments.placement.slot_qualities",
+                           "posbias_nb.stats.one_sided_bounds",
+                           "posbias_nb.stats.detectable_effect",
+                           "posbias_nb.stats.units_needed", "posbias_nb.stats._t_power_d",
+                           "posbias_nb.stats.paired_test",
+                           "posbias_nb.stats.paired_proportion_interval",
+                           "posbias_nb.stats.proportion_interval"),
     "realqa": _COMMON + ("posbias_nb.experiments.realqa.decisions",
                          "posbias_nb.experiments.realqa.first_middle_last",
                          "posbias_nb.experiments.realqa.matrices",
@@ -558,7 +588,9 @@ def verdict_rows(rows) -> dict:
 #: fail on any other study without one).
 NO_DIGEST = MappingProxyType({
     "claims": "a table of rules read by seven chapters, each of which prints its own verdicts; "
-              "no one chapter runs the whole table"})
+              "no one chapter runs the whole table",
+    "fix-fast": "a user's command (posbias fix --fast), run by no chapter: its verdicts are the "
+                "user's data's; bench/bench_fix.py times it against its floor"})
 
 
 def digest_mismatch(study: str, made: dict, now: tuple) -> str | None:

@@ -38,6 +38,7 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "init-logits": ("measure.logits",),
     "fix-test": ("experiments.fix", "experiments.placement"),
     "fix-tune": ("experiments.fix", "experiments.placement"),
+    "fix-fast": ("experiments.fix_fast",),
     "inference-channel": ("experiments.inference",),
     "inference-channel-cli": ("experiments.inference",),
     "inference-cost": ("experiments.inference",),

@@ -123,8 +123,8 @@ def test_only_the_carried_remedy_is_measured_on_the_test_part(_runs):
     n_tune = len(fast["split"]["tune"])
     timed = min(n_test, int(fix_mod.QUICK["timing_prompts"]))
     # the tuning part ranks by the question likelihood once per example (a setting uses it);
-    # the test part only where the carried setting does (each prompt, and each timed one)
-    assert calls["ql"] == n_tune + (n_test * n_pos + timed if uses_ql else 0)
+    # the test part only where the carried setting does (each example once, each timed prompt)
+    assert calls["ql"] == n_tune + (n_test + timed if uses_ql else 0)
     # the carried remedy's test numbers are those of a statistic over its own examples
     x = np.asarray(test[carried]["all_gain_per_example"])
     assert len(x) == n_test and np.isclose(x.mean(), sel["interval"]["estimate"])
@@ -170,3 +170,47 @@ def test_landing_check_rejects_an_estimate_that_misses():
     bad = ff.landing_check(tuning([est[1] - 1, est[0] + 3]), base, pos, k)
     assert not bad["same_carried"] and bad["spearman"] == pytest.approx(-1.0)
     assert bad["error"]["low"] > 0
+
+
+def test_a_question_likelihood_setting_ranks_each_test_example_once(model_dir, tmp_path,
+                                                                     monkeypatch):
+    """A carried setting that ranks by the question likelihood: one ranking pass per test
+    example (a document's likelihood does not depend on its slot) and one per timed prompt,
+    and the prompts it scores are those of a ranking made afresh at every gold slot."""
+    from posbias_nb.experiments import placement, task as T
+    from posbias_nb.measure import positional
+
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    f = _file(tmp_path, _qa_rows(12))
+    k = KW["documents"]
+    pos = fix_mod.fix_positions(k)
+    part = T.prepare(f, k, pos, None, None, 0, "liu-qa", select=[0, 1, 2], pool_exclude=[])
+    setting = {"ranker": "question-likelihood"}
+    sizes = dict(fix_mod.QUICK, timing_prompts=1)
+    calls = {"ql": 0}
+    ql = positional.question_likelihood_ranking
+
+    def count_ql(*a, **kw):
+        calls["ql"] += 1
+        return ql(*a, **kw)
+
+    monkeypatch.setattr(positional, "question_likelihood_ranking", count_ql)
+    res = ff._test_part(model_dir, "pretrained", 0, part, "long-context-reorder", setting, {},
+                        sizes, {"test": "ql-once"})
+    assert calls["ql"] == len(part["items"]) + 1
+    # the gold passage lands where a ranking made afresh at each gold slot puts it
+    from posbias_nb.experiments import study
+
+    m, tok, _ = study.load(model_dir, "pretrained", 0)
+    codec = study.codec(m, tok)
+    want = []
+    for it in part["items"]:
+        for j, p in enumerate(part["positions"]):
+            docs = it["documents"][j]
+            nll = {(d.title, d.text): float(v) for d, v in
+                   zip(docs, ql(m, codec, it["question"], docs)["nll"])}
+            r = placement.rank("question-likelihood", it["question"], docs, nll=nll)
+            placed = placement.place("long-context-reorder", setting, it["question"], docs,
+                                     ranking=r)
+            want.append(placed["documents"].index(docs[p]))
+    assert np.asarray(res["gold_slot"]).tolist() == want

@@ -347,9 +347,8 @@ def _test_part(model, weights, seed, part, carried, setting, qualities, sizes, k
                           eos=study.eos_ids(m, codec.tok))
         return loaded
 
-    def ranked(m, codec, q, docs, file_order):
-        nll = None
-        if setting.get("ranker") == "question-likelihood":
+    def ranked(m, codec, q, docs, file_order, nll=None):
+        if nll is None and setting.get("ranker") == "question-likelihood":
             got = question_likelihood_ranking(m, codec, q, docs)["nll"]
             nll = {(d.title, d.text): float(v) for d, v in zip(docs, got)}
         ranking = placement.rank(setting["ranker"], q, docs, nll=nll, file_order=file_order)
@@ -360,7 +359,12 @@ def _test_part(model, weights, seed, part, carried, setting, qualities, sizes, k
         m, codec = L["m"], L["codec"]
         it = part["items"][e]
         ans = study.answer_ids(codec, it["answers"][0])
-        placed = [ranked(m, codec, it["question"], it["documents"][j], it.get("file_order"))
+        nll = None  # a document's question likelihood does not depend on its slot: once
+        if setting.get("ranker") == "question-likelihood":
+            docs0 = it["documents"][0]
+            got = question_likelihood_ranking(m, codec, it["question"], docs0)["nll"]
+            nll = {(d.title, d.text): float(v) for d, v in zip(docs0, got)}
+        placed = [ranked(m, codec, it["question"], it["documents"][j], it.get("file_order"), nll)
                   for j in range(len(positions))]
         texts = [p["prompt"] for p in placed]
         scored = {}

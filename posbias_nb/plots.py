@@ -7,7 +7,7 @@ import numpy as np
 
 __all__ = ["use_style", "profile_axes", "COLORS", "figure", "positions", "headline_figure",
            "force_figure", "VERDICT_COLORS", "verdict_overview", "COLUMN_PX", "MIN_TEXT_PX",
-           "text_sizes", "check_readable"]
+           "text_sizes", "check_readable", "model_label", "PUBLISHED_LABELS"]
 
 COLORS = ["#1b4f72", "#c0392b", "#27ae60", "#8e44ad", "#d68910", "#5d6d7e", "#17a589", "#a04000"]
 
@@ -124,6 +124,35 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 7.0, height: float = 3
 
     use_style()
     return plt.subplots(nrows, ncols, figsize=(width, height), **kw)
+
+
+#: The structural theory's five published configurations (``rollout.PUBLISHED_MODELS``) by the
+#: names their releases use, for legends and panel titles.
+PUBLISHED_LABELS = {"bloom": "BLOOM-176B", "bloom-7b1": "BLOOM-7b1", "falcon-rw-7b": "Falcon-RW-7B",
+                    "mpt-7b": "MPT-7B", "mpt-30b": "MPT-30B"}
+
+
+def model_label(spec) -> str:
+    """A model's name as the book's text writes it ("GPT-2 small", "SmolLM2-135M"), for panel
+    titles and legends: the head of a zoo entry's description (``spec.description``, read by
+    duck typing: the figure style imports no model), before its first colon or parenthesis,
+    without a trailing "architecture".
+
+    >>> from types import SimpleNamespace as S
+    >>> model_label(S(description="SmolLM2-135M (Instruct weights, GGUF Q4_1): 30 layers"))
+    'SmolLM2-135M'
+    >>> model_label(S(description="Llama-3.1-8B architecture (random init only): 32 layers"))
+    'Llama-3.1-8B'
+    >>> model_label(S(description=""))
+    Traceback (most recent call last):
+    ...
+    ValueError: model_label needs a zoo entry with a description, got namespace(description='')
+    """
+    d = getattr(spec, "description", None)
+    if not isinstance(d, str) or not d.strip():
+        raise ValueError(f"model_label needs a zoo entry with a description, got {spec!r}")
+    head = d.split(":", 1)[0].split(" (", 1)[0].strip()
+    return head.removesuffix(" architecture").strip()
 
 
 def profile_axes(ax, L: int | None = None, logy: bool = True, relative: bool = False,

@@ -434,3 +434,21 @@ def test_interval_kinds_and_units():
         nb.interval(1.0, 0.0, 2.0, kind="exact")
     with pytest.raises(ValueError, match="one-sided level"):
         nb.interval(1.0, 0.0, 2.0, kind="one-sided", level=0.3)
+
+
+def test_model_label_names_every_zoo_model_as_its_description_does():
+    """plots.model_label: the head of each zoo entry's description, and a clear refusal of an
+    object without one (the counterexample)."""
+    from types import SimpleNamespace
+
+    from posbias_nb import models, plots
+
+    got = {n: plots.model_label(s) for n, s in models.ZOO.items()}
+    assert got["gpt2"] == "GPT-2 small" and got["smollm2-135m"] == "SmolLM2-135M"
+    assert got["gemma3-4b"] == "Gemma-3-4B text" and got["llama3.1-8b"] == "Llama-3.1-8B"
+    assert all(v and ":" not in v and "(" not in v for v in got.values()), got
+    for bad in (SimpleNamespace(description=""), SimpleNamespace(), None):
+        with pytest.raises(ValueError, match="model_label needs a zoo entry"):
+            plots.model_label(bad)
+    assert set(plots.PUBLISHED_LABELS) == set(__import__(
+        "posbias_nb.rollout", fromlist=["PUBLISHED_MODELS"]).PUBLISHED_MODELS)

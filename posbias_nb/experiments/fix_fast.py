@@ -347,10 +347,17 @@ def _test_part(model, weights, seed, part, carried, setting, qualities, sizes, k
                           eos=study.eos_ids(m, codec.tok))
         return loaded
 
+    def likelihoods(m, codec, q, docs):
+        """Each document's question likelihood by its ``(title, text)``, where the carried
+        setting ranks by it (else None): one pass a document, independent of its slot."""
+        if setting.get("ranker") != "question-likelihood":
+            return None
+        got = question_likelihood_ranking(m, codec, q, docs)["nll"]
+        return {(d.title, d.text): float(v) for d, v in zip(docs, got)}
+
     def ranked(m, codec, q, docs, file_order, nll=None):
-        if nll is None and setting.get("ranker") == "question-likelihood":
-            got = question_likelihood_ranking(m, codec, q, docs)["nll"]
-            nll = {(d.title, d.text): float(v) for d, v in zip(docs, got)}
+        if nll is None:
+            nll = likelihoods(m, codec, q, docs)
         ranking = placement.rank(setting["ranker"], q, docs, nll=nll, file_order=file_order)
         return placement.place(carried, setting, q, docs, ranking=ranking, order=order)
 
@@ -359,11 +366,7 @@ def _test_part(model, weights, seed, part, carried, setting, qualities, sizes, k
         m, codec = L["m"], L["codec"]
         it = part["items"][e]
         ans = study.answer_ids(codec, it["answers"][0])
-        nll = None  # a document's question likelihood does not depend on its slot: once
-        if setting.get("ranker") == "question-likelihood":
-            docs0 = it["documents"][0]
-            got = question_likelihood_ranking(m, codec, it["question"], docs0)["nll"]
-            nll = {(d.title, d.text): float(v) for d, v in zip(docs0, got)}
+        nll = likelihoods(m, codec, it["question"], it["documents"][0])  # once, every slot
         placed = [ranked(m, codec, it["question"], it["documents"][j], it.get("file_order"), nll)
                   for j in range(len(positions))]
         texts = [p["prompt"] for p in placed]

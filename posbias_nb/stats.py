@@ -24,7 +24,7 @@ actually uses (a handful of seeds, windows or examples), which the tests check b
   runs that share their weights) and the count rule for a claim graded unit by unit.
 * :func:`decide` -- the verdict word; :func:`decide_all` -- one word for a claim made of parts.
 
-Measured coverage of a nominal 95% interval (simulations, see ``tests/test_stats.py``):
+Measured coverage of a nominal 95% interval (simulations, see ``tests/unit/numerics/test_stats.py``):
 the *t* interval 95.0% for normal data and ~94% for a moderately skewed population at n = 5, 6,
 8 (91.6% for log-normal sigma = 0.5); Wilson averages 95.5% over true p at n = 6 and 95.2% at
 n = 30 (Clopper--Pearson 98.9% and 97.4%: conservative); Newcombe's paired interval 96.1%
@@ -123,7 +123,7 @@ def proportion_interval(successes, n, level: float = 0.95, method: str = "wilson
     ``method="clopper-pearson"`` is the exact (conservative) interval.  Both come from
     :meth:`scipy.stats.binomtest(...).proportion_ci <scipy.stats.binomtest>`.
 
-    The default is chosen by coverage (``tests/test_stats.py`` computes it exactly, summing
+    The default is chosen by coverage (``tests/unit/numerics/test_stats.py`` computes it exactly, summing
     binomial probabilities): averaged over true p in [0.01, 0.99], Wilson covers 95.5% at n = 6
     and 95.2% at n = 30, Clopper--Pearson 98.9% and 97.4%.  Clopper--Pearson never covers less
     than the nominal level, so prefer it when a single p near 0 or 1 matters more than the
@@ -181,7 +181,7 @@ def unit_proportion_interval(unit_means, level: float = 0.95):
     the unit means.  A unit mean of :math:`m` Bernoulli outcomes has variance at most
     :math:`p(1-p)` (equality when the outcomes of a unit always agree), so treating each unit
     as one trial is conservative: the interval covers at least about as often as Wilson at
-    ``n`` units, whatever the correlation inside a unit (``tests/test_stats.py`` simulates
+    ``n`` units, whatever the correlation inside a unit (``tests/unit/numerics/test_stats.py`` simulates
     beta-binomial clusters), and it never has zero width.  Pooling the outcomes as if they were
     independent covers 78-90% in the same simulation when they correlate.
 
@@ -445,7 +445,7 @@ def paired_proportion_interval(a, b, level: float = 0.95):
     gives e.g. [-0.49, 0.49] for four examples all correct twice.  It stays inside [-1, 1].
 
     Coverage (computed exactly, summing multinomial probabilities over every 2x2 table, in
-    ``tests/test_stats.py``) over the grid ``p_a, p_b`` in {0.1, 0.3, 0.5, 0.7, 0.9} and
+    ``tests/unit/numerics/test_stats.py``) over the grid ``p_a, p_b`` in {0.1, 0.3, 0.5, 0.7, 0.9} and
     correlation in {-0.3, 0, 0.3, 0.6} (72 valid points): at n = 4, the retrieval chapter's
     Liu et al. contrast, 96.1% on average, 88.2% at worst (a margin near 0 or 1); at n = 8,
     95.8% and 91.3%.  With only the non-negative correlations the n = 4 average is 97.2%:
@@ -624,7 +624,7 @@ def bootstrap(statistic, *samples, n_boot: int = 2000, level: float = 0.95, seed
     Hesterberg's "expanded percentile" (The American Statistician 69, 2015), applied inside BCa.
     It vanishes as k grows and brings a mean's coverage to 91% (n = 5), 93% (n = 8), 95%
     (n = 12, 30) for normal data and 89%, 93%, 93%, 95% for gamma(4) data (5,000-rep
-    simulations, see ``tests/test_stats.py``).  So: reliable from about n = 8 units with the
+    simulations, see ``tests/unit/numerics/test_stats.py``).  So: reliable from about n = 8 units with the
     expansion, n = 30 without; below n = 8 prefer :func:`mean_interval` for means, and read any
     bootstrap interval as somewhat too narrow.
 
@@ -774,7 +774,7 @@ def jackknife_interval(statistic, *samples, level: float = 0.95, transform=None)
     :math:`g^{-1}\big(g(\hat\theta) \pm t_{n-1,(1+\text{level})/2}\, s\big)`: it contains its
     estimate by construction.  ``transform``: ``"fisher"`` (:math:`\operatorname{artanh}`,
     for a correlation; the interval stays inside (-1, 1)), ``"log"`` (a positive statistic: a
-    distance, a ratio) or None.  Coverage, measured in ``tests/test_stats.py`` by simulation
+    distance, a ratio) or None.  Coverage, measured in ``tests/unit/numerics/test_stats.py`` by simulation
     (U-shaped profiles, multiplicative noise per position, n = 6 and 8 windows, Spearman of
     the mean profile, 64 or 128 positions): 93--97% of the estimand above, where the
     percentile bootstrap covers 44--79% and BCa 14--32%.  No interval covers the agreement of
@@ -1449,7 +1449,7 @@ def t_power(effect, sd, n, alpha: float = 0.05, alternative: str = "greater") ->
     mean > 0 (one-sided at ``alpha``); ``"two-sided"`` at ``alpha`` split over both tails.
 
     Chapter :ref:`ch-practice` (the confirmatory study's design) and ``posbias fix`` (what its
-    test part can detect).  ``tests/test_stats.py`` checks it by simulation.
+    test part can detect).  ``tests/unit/numerics/test_stats.py`` checks it by simulation.
 
     >>> round(t_power(0.5, 1.0, 34), 3), round(t_power(0.5, 1.0, 34, alternative="two-sided"), 3)
     (0.887, 0.808)

@@ -1,5 +1,5 @@
 """Checks of the built website's text, shared by the site test (``tests/browser/test_site.py``)
-and the unit tests that feed each check a counterexample (``tests/test_sitecheck.py``).
+and the unit tests that feed each check a counterexample (``tests/book/test_sitecheck.py``).
 
 - :func:`raw_roles`: a MyST role or glue reference shown as text (``{glue:text}`key```, a role
   whose closing backtick is missing, a glue role swallowed by a code span): a number or a link

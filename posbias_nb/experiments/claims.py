@@ -15,7 +15,7 @@ seed's :math:`1/(H-1)!`) or a direction that follows a prediction's sign is decl
 
 Studies with a design of their own keep their rules there (``remedies.DESIGN["rules"]``,
 ``layouts.DESIGN["rules"]``), applied by the same
-:func:`~posbias_nb.experiments.design.decide_rule`.  ``tests/test_claims.py`` fails on a chapter that calls ``stats.decide`` itself.
+:func:`~posbias_nb.experiments.design.decide_rule`.  ``tests/unit/studies/test_claims.py`` fails on a chapter that calls ``stats.decide`` itself.
 """
 from __future__ import annotations
 

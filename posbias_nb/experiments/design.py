@@ -6,7 +6,7 @@ the SHA-256 of its canonical JSON.  The registry, ``posbias_nb/data/designs.json
 each study the list of its designs, each with the date and the reason of the change; a change
 of design is committed, with its entry, before the measurement it governs.  :func:`check`
 raises when a study's design is not the registry's latest entry, so a design that moves
-without a dated reason fails the tests (``tests/test_design.py``) and every chapter that
+without a dated reason fails the tests (``tests/unit/studies/test_design.py``) and every chapter that
 reads it.  The chapters print the hash and the history (:func:`history_markdown`), so "fixed
 before the data" can be checked from the record: the registry's dates and the git log of this
 file against those of the measurements.
@@ -582,6 +582,14 @@ def verdict_rows(rows) -> dict:
             est = r["effect"]["interval"][0]
         out[r["key"]] = (word, est)
     return out
+
+
+#: The studies that cache no measurement of their own, and why (every other study's module is a
+#: code root of the namespaces it caches under, ``posbias_nb.provenance.code.NAMESPACE_CODE``;
+#: ``tests/package/test_study_contract.py`` checks both).
+NO_NAMESPACE = MappingProxyType({
+    "claims": "a table of rules that other studies' chapters apply to their own measurements; "
+              "it measures nothing"})
 
 
 #: The studies that write no digest, and why (``make test`` and the unit suite skip them, and

@@ -10,7 +10,7 @@ steps, in order (:func:`fix`):
    (:func:`split`: a seeded permutation, recorded in the output).  Each part's prompts are built
    only from its own examples, and a QA part's distractors are never the other part's gold
    passages (``pool_exclude``).  The test part's prompts are not built before the choice is
-   made (``tests/test_fix.py`` plants a test example that raises when it is read).
+   made (``tests/integration/test_fix.py`` plants a test example that raises when it is read).
 2. **The choice** (:func:`choose`), on the tuning part only.  Every setting of each remedy's
    grid (:data:`GRID`; the prompt remedies' :func:`posbias_nb.experiments.placement.grid`) is
    scored against the model as it is: the teacher-forced log-probability of the gold answer at
@@ -118,7 +118,7 @@ QUICK_DOCUMENTS = 6
 #: The smallest test part ``posbias fix`` runs without ``--force``.  It is the fewest
 #: questions whose one-sided t test at 5% detects, with 80% power, a gain of one standard
 #: deviation of the per-question gain (:func:`posbias_nb.stats.units_needed`).
-MIN_TEST = 8  # = stats.units_needed(1.0, 1.0), a literal so that importing fix loads no scipy.stats (tests/test_fix.py checks it)
+MIN_TEST = 8  # = stats.units_needed(1.0, 1.0), a literal so that importing fix loads no scipy.stats (tests/integration/test_fix.py checks it)
 #: The attention calibration's readings (dummy, normaliser) searched by the fourth design (issue
 #: 46): the paper's first, then ours, each choice alone and both together.
 CAL_VARIANTS = (("paper", "per-head"), ("length-matched", "per-head"), ("paper", "shared"),

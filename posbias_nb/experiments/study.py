@@ -154,7 +154,7 @@ def score_remedy(m, prompts, answers, name: str, settings, base: bool = True, sp
     sliding window; otherwise, and for the remedies that change every row (Ms-PoE, hidden
     scaling in every row), by batched full passes
     (:func:`~posbias_nb.measure.scoring.score_batch`).  Both equal full passes up to float
-    rounding (``tests/test_remedy_oracles.py``).  The attention calibration reads each prompt's
+    rounding (``tests/unit/models/test_remedy_oracles.py``).  The attention calibration reads each prompt's
     documents: ``spans`` (the documents' token ranges of each prompt, the same number of
     documents in every prompt where they are scored by batched full passes) and ``relevance``
     (their calibrated attention, :func:`~posbias_nb.measure.positional.calibrated_attention`),

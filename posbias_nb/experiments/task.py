@@ -202,7 +202,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
         the answers' log p as ``posbias fix`` scores them
         (:func:`posbias_nb.experiments.study.score_remedy`), the greedy answer decoded
         under the remedy with a key-value cache (equal to full passes:
-        ``tests/test_fix.py``).  A file of the attention calibration: each prompt's documents
+        ``tests/integration/test_fix.py``).  A file of the attention calibration: each prompt's documents
         are found in its text and their relevance measured on it (one extra pass per
         document, :func:`posbias_nb.experiments.study.prompt_documents`); a prompt with fewer
         than two documents (closed-book, oracle) is left as it is, which the calibration would

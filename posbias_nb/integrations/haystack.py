@@ -16,7 +16,7 @@ The placement is :class:`posbias_nb.integrations.langchain.RemedyReorder`'s rule
 same :func:`posbias_nb.experiments.task.reorder_documents`; this module maps Haystack's
 ``Document`` (``content``, ``meta["title"]``) to the package's and back by position, so the very
 objects come back.  Unlike ``LostInTheMiddleRanker`` it neither deduplicates nor truncates: a
-reorder keeps every document.  ``tests/test_haystack.py`` checks it against Haystack's own
+reorder keeps every document.  ``tests/integration/test_haystack.py`` checks it against Haystack's own
 ranker.
 
 Needs ``haystack-ai`` (``make setup`` installs it).  Nothing in the package imports this module.

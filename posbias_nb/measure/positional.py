@@ -179,7 +179,7 @@ def calibrated_attention(model, prompt_ids, spans, dummies) -> dict:
     (``prompt_ids`` may be a :class:`posbias_nb.measure.prefix.Prefix` of the prompt already
     recorded), except where the dummy prompt is longer than a sliding window of the model: a
     full cache of such a layer cannot be reused, so that dummy prompt is one full pass (the
-    same numbers up to float rounding, ``tests/test_remedy_oracles.py``).
+    same numbers up to float rounding, ``tests/unit/models/test_remedy_oracles.py``).
 
     Returns ``{"attention", "dummy", "relevance"}`` (``(K,)`` each; relevance = attention -
     dummy).

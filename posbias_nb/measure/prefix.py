@@ -8,7 +8,7 @@ unmodified model's in every layer.  So a prompt is run once (:class:`Prefix`), a
 recomputes only its last ``len(answer) + 1`` rows on top of the recorded keys and values
 (:func:`score_after_prefix`): for a 350-token prompt and a 5-token answer, about 2% of a full
 pass.  Hsieh et al.'s dummy documents reuse the prefix they share with the prompt the same way
-(:func:`posbias_nb.measure.positional.calibrated_attention`).  ``tests/test_remedy_oracles.py``
+(:func:`posbias_nb.measure.positional.calibrated_attention`).  ``tests/unit/models/test_remedy_oracles.py``
 checks both against full passes.
 
 The cache is rebuilt from the recorded keys and values (a ``DynamicCache`` of the model's own

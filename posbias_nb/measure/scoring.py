@@ -9,7 +9,7 @@ and stacked.  In a causal model a token never attends to a later one, so the pad
 sequence cannot change a logit of that sequence, and no attention mask or position shift is
 needed (left padding would need both); only the per-row positions of the answer are read.  The
 numbers equal :func:`score`'s up to float rounding of batched matrix products
-(``tests/test_retrieval.py`` checks 1e-5).
+(``tests/unit/studies/test_retrieval.py`` checks 1e-5).
 """
 from __future__ import annotations
 
@@ -165,7 +165,7 @@ def generate_greedy_batch(model, prompts, max_new_tokens, stops=None, eos=None,
     output embedding included).  ``max_new_tokens`` and ``stops`` (callables on the generated
     ids) are per prompt or one for all; a row stops at its budget, at an ``eos`` id or when its
     ``stop`` returns True.  Returns the generated ids of each prompt, in input order
-    (``tests/test_retrieval.py`` checks them against one-by-one decoding).
+    (``tests/unit/studies/test_retrieval.py`` checks them against one-by-one decoding).
     """
     import torch
 
@@ -229,7 +229,7 @@ def score_and_generate(model, prompt_ids, answers, max_new_tokens: int, stop=Non
     decoding of up to ``max_new_tokens`` tokens from it (stopping at an ``eos`` id or when
     ``stop(generated_ids)`` is True): what :func:`score_batch` and :func:`generate_greedy` give
     together, at the cost of one pass over the prompt instead of two.  Equal to them up to float
-    rounding (``tests/test_cli_task_file.py`` checks it).  The cache is copied, never cropped (a
+    rounding (``tests/integration/test_cli_task_file.py`` checks it).  The cache is copied, never cropped (a
     sliding-window layer's cache cannot be cropped once full).
 
     Returns ``(logprobs, generated_ids)``: one float per answer, and the generated ids.

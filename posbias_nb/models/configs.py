@@ -5,7 +5,7 @@ Chapters :ref:`ch-init` (GPT-2, Qwen2 at birth), :ref:`ch-after` (SmolLM2, Gemma
 
 Each function returns a ``transformers`` config; keyword overrides replace single settings (the
 test-size twins of :mod:`posbias_nb.models.zoo` use them).  Nothing here builds a model or
-downloads anything; ``tests/test_zoo_pretrained.py`` checks every architectural key of the
+downloads anything; ``tests/unit/models/test_zoo_pretrained.py`` checks every architectural key of the
 packaged checkpoints against these configs, so a random-init model is the very architecture its
 pretrained weights fill.
 

@@ -6,7 +6,7 @@ the remedy, after it the model is exactly what it was (same parameters, no hook 
 attention implementation), so its logits are bit-identical to those before.
 
 Three remedies are the papers' own methods, each tested against an oracle written from the
-paper's equations (``tests/test_remedy_oracles.py``); two are variants of ours, named apart.
+paper's equations (``tests/unit/models/test_remedy_oracles.py``); two are variants of ours, named apart.
 
 * ``"hidden-scaling"`` (Yu et al. 2024, *PositionalHidden*, their ``LlamaAttention`` with
   ``last_recompute_tokens``).  In each layer of ``layers`` the attention block first computes

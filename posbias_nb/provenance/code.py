@@ -28,7 +28,7 @@ __all__ = ["NAMESPACE_CODE", "NOT_COMPUTING", "normalised_source", "normalised_c
 
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
-#: ``tests/test_provenance.py`` checks that every namespace the package caches under is declared
+#: ``tests/unit/support/test_provenance.py`` checks that every namespace the package caches under is declared
 #: and that its calling module is among its roots.
 NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "capture-influence": ("measure.cached",),

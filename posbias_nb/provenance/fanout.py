@@ -21,7 +21,7 @@ What makes a fan-out give the serial run's entries:
   a real cluster the cache folder must be one shared filesystem with working ``flock``.
 * **Written atomically**, as the cache always writes (:func:`posbias_nb.cache.write_entry`).
 
-``tests/test_fanout.py`` runs units on a two-worker ``LocalCluster`` and checks that the
+``tests/integration/test_fanout.py`` runs units on a two-worker ``LocalCluster`` and checks that the
 entries are byte-identical to a serial run's and that a shared entry is computed once.
 
 Bad input: a scheduler address that does not answer within :data:`CONNECT_TIMEOUT` seconds is a

@@ -529,7 +529,7 @@ def irwin_hall_row(L: int, depth: int, window: int, alpha=1.0) -> np.ndarray:
     :math:`L = 256`, 0.0017 at 1024 and 0.0001 at 4096).  At the edge of the support, where
     the exact row is a few discrete steps from 0, the continuum density does not approximate
     it at any :math:`w`: the largest relative error over all positions of positive influence
-    stays about 1.02 at every :math:`L` (``tests/test_layouts.py`` checks both).
+    stays about 1.02 at every :math:`L` (``tests/unit/numerics/test_layouts.py`` checks both).
     """
     from scipy.stats import irwinhall
 

@@ -237,7 +237,7 @@ def test_every_number_is_shown_and_every_sentence_reads():
 def test_every_number_is_printed_by_the_formatter():
     """No page prints a number by hand where the book's formatter would print it otherwise
     (issue 64, item 3; tests/sitecheck.py's :func:`hand_formatted` and
-    :func:`broken_emphasis`, each with counterexamples in tests/test_sitecheck.py): no unit inside
+    :func:`broken_emphasis`, each with counterexamples in tests/book/test_sitecheck.py): no unit inside
     and after an interval, no signed zero, no one-sided bound with two ends, no float in full,
     no layout string read as emphasis."""
     sc, parts = _site_parts()
@@ -250,7 +250,7 @@ def test_every_number_is_printed_by_the_formatter():
 def test_every_caption_says_what_to_see():
     """Every figure of the site says what to see in it (issue 64, item 5): its caption holds a
     sentence that starts "What to see:" (tests/sitecheck.py's
-    :func:`captions_without_what_to_see`, with its counterexample in tests/test_sitecheck.py)."""
+    :func:`captions_without_what_to_see`, with its counterexample in tests/book/test_sitecheck.py)."""
     from tests import sitecheck as sc
 
     pages = {p.relative_to(SITE).as_posix(): p.read_text(errors="replace") for p in _built_pages()}
@@ -444,7 +444,7 @@ API_PAGE_MAX_PX = 40_000
 def test_the_reference_pages_are_short_and_print_no_dumps(visits):
     """Every API page is under :data:`API_PAGE_MAX_PX` tall at 1,400 px and shows no constant's
     raw repr (``mappingproxy(...)``, an object's address): _ext/posbias_sphinx.py summarises
-    module constants (tests/test_sphinx_ext.py checks the summary)."""
+    module constants (tests/book/test_sphinx_ext.py checks the summary)."""
     api = {u: v for u, v in visits.items() if "/api/" in u}
     assert len(api) >= 10, sorted(api)
     problems = [f"{u.rsplit('/', 1)[-1]}: {v['height']} px" for u, v in api.items()

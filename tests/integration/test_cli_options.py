@@ -7,7 +7,7 @@ terminal, so the snapshot holds the parts, not the wrapped text.
 
 A deliberate change to the command regenerates the snapshot, and its diff shows in review::
 
-    python tests/test_cli_options.py --write
+    python tests/integration/test_cli_options.py --write
 """
 import argparse
 import json
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from posbias_nb import cli
 
-SNAPSHOT = Path(__file__).parent / "data" / "cli_options.json"
+SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "cli_options.json"
 
 
 def _option(a: argparse.Action) -> dict:
@@ -77,7 +77,7 @@ def test_every_option_is_the_snapshots():
     want = json.loads(SNAPSHOT.read_text())
     got = options(cli.build_parser())
     assert differences(want, got) == [], (
-        "the posbias command changed; if deliberate: python tests/test_cli_options.py --write")
+        "the posbias command changed; if deliberate: python tests/integration/test_cli_options.py --write")
     assert set(got) == {"posbias", *got["posbias"]["commands"]}  # every subcommand is pinned
 
 

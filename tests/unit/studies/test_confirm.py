@@ -100,6 +100,6 @@ def test_only_a_failed_claim_reads_does_not_help():
     for word in ("holds", "inconclusive", "not testable"):
         assert "does not help" not in confirm.verdict_phrase(word, 0.3)
     assert "detectable gains ≥ 0.30 nats" in confirm.verdict_phrase("inconclusive", 0.3)
-    book = Path(__file__).resolve().parents[1] / "book"
+    book = Path(__file__).resolve().parents[3] / "book"
     typed = [p.name for p in book.glob("*.md") if "does not help" in p.read_text()]
     assert not typed, typed

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("sphinx")
 _spec = importlib.util.spec_from_file_location(
-    "posbias_sphinx", Path(__file__).resolve().parents[1] / "_ext" / "posbias_sphinx.py")
+    "posbias_sphinx", Path(__file__).resolve().parents[2] / "_ext" / "posbias_sphinx.py")
 posbias_sphinx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(posbias_sphinx)
 short_value = posbias_sphinx.short_value

@@ -5,7 +5,7 @@ rule, its refusals), the variants' scores in ``posbias fix`` against full passes
 remedy, the search over the four combinations under the all-slot rule and the paper's reading
 alone under the first design's rule, and a variant's remedy file applied by ``posbias task``.
 The shared normaliser's operator is tested against eq. 5 by hand in
-``tests/test_remedy_oracles.py``."""
+``tests/unit/models/test_remedy_oracles.py``."""
 import gzip
 import json
 

@@ -347,7 +347,7 @@ def test_docstrings_name_their_chapter_and_existing_labels():
 
     from posbias_nb import rollout
 
-    book = Path(__file__).resolve().parents[1] / "book"
+    book = Path(__file__).resolve().parents[3] / "book"
     text = "\n".join(p.read_text() for p in book.glob("*.md"))
     chapters = set(re.findall(r"^\((ch-[\w-]+)\)=", text, flags=re.M))
     equations = set(re.findall(r":label:\s*(eq-[\w-]+)", text))

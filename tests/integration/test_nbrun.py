@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-import nbrun  # tests/, beside this file
+from tests import nbrun  # tests/, beside this file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 HEADER = """---
 jupytext:

@@ -176,7 +176,7 @@ def test_the_gpu_code_runs_on_a_cpu_rung_and_refuses_other_windows():
 ])
 def test_the_command_line_refuses_in_one_line(tmp_path, capsys, monkeypatch, args):
     """In process (``cli.main``, as ``posbias`` runs it); that the installed command prints the
-    same one line with no traceback is shown by tests/test_cli_models.py's subprocess cases."""
+    same one line with no traceback is shown by tests/integration/test_cli_models.py's subprocess cases."""
     from posbias_nb import cli
 
     out = tmp_path / "p.csv"
@@ -197,7 +197,7 @@ def _gpu_born():
     import importlib.util
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     spec = importlib.util.spec_from_file_location("gpu_born", root / "bench" / "gpu_born.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -226,7 +226,7 @@ def test_gpu_import_refuses_a_dry_run_and_code_that_is_not_its_commits(tmp_path,
 def Path_bench():
     from pathlib import Path
 
-    return Path(__file__).resolve().parents[1] / "bench"
+    return Path(__file__).resolve().parents[3] / "bench"
 
 
 def gb_head():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "posbias_nb"
+PKG = Path(__file__).resolve().parents[2] / "posbias_nb"
 NUMERICS = ("posbias_nb.theory", "posbias_nb.rollout", "posbias_nb.metrics", "posbias_nb.stats")
 #: The layers from the top down (DESIGN.md): a module may import only its own layer or lower ones.
 #: The provenance room (:mod:`posbias_nb.provenance`) is support, beside the cache, but for its

@@ -22,7 +22,7 @@ import pytest
 from posbias_nb import cache, rollout
 from posbias_nb.experiments import replay as exp_replay
 
-DIGESTS = json.loads((Path(__file__).parent / "data" / "ml-uhh-rollout-configs.sha256.json")
+DIGESTS = json.loads((Path(__file__).resolve().parents[2] / "data" / "ml-uhh-rollout-configs.sha256.json")
                      .read_text())
 MODELS = ["bloom", "bloom-7b1", "falcon-rw-7b", "mpt-7b", "mpt-30b"]
 

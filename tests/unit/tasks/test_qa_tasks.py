@@ -9,7 +9,7 @@ import pytest
 
 from posbias_nb.tasks import qa
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "data" / "liu2023"
 
 

@@ -256,7 +256,7 @@ def test_docs_speed_and_memory_figures_are_the_benchmarks():
     until the page is updated."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     page = " ".join((root / "docs" / "models.md").read_text().split())  # line breaks as spaces
     res = json.loads((root / "bench" / "results" / "measure.json").read_text())
     floor = {r["model"]: r for r in res["floor"]}
@@ -279,7 +279,7 @@ def test_docs_fix_times_are_the_benchmarks():
     of bench/results/fix.json (bench/bench_fix.py), run by run, as the page writes them."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     page = " ".join((root / "docs" / "remedies.md").read_text().split())
     runs = {r["run"]: r for r in json.loads((root / "bench" / "results" /
                                              "fix.json").read_text())["runs"]}

@@ -14,7 +14,7 @@ from posbias_nb import cache
 from posbias_nb.provenance import code, machine, plan, verify
 from posbias_nb.provenance import record as rec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 SRC = '''"""A fake measurement."""

@@ -50,7 +50,7 @@ def test_the_grid_covers_every_control_and_the_schedules_file_is_current():
     assert any(g["s"] is not None for g in grid) and any(g["m"] > 0 for g in grid)
     assert {g["schedule"] for g in grid} >= set(rollout.published_schedules()) | {"constant"}
     assert any(g["alpha"] == 0 for g in grid) and any(g["alpha"] == 1 for g in grid)
-    js = Path(__file__).resolve().parents[1] / "_assets" / "explorer-schedules.js"
+    js = Path(__file__).resolve().parents[3] / "_assets" / "explorer-schedules.js"
     assert js.read_text() == E.schedules_js(), "regenerate _assets/explorer-schedules.js"
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-import archs
+from tests import archs
 from posbias_nb import measure, models
 from posbias_nb.measure.jacobian import influence_profile
 from posbias_nb.models.blocks import describe_blocks, require_causal_attention
@@ -144,7 +144,7 @@ def test_docs_table_is_the_matrix():
     import re
     from pathlib import Path
 
-    text = Path(__file__).resolve().parents[1].joinpath("docs", "architectures.md").read_text()
+    text = Path(__file__).resolve().parents[3].joinpath("docs", "architectures.md").read_text()
     sec = text.split("# Which architectures are measured", 1)[1].split("\n## ", 1)[0]
     listed = {}
     for line in sec.splitlines():

@@ -214,7 +214,7 @@ def test_parse_stds(items, want):
 ])
 def test_cli_refuses_bad_stds(tmp_path, capsys, args, msg):
     """In process (``cli.main``, as ``posbias`` runs it); that the installed command prints the
-    same one line with no traceback is shown by tests/test_cli_models.py's subprocess cases."""
+    same one line with no traceback is shown by tests/integration/test_cli_models.py's subprocess cases."""
     out = tmp_path / "x.csv"
     rc = cli.main(["profile", "--model", "llama3.1-8b", "--length", "8", "--out", str(out), *args])
     err = capsys.readouterr().err

@@ -188,7 +188,7 @@ def test_the_compact_form_round_trips():
 # --------------------------------------------------------------------------------------------
 # models: a config's layout, checked by the model's behaviour
 
-import archs  # noqa: E402  (tests/ is on the path)
+from tests import archs  # noqa: E402  (tests/ is on the path)
 
 from posbias_nb import models  # noqa: E402
 

@@ -225,7 +225,7 @@ def test_report_by_hub_id_from_the_fake_cache(fake_hub, tmp_path):
 
 def _saved(model_type, path):
     """A tiny model of the architecture matrix (tests/archs.py) saved with save_pretrained."""
-    import archs
+    from tests import archs
 
     archs.build(model_type).save_pretrained(str(path))
     return path
@@ -485,7 +485,7 @@ def test_report_where_the_first_tokens_are_out_of_reach_finishes_and_says_why(
 
     from transformers import AutoModelForCausalLM
 
-    import archs
+    from tests import archs
 
     cfg = archs.config(model_type)
     cfg.sliding_window = window

@@ -13,7 +13,7 @@ import pytest
 from posbias_nb import stats
 from posbias_nb.experiments import born_layouts as layouts, claims, design, training as remedies
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[3] / "book"
 
 
 # --------------------------------------------------------------------------------------------

@@ -934,7 +934,7 @@ def test_property_tests_are_derandomized_without_a_profile_named():
             "print(s.derandomize, s.deadline, s.database)")
     env = {k: v for k, v in os.environ.items()
            if k != "HYPOTHESIS_PROFILE" and k not in ("CI", "GITHUB_ACTIONS", "TF_BUILD")}
-    tests = str(Path(__file__).resolve().parent)
+    tests = str(Path(__file__).resolve().parents[2])
 
     def run(**extra):
         return subprocess.run([sys.executable, "-c", code], env=dict(env, **extra), cwd=tests,

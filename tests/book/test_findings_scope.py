@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 SCOPE_PASTE = re.compile(r"\{glue:text\}`([a-z_]+)\.md::(scope_[a-z0-9_]+)(?::s)?`")
 
 

@@ -79,7 +79,7 @@ def test_every_chapter_glues_each_literal_key_once():
     from collections import Counter
     from pathlib import Path
 
-    book = Path(__file__).resolve().parents[1] / "book"
+    book = Path(__file__).resolve().parents[3] / "book"
     for f in sorted(book.glob("*.md")):
         dup = [k for k, n in Counter(_literal_glue_names(f.read_text())).items() if n > 1]
         assert not dup, f"{f.name} glues {dup} more than once"
@@ -261,7 +261,7 @@ def test_badge_colours_are_the_figures_and_the_css_is_served():
 
     from posbias_nb import plots, stats
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     css = (root / "_assets" / "posbias.css").read_text()
     assert re.search(r'html_css_files:\s*\["posbias.css"\]', (root / "_config.yml").read_text())
     assert set(notebook.BADGE_STYLE) == set(stats.VERDICTS)
@@ -281,7 +281,7 @@ def test_overview_page_is_read_again_after_any_change():
     from pathlib import Path
     from types import SimpleNamespace
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     spec = importlib.util.spec_from_file_location("posbias_sphinx",
                                                   root / "_ext" / "posbias_sphinx.py")
     ext = importlib.util.module_from_spec(spec)

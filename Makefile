@@ -61,9 +61,12 @@ unit-tests: setup
 doctests: setup
 	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules posbias_nb
 
-# the fast lane: everything but the tests marked slow (models, training), under 2 minutes on 2 cores
+# the fast lane: the unit, package and book tests not marked slow (models, training); the
+# integration tests (tests/integration: the command line, fix and report end to end) run in
+# unit-tests, as does everything marked slow
 unit-fast: setup
-	HYPOTHESIS_PROFILE=ci $(UNIT_PAR) $(PY) -m pytest tests/ -q -p no:cacheprovider $(UNIT_N) -m "not slow"
+	HYPOTHESIS_PROFILE=ci $(UNIT_PAR) $(PY) -m pytest tests/unit tests/package tests/book -q \
+	  -p no:cacheprovider $(UNIT_N) -m "not slow"
 
 # local bug hunting: random property tests with more examples (not run by CI)
 unit-explore: setup

@@ -118,7 +118,7 @@ QUICK_DOCUMENTS = 6
 #: The smallest test part ``posbias fix`` runs without ``--force``.  It is the fewest
 #: questions whose one-sided t test at 5% detects, with 80% power, a gain of one standard
 #: deviation of the per-question gain (:func:`posbias_nb.stats.units_needed`).
-MIN_TEST = 8  # = stats.units_needed(1.0, 1.0), a literal so that importing fix loads no scipy.stats (tests/integration/test_fix.py checks it)
+MIN_TEST = 8  # = stats.units_needed(1.0, 1.0), a literal so that importing fix loads no scipy.stats (tests/unit/studies/test_fix_rules.py checks it)
 #: The attention calibration's readings (dummy, normaliser) searched by the fourth design (issue
 #: 46): the paper's first, then ours, each choice alone and both together.
 CAL_VARIANTS = (("paper", "per-head"), ("length-matched", "per-head"), ("paper", "shared"),

@@ -63,6 +63,7 @@ def test_weights_dir_variable_overrides_the_cache_folder(tmp_path, monkeypatch):
     assert weights._weights_dir() == tmp_path / "cache" / "weights"
 
 
+@pytest.mark.slow  # reads both GGUF files
 @pytest.mark.skipif(not (weights.available("smollm2-135m") and weights.available("gemma3-270m")),
                     reason="packaged GGUF weights not installed")
 def test_facts_read_from_the_files():

@@ -40,6 +40,7 @@ def _check_lengths(codec, text):
         assert qa.DUMMY_FILLER.startswith(filler)  # the fixed rule: a cut of the filler
 
 
+@pytest.mark.slow  # loads the packaged tokenizers
 @pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
 def test_length_matched_dummy_has_the_documents_token_count_on_real_tokenizers(model):
     from posbias_nb import models

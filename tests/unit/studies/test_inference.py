@@ -1,13 +1,11 @@
-"""Inference-time remedies (models.remedies, measure.positional, experiments.inference, the
---remedy flags): exact restoration, each remedy changes what it should and nothing else, checks
-against independent references, bad parameters, determinism, the command end to end."""
-import json
-
+"""Inference-time remedies (models.remedies, measure.positional, experiments.inference): exact restoration, each remedy changes what it should and nothing else, checks
+against independent references, bad parameters, determinism (the --remedy flags of the command:
+tests/integration/test_inference_cli.py)."""
 import numpy as np
 import pytest
 import torch
 
-from posbias_nb import cli, measure, metrics, models
+from posbias_nb import measure, metrics, models
 from posbias_nb.measure import positional
 from posbias_nb.models.remedies import (REMEDIES, later_layers, ms_poe_layers, remedy,
                                         row_probabilities, yu_layers)
@@ -268,39 +266,6 @@ def test_positional_channel_and_rows_on_a_tiny_model(tiny):
     assert nll.shape == (3,) and np.all(nll > 0)
     with pytest.raises(ValueError):
         positional.attention_rows(m, ids, 40)
-
-
-def test_profile_command_with_a_remedy(tmp_path, capsys):
-    out = tmp_path / "p.json"
-    args = ["profile", "--model", "smollm2-tiny", "--length", "24", "--quiet", "--format",
-            "json", "--out", str(out)]
-    assert cli.main(args + ["--remedy", "prior-calibration", "--remedy-param", "tau=1"]) == 0
-    a = json.loads(out.read_text())
-    assert a["meta"]["remedy"] == "prior-calibration" and a["meta"]["setting"] == {"tau": 1.0}
-    assert cli.main(args + ["--remedy", "ms-poe"]) == 0
-    b = json.loads(out.read_text())
-    assert len(b["influence"]) == 24 and a["influence"] != b["influence"]
-    assert cli.main(args + ["--remedy", "prior-calibration", "--remedy-param", "tau=1"]) == 0
-    assert json.loads(out.read_text())["influence"] == a["influence"]  # same seed, same numbers
-
-
-@pytest.mark.parametrize("argv,match", [
-    (["profile", "--model", "gpt2-tiny", "--length", "16", "--remedy", "ms-poe"],
-     "no rotary"),
-    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy", "ms-poe",
-      "--remedy-param", "tau=1"], "takes the parameters"),
-    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy-param", "tau=1"],
-     "needs --remedy"),
-    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy", "hidden-scaling",
-      "--remedy-param", "scale"], "KEY=VALUE"),
-    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy",
-      "attention-calibration"], "has none"),
-    (["profile", "--model", "smollm2-tiny", "--length", "16", "--remedy", "bogus"], "invalid"),
-])
-def test_remedy_command_errors(argv, match, capsys):
-    assert cli.main(argv + ["--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and match in err[0]
 
 
 def test_per_sequence_starts_batched_equal_one_by_one(tiny):

@@ -91,6 +91,7 @@ def test_paired_by_slot_is_the_mean_paired_difference_with_its_t_interval():
     assert np.allclose(d[:, 0], realqa.first_middle_last(_fake(lp.tolist()))["first"])
 
 
+@pytest.mark.slow  # Jacobians of a model's prompts
 def test_the_jacobian_prior_reads_each_gold_span_of_its_own_prompts(monkeypatch, tmp_path):
     """jacobian_prior: one profile per prompt, question-major, its share on the gold document
     per token.  With a fake profile that is 1 on the gold document's tokens and 0 elsewhere, the

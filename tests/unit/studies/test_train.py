@@ -225,6 +225,7 @@ def test_cached_run_is_identical(tmp_path, monkeypatch):
     assert b["meta"] == a["meta"]
 
 
+@pytest.mark.slow  # trains the arms twice
 def test_run_arms_workers_match_serial(tmp_path, monkeypatch):
     """Runs trained in worker processes are the serial runs, bit for bit (through the cache)."""
     cfg = dict(layers=2, width=32, length=32, steps=2, checkpoints=2, batch=4)

@@ -88,6 +88,7 @@ def test_the_recorded_twin_agrees_and_a_changed_training_step_fails(recorded_twi
                 T.train_twin(**TINY)
 
 
+@pytest.mark.slow  # trains the twin under other kernels, in a subprocess
 @pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64",
                     reason="torch's and MKL's x86 dispatch")
 def test_the_twin_agrees_under_another_cpus_kernels(recorded_twin, tmp_path):

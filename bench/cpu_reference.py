@@ -5,7 +5,7 @@
 The same command as ``python -m posbias_nb.provenance cpu-reference``: how a reference is made
 is :mod:`posbias_nb.provenance.reference`'s.
 """
-from posbias_nb.provenance import cli
+from posbias_nb import provenance_cli as cli
 
 if __name__ == "__main__":
     raise SystemExit(cli.cpu_reference())

@@ -28,10 +28,8 @@ computed whole and compared (:func:`store`); a difference raises
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import tempfile
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -49,6 +47,8 @@ from .provenance.code import NAMESPACE_CODE, code_digest  # noqa: F401
 from .provenance.machine import cpu_model  # noqa: F401
 from .provenance.plan import VERIFY_BUDGET, entry_setting, verification_plan  # noqa: F401
 from .provenance.verify import VERIFY_PARTS, RecordedMismatch, agree  # noqa: F401
+# the entry file's format lives in the provenance room, which reads and writes it too
+from .provenance.entries import read_entry, write_entry  # noqa: F401
 
 __all__ = ["cache_dir", "recorded_dir", "references_dir", "key", "cached", "load",
            "load_recorded", "load_reference", "store", "lock", "file_lock", "entry_path",
@@ -145,38 +145,6 @@ def _write(namespace: str, k: str, arrays: Mapping[str, np.ndarray]) -> None:
     path = entry_path(namespace, k)
     if path is not None:
         write_entry(path, arrays)
-
-
-def write_entry(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """Write ``arrays`` to the entry file ``path`` as the cache does: atomically, the SHA-256 of
-    the payload first (:func:`read_entry` checks it)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    payload = buf.getvalue()
-    digest = hashlib.sha256(payload).digest()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(digest)
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def read_entry(path: Path) -> dict[str, np.ndarray] | None:
-    """The arrays of an entry file, or None if its checksum does not match."""
-    raw = Path(path).read_bytes()
-    digest, payload = raw[:32], raw[32:]
-    if len(raw) < 32 or hashlib.sha256(payload).digest() != digest:
-        return None
-    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
 
 
 def load(namespace: str, params: Mapping) -> dict[str, np.ndarray] | None:

@@ -22,15 +22,19 @@ decides and checks that sample, one job a module:
   machine by the code of its recording commit.
 * :mod:`~posbias_nb.provenance.fanout`: ``make record ENGINE=dask``, the chapters (or any units
   that fill the cache) run on a Dask cluster's workers, a ``LocalCluster`` by default.
-* :mod:`~posbias_nb.provenance.cli`: the command, ``python -m posbias_nb.provenance`` with
-  ``plan``, ``summary``, ``record``, ``cpu-reference`` or ``fanout``.
+* :mod:`~posbias_nb.provenance.entries`: the entry file (checksum, payload, atomic write), which
+  the cache and this room read and write.
+
+The command, ``python -m posbias_nb.provenance`` with ``plan``, ``summary``, ``record``,
+``cpu-reference`` or ``fanout``, is :mod:`posbias_nb.provenance_cli`, on the entry floor.
 
 Imports: ``code``, ``verify``, ``machine``, ``stamps``, ``plan`` and ``record`` import nothing of the package
 but each other (:mod:`posbias_nb.cache` imports them for its one hook for recorded entries);
-``reference`` imports the cache too (it reads and writes entry files); ``fanout`` imports
-nothing of the package (a unit names its function by its dotted path); ``cli`` is an entry point
-beside :mod:`posbias_nb.cli` and alone may import a study (the calls that make a training
-entry).  No module that computes a measurement imports this room, and its modules are listed in
+``reference`` reads and writes entry files through ``entries``, which imports nothing of the
+package; ``fanout`` imports nothing of the package (a unit names its function by its dotted
+path); the room imports nothing above it (its command, :mod:`posbias_nb.provenance_cli`, is an
+entry point beside :mod:`posbias_nb.cli` and alone may import a study: the calls that make a
+training entry).  No module that computes a measurement imports this room, and its modules are listed in
 :data:`~posbias_nb.provenance.code.NOT_COMPUTING`, so its code counts in no namespace's digest.
 """
-__all__ = ["code", "verify", "machine", "stamps", "plan", "record", "reference", "fanout", "cli"]
+__all__ = ["code", "verify", "machine", "stamps", "plan", "record", "reference", "fanout", "entries"]

@@ -74,7 +74,8 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
 NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "experiments.design",
                            "rollout.explorer", "experiments.pages", "provenance", "provenance.code",
                            "provenance.verify", "provenance.machine", "provenance.plan",
-                           "provenance.record", "provenance.reference", "provenance.cli",
+                           "provenance.record", "provenance.reference", "provenance_cli",
+                           "provenance.entries",
                            "provenance.stamps", "provenance.fanout",
                            "provenance.__main__"})
 

@@ -23,7 +23,7 @@ date, the machine, the seconds, and how far the reference lies from the record (
 needed).  A reference made by any other code is refused.
 
 Which calls may have made an entry of a namespace is the studies' knowledge, not this room's:
-the command passes it in (``finders``, :data:`posbias_nb.provenance.cli.FINDERS`).
+the command passes it in (``finders``, :data:`posbias_nb.provenance_cli.FINDERS`).
 """
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from .. import cache
-from . import code, machine, plan, verify
+from . import code, entries, machine, plan, verify
 
 __all__ = ["Finder", "find_arguments", "make", "main"]
 
@@ -85,7 +84,7 @@ def make(recorded: Path, ns: str, k: str, entry: dict, finders: Mapping[str, Fin
         raise ValueError(f"{ns}/{k} has no recorded commit and code digest to reproduce")
     here = machine.machine_id()
     rec_path = recorded / "cache" / ns / f"{k}.npz"
-    rec = cache.read_entry(rec_path) if rec_path.is_file() else None
+    rec = entries.read_entry(rec_path) if rec_path.is_file() else None
     if rec is None:
         raise ValueError(f"{rec_path} is missing or corrupt: nothing to make a reference of")
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,12 +122,12 @@ def make(recorded: Path, ns: str, k: str, entry: dict, finders: Mapping[str, Fin
             if not made.exists():
                 raise ValueError(f"{ns}/{k}: commit {commit[:12]} stored no entry of that key "
                                  "(its key function differs)")
-            arrays = cache.read_entry(made)
+            arrays = entries.read_entry(made)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(wt)],
                            check=False)
     rel = Path(machine.machine_slug(here)) / ns / f"{k}.npz"
-    cache.write_entry(recorded / "by-cpu" / rel, arrays)
+    entries.write_entry(recorded / "by-cpu" / rel, arrays)
     import torch
 
     return dict(file=str(rel), commit=commit, code=digest,

@@ -381,7 +381,8 @@ def test_reference_holds_only_for_the_recording_it_was_made_for():
 def test_cpu_reference_finds_the_training_call_of_a_key_and_refuses_what_it_cannot_make(
         tmp_path, capsys):
     from posbias_nb.experiments import training as r
-    from posbias_nb.provenance import cli, reference
+    from posbias_nb import provenance_cli as cli
+    from posbias_nb.provenance import reference
 
     kw = dict(r.CHAPTER, **r.ARMS["weighted"], seed=4)
     assert reference.find_arguments(cli.FINDERS, "train", cli.train_key(kw)) == kw

@@ -17,16 +17,18 @@ Its commands::
 :func:`posbias_nb.provenance.fanout.main`; ``bench/verify_plan.py``,
 ``bench/record_measurements.py`` and ``bench/cpu_reference.py`` are the same commands.
 
-An entry point, beside :mod:`posbias_nb.cli`: the one module of the room that imports a study
-(:data:`FINDERS`: which calls of the chapters make a training entry).
+An entry point on the entry floor, beside :mod:`posbias_nb.cli` (``posbias_nb/provenance/__main__.py``
+only hands ``python -m posbias_nb.provenance`` to it): it alone of the provenance commands imports
+a study (:data:`FINDERS`: which calls of the chapters make a training entry), so the provenance
+room itself imports nothing above it.
 """
 from __future__ import annotations
 
 import itertools
 import sys
 
-from .. import cache
-from . import plan, record, reference
+from . import cache
+from .provenance import plan, record, reference
 
 __all__ = ["FINDERS", "train_arguments", "train_key", "cpu_reference", "main"]
 
@@ -34,7 +36,7 @@ __all__ = ["FINDERS", "train_arguments", "train_key", "cpu_reference", "main"]
 def train_arguments():
     """Every ``train_run`` call the chapters make: the chapter's configuration with each arm
     (residual scales among them), seed and depth of its design."""
-    from ..experiments import training as r
+    from .experiments import training as r
 
     d = r.DESIGN.spec
     for arm, seed, layers in itertools.product(r.ARMS, range(max(d["seeds"], 10)),
@@ -44,7 +46,7 @@ def train_arguments():
 
 def train_key(kw) -> str:
     """The cache key of the ``train_run`` call ``kw`` (today's code)."""
-    from ..experiments import training as r
+    from .experiments import training as r
 
     return cache.key("train", r._run_params(**kw))
 
@@ -78,7 +80,7 @@ def main(argv=None) -> int:
     if cmd == "cpu-reference":
         return cpu_reference(argv[1:], prog=f"{PROG} cpu-reference")
     if cmd == "fanout":
-        from . import fanout
+        from .provenance import fanout
 
         return fanout.main(argv[1:], prog=f"{PROG} fanout")
     if cmd in ("-h", "--help"):

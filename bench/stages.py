@@ -39,6 +39,15 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
+def _commit() -> str | None:
+    """The commit the stages ran at (None outside a git checkout)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip() or None
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def run(name: str, cmd: list[str]) -> int:
     if not cmd:
         print("stages.py run: no command", file=sys.stderr)
@@ -79,7 +88,8 @@ def table(out: Path | None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({
             "what": "make test's stages on a fresh clone (bench/stages.py)",
-            "date": time.strftime("%Y-%m-%d"), "cpu": _cpu(), "cpus": os.cpu_count(),
+            "date": time.strftime("%Y-%m-%d"), "commit": _commit(), "cpu": _cpu(),
+            "cpus": os.cpu_count(),
             "stages": rows, "remeasured_compute_seconds": rem, "total_seconds": total},
             indent=1) + "\n")
     return 0

@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,3 +44,35 @@ def test_the_minutes_check_refuses_a_stale_readme():
     assert stage_minutes(stages) == {"book": 18, "test": 25}
     stale = "`make book` takes about 20 minutes and `make test` about 26 (...)"
     assert readme_minutes(stale) != stage_minutes(stages)
+
+
+def avx2_minutes(text: str) -> int:
+    """The minutes the README states for ``make test`` on the AVX2 machine."""
+    m = re.search(r"On the AVX2 EPYC that CI also gets, `make test` takes about (\d+)\s+minutes",
+                  text)
+    if not m:
+        raise ValueError("the README states no minutes for make test on the AVX2 EPYC")
+    return int(m.group(1))
+
+
+def test_the_readme_states_the_avx2_minutes_of_its_file():
+    """The AVX2 sentence is the AVX2 file's total, and both files it names are fresh-clone runs
+    on an AVX2 CPU that passed every stage, each saying at which commit."""
+    text = (ROOT / "README.md").read_text()
+    res = ROOT / "bench" / "results"
+    after = json.loads((res / "make-test-stages-avx2.json").read_text())
+    assert avx2_minutes(text) == stage_minutes(after)["test"]
+    for name in ("make-test-stages-avx2.json", "make-test-stages-avx2-before.json"):
+        assert name in text
+        d = json.loads((res / name).read_text())
+        assert d["cpu"].endswith("/ AVX2") and d.get("commit"), name
+        assert all(s["rc"] == 0 for s in d["stages"]), name
+
+
+def test_the_avx2_check_refuses_a_stale_sentence():
+    stale = "On the AVX2 EPYC that CI also gets, `make test` takes about 28 minutes: ..."
+    run = {"stages": [{"stage": "pip", "seconds": 90.0}, {"stage": "chapters", "seconds": 800.0},
+                      {"stage": "build", "seconds": 50.0}], "total_seconds": 1497.7}
+    assert avx2_minutes(stale) != stage_minutes(run)["test"] == 25
+    with pytest.raises(ValueError):
+        avx2_minutes("no AVX2 sentence")

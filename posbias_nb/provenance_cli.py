@@ -5,13 +5,14 @@ Its commands::
     python -m posbias_nb.provenance plan --recorded recorded --out PLAN.json --keys KEYS.txt \\
         [--budget SECONDS]                        # make test's sample (before the chapters)
     python -m posbias_nb.provenance summary --plan PLAN.json --log EVENTS.jsonl   # (after)
+    python -m posbias_nb.provenance cost MODULE... [--budget SECONDS]   # what an edit would cost
     python -m posbias_nb.provenance record --cache DIR --log LOG --times TIMES --out recorded \\
         [--merge] [--replace NS,...] [--backfill-code]   # make record, make record-new
     python -m posbias_nb.provenance cpu-reference [--recorded recorded] [--key NS/KEY]
     python -m posbias_nb.provenance fanout [--scheduler ADDRESS] [--workers N] \\
         [--pytest ARGS] [--last CHAPTER] [--times FILE] CHAPTER...   # make ... ENGINE=dask
 
-``plan`` and ``summary`` are :func:`posbias_nb.provenance.plan.main`, ``record``
+``plan``, ``summary`` and ``cost`` are :func:`posbias_nb.provenance.plan.main`, ``record``
 :func:`posbias_nb.provenance.record.main`, ``cpu-reference``
 :func:`posbias_nb.provenance.reference.main` with :data:`FINDERS`, ``fanout``
 :func:`posbias_nb.provenance.fanout.main`; ``bench/verify_plan.py``,
@@ -73,7 +74,7 @@ def main(argv=None) -> int:
     """Run one command (the module docstring); its exit status (2 on a command not known)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     cmd = argv[0] if argv else None
-    if cmd in ("plan", "summary"):
+    if cmd in ("plan", "summary", "cost"):
         return plan.main(argv, prog=PROG)
     if cmd == "record":
         return record.main(argv[1:], prog=f"{PROG} record")
@@ -86,5 +87,6 @@ def main(argv=None) -> int:
     if cmd in ("-h", "--help"):
         print(__doc__)
         return 0
-    print(f"usage: {PROG} {{plan,summary,record,cpu-reference,fanout}} ...", file=sys.stderr)
+    print(f"usage: {PROG} {{plan,summary,cost,record,cpu-reference,fanout}} ...",
+          file=sys.stderr)
     return 2

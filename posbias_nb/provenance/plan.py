@@ -47,7 +47,7 @@ from typing import Mapping
 from . import code, machine, stamps as _stamps
 from .machine import ROUNDING_AMPLIFIED, TWINS, recorded_machine
 
-__all__ = ["VERIFY_BUDGET", "entry_setting", "entry_cost", "GPU_MEASURED", "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET",
+__all__ = ["VERIFY_BUDGET", "COVER_BUDGETS", "edit_cost", "entry_setting", "entry_cost", "GPU_MEASURED", "GPU_PROVENANCE", "GPU_MACHINE", "GPU_TWIN_BUDGET",
            "gpu_provenance_problems", "verification_plan", "verification_summary", "main"]
 
 #: The default budget of :func:`verification_plan`: seconds of recorded compute (on CI's two
@@ -281,6 +281,68 @@ def verification_plan(manifest: dict, digests: dict[str, str], budget: float = V
                 seconds=round(sum(v["seconds"] for v in out.values()), 1), namespaces=out)
 
 
+#: The budgets :func:`edit_cost` tries, in order, for the one that covers every setting.
+COVER_BUDGETS = (600.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0, 64000.0)
+
+
+def unknown_modules(modules) -> str | None:
+    """Why ``modules`` cannot be costed by :func:`edit_cost` (none given, or one that is not a
+    module of the package, dotted and relative to it), or None."""
+    known = set(code.package_files())
+    bad = [m for m in modules if m not in known]
+    if bad or not modules:
+        return (f"not a module of posbias_nb: {', '.join(bad) or '(none given)'} "
+                "(dotted and relative to the package, e.g. experiments.inference)")
+    return None
+
+
+def edit_cost(manifest: dict, digests: dict[str, str], modules, budget: float = VERIFY_BUDGET,
+              cpu: str | None = None, references: set[str] | frozenset = frozenset(),
+              stamps: Mapping[str, Mapping] | None = None) -> dict:
+    """What an edit of ``modules`` (dotted, relative to the package, e.g.
+    ``"experiments.inference"``) would cost ``make test`` before its stamps are earned: the
+    namespaces whose code it moves (:func:`posbias_nb.provenance.code.code_modules`), and the
+    sample :func:`verification_plan` would then choose for them, at ``budget`` and at the first
+    of :data:`COVER_BUDGETS` that leaves none of them uncovered (a namespace whose sample
+    misses a setting cannot be stamped, so every run samples it again).
+
+    Returns ``{"moved": [...], "budget": {"budget", "seconds", "uncovered", "namespaces":
+    {ns: {"seconds", "chosen", "entries", "uncovered"|"skipped"}}}, "cover": {...} or None}``,
+    seconds of recorded compute (CI's 2 cores).  The digests of the moved namespaces are
+    replaced by a value no code has, so no stamp vouches for them.
+
+    Raises
+    ------
+    ValueError
+        A module that is not in the package.
+    """
+    why = unknown_modules(modules)
+    if why:
+        raise ValueError(why)
+    moved = [ns for ns in code.NAMESPACE_CODE
+             if any(m in code.code_modules(ns) for m in modules)]
+    fake = {ns: ("edited:" + d if ns in moved else d) for ns, d in digests.items()}
+
+    def at(b):
+        p = verification_plan(manifest, fake, b, cpu=cpu, references=references, stamps=stamps)
+        rows = {}
+        for ns in moved:
+            v = p["namespaces"].get(ns)
+            if v is None:  # nothing recorded under it
+                continue
+            rows[ns] = ({"skipped": v["skipped"]} if v.get("skipped") else
+                        {"seconds": round(float(v["seconds"]), 1), "chosen": len(v["chosen"]),
+                         "entries": v["entries"], "uncovered": v.get("uncovered") or 0})
+        unc = sorted(ns for ns, r in rows.items() if r.get("uncovered"))
+        return {"budget": b, "seconds": round(sum(r.get("seconds", 0.0) for r in rows.values()), 1),
+                "uncovered": unc, "namespaces": rows}
+
+    first = at(float(budget))
+    cover = first if not first["uncovered"] else next(
+        (c for c in (at(b) for b in COVER_BUDGETS if b > budget) if not c["uncovered"]), None)
+    return {"moved": moved, "budget": first, "cover": cover}
+
+
 def entry_cost(entry: Mapping, one_part: bool = False) -> float | None:
     """What re-measuring a recorded entry costs, in seconds on CI's two cores: with
     ``one_part`` (its namespace verified under today's code, so an entry made of parts is
@@ -410,6 +472,34 @@ def this_machines_references(recorded: Path, manifest: Mapping, here: str
     return refs, stale
 
 
+def _today(recorded: Path):
+    """What a plan reads: the manifest of ``recorded``, today's code digest of every namespace,
+    this machine by its full id (CPU name, generation, instruction set: an entry recorded under
+    a CPU name alone does not count as recorded here, machine.recorded_machine), and this
+    machine's CPU references with the stale ones."""
+    manifest = json.loads((recorded / "MANIFEST.json").read_text())
+    digests = {ns: code.code_digest(ns) for ns in code.NAMESPACE_CODE}
+    cpu = machine.machine_id()
+    refs, stale = this_machines_references(recorded, manifest, cpu)
+    return manifest, digests, cpu, refs, stale
+
+
+def cost_lines(c: Mapping) -> str:
+    """:func:`edit_cost`'s result as the ``cost`` command prints it."""
+    b, cov = c["budget"], c["cover"]
+    out = [f"moves {len(c['moved'])} namespaces: {', '.join(c['moved']) or 'none'}"]
+    out.append(f"at a budget of {b['budget']:.0f} s: {b['seconds']:.0f} s of recorded compute "
+               f"re-measured; left uncovered, so not stamped: {', '.join(b['uncovered']) or 'none'}")
+    for ns, r in b["namespaces"].items():
+        out.append(f"  {ns:22s} " + (f"not re-measured here: {r['skipped']}" if "skipped" in r
+                                     else f"{r['seconds']:8.0f} s  {r['chosen']} of "
+                                          f"{r['entries']} entries"))
+    out.append("every setting covered at a budget of "
+               f"{cov['budget']:.0f} s: {cov['seconds']:.0f} s of recorded compute"
+               if cov else f"not every setting is covered even at {COVER_BUDGETS[-1]:.0f} s")
+    return "\n".join(out)
+
+
 def main(argv=None, prog: str | None = None) -> int:
     """``plan`` (choose the sample before the chapters run) or ``summary`` (after them), as the
     module docstring shows; the exit status is 2 on a plan that cannot be made, 1 on a summary
@@ -423,6 +513,12 @@ def main(argv=None, prog: str | None = None) -> int:
     a1.add_argument("--budget", type=float, default=None,
                     help="seconds of recorded compute (default: "
                          "posbias_nb.provenance.plan.VERIFY_BUDGET)")
+    a3 = sub.add_parser("cost", help="what an edit of these modules would cost make test "
+                                     "before its stamps are earned")
+    a3.add_argument("modules", nargs="+", metavar="MODULE",
+                    help="dotted, relative to the package, e.g. experiments.inference")
+    a3.add_argument("--recorded", default=str(ROOT / "recorded"))
+    a3.add_argument("--budget", type=float, default=None)
     a2 = sub.add_parser("summary")
     a2.add_argument("--plan", required=True)
     a2.add_argument("--log", required=True)
@@ -430,13 +526,23 @@ def main(argv=None, prog: str | None = None) -> int:
                     help="write the stamps this run earned into RECORDED/STAMPS.json "
                          "(posbias_nb.provenance.stamps)")
     a = ap.parse_args(argv)
+    if a.cmd == "cost":
+        why = unknown_modules(a.modules)
+        if why:  # before the digests of every namespace, which take seconds
+            print(f"cost: {why}", file=sys.stderr)
+            return 2
+        manifest, digests, cpu, refs, _ = _today(Path(a.recorded))
+        try:
+            c = edit_cost(manifest, digests, a.modules, VERIFY_BUDGET if a.budget is None
+                          else a.budget, cpu=cpu, references=refs,
+                          stamps=_stamps.read(Path(a.recorded)))
+        except ValueError as e:
+            print(f"cost: {e}", file=sys.stderr)
+            return 2
+        print(cost_lines(c))
+        return 0
     if a.cmd == "plan":
-        manifest = json.loads((Path(a.recorded) / "MANIFEST.json").read_text())
-        digests = {ns: code.code_digest(ns) for ns in code.NAMESPACE_CODE}
-        # this machine by its full id (CPU name, generation, instruction set): an entry recorded
-        # under a CPU name alone does not count as recorded here (machine.recorded_machine)
-        cpu = machine.machine_id()
-        refs, stale = this_machines_references(Path(a.recorded), manifest, cpu)
+        manifest, digests, cpu, refs, stale = _today(Path(a.recorded))
         try:
             st = _stamps.read(Path(a.recorded))
             bad = _stamps.problems(st, manifest)

@@ -51,9 +51,9 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "layouts-layout": ("experiments.born_layouts",),
     "realqa-jacobian": ("experiments.realqa",),
     "replay": ("experiments.replay",),
-    "report": ("experiments.report",),
-    "report-remedy": ("experiments.report",),
-    "report-spans": ("experiments.report",),
+    "report": ("experiments.report.run",),
+    "report-remedy": ("experiments.report.measurements",),
+    "report-spans": ("experiments.report.measurements",),
     "retrieval": ("experiments.retrieval",),
     "retrieval-link": ("experiments.retrieval",),
     "born-scales-arch": ("experiments.born_scales",),
@@ -72,7 +72,9 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
 #: there moves no recorded number, so it does not count as a change of any namespace's code.
 #: The provenance room is among them: it hashes, compares and plans, and computes no entry.
 NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "experiments.design",
-                           "rollout.explorer", "experiments.pages", "provenance", "provenance.code",
+                           "rollout.explorer", "experiments.pages",
+                           "experiments.report.drawing", "experiments.report.page",
+                           "provenance", "provenance.code",
                            "provenance.verify", "provenance.machine", "provenance.plan",
                            "provenance.record", "provenance.reference", "provenance_cli",
                            "provenance.entries",

@@ -401,7 +401,7 @@ def test_report_under_a_calibration_file(tmp_path, capsys, model_dir):
     unpatched one (text windows hold no documents), the summary says so, and section 3's
     key-value prompts are scored under the calibration."""
     from posbias_nb import cli
-    from posbias_nb.experiments.report import CALIBRATION_TEXT
+    from posbias_nb.experiments.report.words import CALIBRATION_TEXT
     from posbias_nb.measure import entry
 
     m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]

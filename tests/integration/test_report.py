@@ -21,6 +21,7 @@ pytest.importorskip("transformers")
 
 from posbias_nb import cli, models  # noqa: E402
 from posbias_nb.experiments import report as R  # noqa: E402
+from posbias_nb.experiments.report import measurements as RM, words as RW  # noqa: E402
 
 TINY = dict(model="gpt2-tiny", weights="random", length=256, quick=True)
 
@@ -99,7 +100,7 @@ def _check_report_dir(d):
     for key, value, shown in nums:  # the page's numbers are report.json's
         v = _lookup(obj, key)
         assert float(value) == float(v) or (np.isnan(float(value)) and np.isnan(float(v))), key
-        assert shown == R._fmt(v), key
+        assert shown == RW.fmt(v), key
     return obj, page
 
 
@@ -185,7 +186,7 @@ def _saved(model_type, path):
 
 def test_structural_section_names_the_refused_architecture(tmp_path):
     d = _saved("gptj", tmp_path / "gptj")
-    sec = R._structural(str(d), "random", 16, R.SETTINGS["quick"], 0, None)
+    sec = RM.structural(str(d), "random", 16, R.SETTINGS["quick"], 0, None)
     assert sec["available"] is False and "in parallel" in sec["reason"]
     assert "\n" not in sec["reason"]
 
@@ -274,9 +275,9 @@ def test_train_refuses_an_unwritable_out_before_training(monkeypatch, capsys):
 
 
 def test_structural_section_beyond_its_maximum_measures_at_the_cap(monkeypatch):
-    monkeypatch.setattr(R, "STRUCTURAL_MAX", 32)
+    monkeypatch.setattr(RM, "STRUCTURAL_MAX", 32)  # what the measurements read
     s = dict(R.SETTINGS["quick"], n_boot=100)
-    sec = R._structural("gpt2-tiny", "random", 64, s, 0, None)  # W is re-measured at 32
+    sec = RM.structural("gpt2-tiny", "random", 64, s, 0, None)  # W is re-measured at 32
     assert sec["available"] and sec["length"] == 32
     assert len(sec["prediction"]["residual"]) == 32 and len(sec["lambda"]) == 2
     assert sec["spearman"]["residual"]["low"] <= sec["spearman"]["residual"]["high"]

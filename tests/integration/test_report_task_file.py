@@ -50,11 +50,11 @@ def test_report_refuses_a_bad_task_file_before_measuring(tmp_path, model_dir, ca
                                                          monkeypatch):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q", "answers": ["x"], "documents": ["a"], "gold": 3}\n')
-    from posbias_nb.experiments import report as rep
+    from posbias_nb.experiments.report import run as rep_run
 
     def boom(*a, **k):
         raise AssertionError("measured before the task file was checked")
-    monkeypatch.setattr(rep, "_born_trained", boom)
+    monkeypatch.setattr(rep_run, "born_trained", boom)
     out = tmp_path / "r"
     assert cli.main(["report", "--model", model_dir, "--quick", "--quiet", "--length", "64",
                      "--task-data", str(bad), "--out", str(out)]) == 2

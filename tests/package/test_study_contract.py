@@ -67,9 +67,6 @@ PRIVATE_TODAY = {
     "realqa": {"posbias_nb.experiments.realqa._prepared", "posbias_nb.experiments.realqa._link_family",
                "posbias_nb.experiments.realqa._JAC_DEF", "posbias_nb.experiments.task._DEF"},
     "remedies": {"posbias_nb.experiments.training._rule"},
-    "report": {"posbias_nb.experiments.report._claims", "posbias_nb.experiments.report._two_way",
-               "posbias_nb.experiments.report._window_stats", "posbias_nb.experiments.report._ratio",
-               "posbias_nb.experiments.report._DEF"},
     "scale": {"posbias_nb.experiments.scale._DEF"},
 }
 #: Private names that every study's rules share (``design._COMMON``, ``design._RULES``).
@@ -131,9 +128,11 @@ def contract_problems(study: str, module: str, *, verdict_code=None, namespace_c
         out += [f"verdict code: {n} is private (name it publicly)" for n in sorted(private - known)]
         out += [f"verdict code: {n} is listed as private today but is not (take it out of "
                 f"PRIVATE_TODAY)" for n in sorted(known - private)]
-    # 3. the namespaces it caches under, with the module among their code roots
+    # 3. the namespaces it caches under, with the module (or, for a study that is a package,
+    # one of its modules) among their code roots
     rel = module.removeprefix("posbias_nb.")
-    spaces = sorted(ns for ns, roots in namespace_code.items() if rel in roots)
+    spaces = sorted(ns for ns, roots in namespace_code.items()
+                    if any(r == rel or r.startswith(rel + ".") for r in roots))
     if not spaces and study not in no_namespace:
         out.append(f"namespaces: no namespace of provenance.code.NAMESPACE_CODE has {rel} among "
                    f"its code roots, and design.NO_NAMESPACE gives no reason")
@@ -208,6 +207,12 @@ def test_the_contract_names_what_a_toy_study_misses(tmp_path, monkeypatch):
     gone = dict(ok, private_today={"toy": {"posbias_nb.experiments.toy_study._gone"}})
     assert "PRIVATE_TODAY" in contract_problems("toy", "posbias_nb.experiments.toy_study",
                                                 **gone)[0]
+    # a study that is a package: a module of it among the roots counts, a sibling's does not
+    pkg = dict(ok, namespace_code={"toy-ns": ("experiments.toy_study.run",)})
+    assert contract_problems("toy", "posbias_nb.experiments.toy_study", **pkg) == []
+    near = dict(ok, namespace_code={"toy-ns": ("experiments.toy_study_other.run",)})
+    assert contract_problems("toy", "posbias_nb.experiments.toy_study", **near)[0].startswith(
+        "namespaces: no namespace")
 
 
 def test_two_modules_declaring_one_study_are_refused(monkeypatch):

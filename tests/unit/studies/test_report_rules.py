@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from posbias_nb import metrics, theory
-from posbias_nb.experiments import report as R
+from posbias_nb.experiments import retrieval as _ret
+from posbias_nb.experiments.report import statistics as RS, words as RW
 from posbias_nb.measure import span_profile
 
 
@@ -59,54 +60,51 @@ def test_window_statistics_read_the_declared_regions():
     p = np.ones(L)
     p[0], p[-1] = 4.0, 8.0
     p[60:70] = 0.5  # the valley
-    ws = R._window_stats(np.vstack([p / p.sum()] * 3))
+    ws = RS.window_stats(np.vstack([p / p.sum()] * 3))
     assert np.allclose(ws["primacy"], 4.0) and np.allclose(ws["recency"], 8.0)
     assert np.all((ws["valley"] >= 0.6) & (ws["valley"] <= 0.7))
     # a flat window has no arms: the counterexample the claims must not call a U
-    flat = R._window_stats(np.full((3, L), 1.0 / L))
+    flat = RS.window_stats(np.full((3, L), 1.0 / L))
     assert np.allclose(flat["primacy"], 1.0) and np.allclose(flat["recency"], 1.0)
 
 
 def test_ratio_forms_zero_infinity_and_no_ratio_without_a_warning():
     import warnings
 
-    from posbias_nb.experiments import report as rep
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a numpy RuntimeWarning would fail here
-        assert rep._ratio(2.0, 4.0) == 0.5
-        assert rep._ratio(0.0, 4.0) == 0.0
-        assert rep._ratio(1.0, 0.0) == float("inf")
-        assert np.isnan(rep._ratio(0.0, 0.0))
+        assert RS.safe_ratio(2.0, 4.0) == 0.5
+        assert RS.safe_ratio(0.0, 4.0) == 0.0
+        assert RS.safe_ratio(1.0, 0.0) == float("inf")
+        assert np.isnan(RS.safe_ratio(0.0, 0.0))
 
 
 def test_unformed_reason_counts_each_kind_and_passes_positive_ratios():
-    from posbias_nb.experiments import report as rep
 
-    assert rep.unformed_reason("primacy", [1.5, 2.0, 0.3]) is None
-    why = rep.unformed_reason("primacy", [0.0, 0.0, 2.0, np.inf, np.nan])
+    assert RW.unformed_reason("primacy", [1.5, 2.0, 0.3]) is None
+    why = RW.unformed_reason("primacy", [0.0, 0.0, 2.0, np.inf, np.nan])
     assert why.startswith("first / middle cannot be formed")
     assert "exactly 0 in 2 of 5" in why and "infinite" in why and "0 / 0" in why
     # 0 / 0 is not called infinite
-    only_nan = rep.unformed_reason("recency", [np.nan, np.nan])
+    only_nan = RW.unformed_reason("recency", [np.nan, np.nan])
     assert "0 / 0" in only_nan and "infinite" not in only_nan
     # the headline refuses an interval and carries the reason, never raising
-    iv = rep._finite_iv(rep._ret.ratio_interval, [0.0, 1.0, 2.0], "primacy")
+    iv = RS.finite_interval(_ret.ratio_interval, [0.0, 1.0, 2.0], "primacy")
     assert np.isnan(iv["estimate"]) and "cannot be formed" in iv["reason"]
-    iv = rep._two_way(np.array([[0.0, 1.0], [1.0, 2.0]]), True, "primacy")
+    iv = RS.two_way(np.array([[0.0, 1.0], [1.0, 2.0]]), True, "primacy")
     assert np.isnan(iv["estimate"]) and "cannot be formed" in iv["reason"]
-    ok = rep._two_way(np.array([[1.0, 2.0], [1.5, 2.5]]), True, "primacy")
+    ok = RS.two_way(np.array([[1.0, 2.0], [1.5, 2.5]]), True, "primacy")
     assert np.isfinite(ok["estimate"]) and "reason" not in ok
 
 
 def test_change_of_a_ratio_not_formed_names_which_side():
-    from posbias_nb.experiments import report as rep
 
     a = {"primacy": np.array([0.0, 0.0])}
     b = {"primacy": np.array([2.0, 3.0])}
-    c = rep._change(a, [b], "primacy")
+    c = RS.change(a, [b], "primacy")
     assert np.isnan(c["estimate"]) and c["reason"].startswith("the trained first / middle")
-    c = rep._change(b, [a], "primacy")
+    c = RS.change(b, [a], "primacy")
     assert c["reason"].startswith("the born first / middle")
 
 
@@ -129,9 +127,8 @@ def _claim(key, verdict):
      "loses the middle"),
 ])
 def test_the_summary_says_the_middle_is_lost_only_where_a_task_claim_holds(claims, says, never):
-    from posbias_nb.experiments.report import _fix_advice
 
-    text = _fix_advice(claims, "smollm2-135m")
+    text = RW.fix_advice(claims, "smollm2-135m")
     assert says in text and never not in text
 
 
@@ -143,9 +140,8 @@ def test_the_summarys_command_parses_with_the_cli_parser(model):
     import shlex
 
     from posbias_nb import cli
-    from posbias_nb.experiments.report import _fix_advice
 
-    text = _fix_advice([_claim("task_first", "holds")], model)
+    text = RW.fix_advice([_claim("task_first", "holds")], model)
     cmd = re.search(r"`(posbias [^`]+)`", text).group(1)
     assert "\u2013" not in cmd and "\u2014" not in cmd
     args = cli.build_parser().parse_args(shlex.split(cmd)[1:])

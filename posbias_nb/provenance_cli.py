@@ -9,12 +9,14 @@ Its commands::
     python -m posbias_nb.provenance record --cache DIR --log LOG --times TIMES --out recorded \\
         [--merge] [--replace NS,...] [--backfill-code]   # make record, make record-new
     python -m posbias_nb.provenance cpu-reference [--recorded recorded] [--key NS/KEY]
+    python -m posbias_nb.provenance migrate-digests [--recorded recorded]   # a new digest rule
     python -m posbias_nb.provenance fanout [--scheduler ADDRESS] [--workers N] \\
         [--pytest ARGS] [--last CHAPTER] [--times FILE] CHAPTER...   # make ... ENGINE=dask
 
 ``plan``, ``summary`` and ``cost`` are :func:`posbias_nb.provenance.plan.main`, ``record``
 :func:`posbias_nb.provenance.record.main`, ``cpu-reference``
-:func:`posbias_nb.provenance.reference.main` with :data:`FINDERS`, ``fanout``
+:func:`posbias_nb.provenance.reference.main` with :data:`FINDERS`, ``migrate-digests``
+:func:`posbias_nb.provenance.migrate.main`, ``fanout``
 :func:`posbias_nb.provenance.fanout.main`; ``bench/verify_plan.py``,
 ``bench/record_measurements.py`` and ``bench/cpu_reference.py`` are the same commands.
 
@@ -80,6 +82,10 @@ def main(argv=None) -> int:
         return record.main(argv[1:], prog=f"{PROG} record")
     if cmd == "cpu-reference":
         return cpu_reference(argv[1:], prog=f"{PROG} cpu-reference")
+    if cmd == "migrate-digests":
+        from .provenance import migrate
+
+        return migrate.main(argv[1:], prog=f"{PROG} migrate-digests")
     if cmd == "fanout":
         from .provenance import fanout
 
@@ -87,6 +93,6 @@ def main(argv=None) -> int:
     if cmd in ("-h", "--help"):
         print(__doc__)
         return 0
-    print(f"usage: {PROG} {{plan,summary,cost,record,cpu-reference,fanout}} ...",
+    print(f"usage: {PROG} {{plan,summary,cost,record,cpu-reference,migrate-digests,fanout}} ...",
           file=sys.stderr)
     return 2

@@ -5,8 +5,12 @@
 decides and checks that sample, one job a module:
 
 * :mod:`~posbias_nb.provenance.code`: code identity, the modules that compute each cached
-  namespace and the digest of their normalised source; the one code hasher, shared with the
+  namespace and the digest of the code they reach; the one code hasher, shared with the
   design registry.
+* :mod:`~posbias_nb.provenance.reach`: what a namespace's modules reach: the package's
+  top-level statements and the names that tie them.
+* :mod:`~posbias_nb.provenance.migrate`: ``migrate-digests``, the stored digests carried over
+  to a new digest rule, each only where the same code can be shown.
 * :mod:`~posbias_nb.provenance.verify`: agreement of a re-measurement with its record, whole, by
   a sample of its parts, or against a CPU reference.
 * :mod:`~posbias_nb.provenance.machine`: machine identity (CPU, generation, instruction set) and
@@ -26,7 +30,7 @@ decides and checks that sample, one job a module:
   the cache and this room read and write.
 
 The command, ``python -m posbias_nb.provenance`` with ``plan``, ``summary``, ``record``,
-``cpu-reference`` or ``fanout``, is :mod:`posbias_nb.provenance_cli`, on the entry floor.
+``cpu-reference``, ``migrate-digests`` or ``fanout``, is :mod:`posbias_nb.provenance_cli`, on the entry floor.
 
 Imports: ``code``, ``verify``, ``machine``, ``stamps``, ``plan`` and ``record`` import nothing of the package
 but each other (:mod:`posbias_nb.cache` imports them for its one hook for recorded entries);
@@ -37,4 +41,5 @@ entry point beside :mod:`posbias_nb.cli` and alone may import a study: the calls
 training entry).  No module that computes a measurement imports this room, and its modules are listed in
 :data:`~posbias_nb.provenance.code.NOT_COMPUTING`, so its code counts in no namespace's digest.
 """
-__all__ = ["code", "verify", "machine", "stamps", "plan", "record", "reference", "fanout", "entries"]
+__all__ = ["code", "reach", "migrate", "verify", "machine", "stamps", "plan", "record", "reference",
+           "fanout", "entries"]

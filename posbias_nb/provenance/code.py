@@ -1,13 +1,20 @@
 """Code identity: the one code hasher, for the cache's namespaces and the design registry.
 
 **A namespace's code.**  Each cached namespace declares the modules that compute it
-(:data:`NAMESPACE_CODE`); :func:`code_digest` hashes their source and that of every module of the
-package they import (at any depth, inside functions too, package ``__init__`` files included),
-normalised by the ``ast`` module (:func:`normalised_source`) so that comments, docstrings and
-formatting do not count.  The modules that only present, store or check results
-(:data:`NOT_COMPUTING`) stay out.  ``make record`` writes the digest beside every recorded
-entry; ``make test`` re-measures more of a namespace whose digest changed since
-(:mod:`posbias_nb.provenance.plan`).
+(:data:`NAMESPACE_CODE`); :func:`code_digest` hashes what they reach: the top-level statements of
+the package they lead to by the names they read, at any depth, with the statements that act when
+their module runs, and the names that tie them (:mod:`posbias_nb.provenance.reach`), each
+statement normalised by the ``ast`` module (:func:`normalised_source`) so that comments,
+docstrings and formatting do not count, none keyed by the module it sits in.  So a function moved
+to another module, a module renamed, or a page's sentence edited beside a measurement leaves the
+digest; any change of a statement the namespace reaches, or of what a name it reads means, moves
+it.  The modules that only present, store or check results (:data:`NOT_COMPUTING`) stay out.
+``make record`` writes the digest beside every recorded entry; ``make test`` re-measures more of a
+namespace whose digest changed since (:mod:`posbias_nb.provenance.plan`).  The rule has a name
+(:data:`DIGEST_RULE`) that ``recorded/MANIFEST.json`` carries; the digests stored under an
+earlier rule (:func:`file_digest`: every imported module hashed whole) were carried over by
+``python -m posbias_nb.provenance migrate-digests`` (:mod:`posbias_nb.provenance.migrate`), each
+only where the files of its commit, or today's, digest to it by that rule.
 
 **A study's verdict code.**  :func:`normalised_code` is what counts of one function, class or
 constant by the same rule; :func:`posbias_nb.experiments.design.code_hash` hashes the verdict
@@ -23,8 +30,11 @@ import textwrap
 from pathlib import Path
 from typing import Mapping
 
+from . import reach
+
 __all__ = ["NAMESPACE_CODE", "NOT_COMPUTING", "normalised_source", "normalised_code",
-           "package_files", "code_modules", "code_digest"]
+           "package_files", "source_files", "code_modules", "reaches", "code_digest", "import_closure",
+           "file_digest", "declared_roots", "candidate_roots", "FORMER_ROOTS", "DIGEST_RULE"]
 
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
@@ -78,10 +88,15 @@ NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "exp
                            "provenance.verify", "provenance.machine", "provenance.plan",
                            "provenance.record", "provenance.reference", "provenance_cli",
                            "provenance.entries",
-                           "provenance.stamps", "provenance.fanout",
+                           "provenance.stamps", "provenance.fanout", "provenance.reach", "provenance.migrate",
                            "provenance.__main__"})
 
 _PKG = Path(__file__).resolve().parents[1]
+
+#: The rule :func:`code_digest` follows; ``recorded/MANIFEST.json`` says which rule its digests
+#: follow (``digest_rule``), and ``python -m posbias_nb.provenance migrate-digests`` carries them
+#: over to a new one (:mod:`posbias_nb.provenance.migrate`).
+DIGEST_RULE = "reach-v1"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -107,11 +122,16 @@ def normalised_code(obj) -> str:
     return repr(obj)
 
 
+def source_files() -> dict[str, str]:
+    """``{path relative to the package: source}`` of today's files (the form ``files`` takes)."""
+    return {str(p.relative_to(_PKG)): p.read_text() for p in _PKG.rglob("*.py")}
+
+
 def package_files(files: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{dotted module: source}`` of the package: today's files, or ``files`` (``{path relative
     to the package: source}``, e.g. read from an earlier commit)."""
     if files is None:
-        files = {str(p.relative_to(_PKG)): p.read_text() for p in _PKG.rglob("*.py")}
+        files = source_files()
     out = {}
     for rel, src in files.items():
         parts = rel[:-3].split("/")
@@ -161,18 +181,67 @@ def _imports(mod: str, src: str, known: set[str]) -> set[str]:
     return out
 
 
-def code_modules(namespace: str, files: Mapping[str, str] | None = None) -> list[str]:
-    """The modules whose code computes ``namespace``: its declared roots and every package module
-    they import, with the ``__init__`` of every package on the way (its own source, not what it
-    imports for others), less :data:`NOT_COMPUTING`
-    (dotted, relative to the package; ``""`` is the package's own ``__init__``)."""
+def declared_roots(files: Mapping[str, str]) -> dict[str, tuple[str, ...]] | None:
+    """The :data:`NAMESPACE_CODE` that ``files`` (``{path relative to the package: source}``,
+    e.g. an earlier commit's) declare themselves, or None where they declare none: the roots
+    their own digests were computed from."""
+    for rel in ("provenance/code.py", "cache.py"):
+        src = files.get(rel)
+        if not src:
+            continue
+        for node in ast.parse(src).body:
+            target = node.target if isinstance(node, ast.AnnAssign) else (
+                node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
+                else None)
+            if isinstance(target, ast.Name) and target.id == "NAMESPACE_CODE" and node.value:
+                return {k: tuple(v) for k, v in ast.literal_eval(node.value).items()}
+    return None
+
+
+#: The roots namespaces had in commits that declared none themselves (before this table lived in
+#: the code), where a module has been renamed since: ``experiments/remedies.py`` is today's
+#: ``experiments/training.py``, ``experiments/layouts.py`` today's ``born_layouts.py``.  A digest
+#: of such a commit's code is tried from these as well as from today's roots
+#: (:func:`candidate_roots`); a wrong guess matches no stored digest, it cannot fake one.
+FORMER_ROOTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "train": (("experiments.remedies",),),
+    "train-init": (("experiments.remedies",),),
+    "train-twin": (("experiments.remedies",),),
+    "layouts-ablation": (("experiments.layouts",),),
+    "layouts-layout": (("experiments.layouts",),),
+}
+
+
+def candidate_roots(namespace: str, files: Mapping[str, str]) -> list[tuple[str, ...]]:
+    """The roots a stored digest of ``namespace`` over ``files`` (``{path relative to the
+    package: source}``) may have been computed from: those the files declare, else today's and
+    :data:`FORMER_ROOTS`."""
+    own = declared_roots(files)
+    if own is not None:
+        return [tuple(own[namespace])] if namespace in own else []
+    return [tuple(NAMESPACE_CODE[namespace]), *FORMER_ROOTS.get(namespace, ())] \
+        if namespace in NAMESPACE_CODE else []
+
+
+def _roots(namespace: str, roots: tuple[str, ...] | None) -> tuple[str, ...]:
+    if roots is not None:
+        return tuple(roots)
     if namespace not in NAMESPACE_CODE:
         raise ValueError(f"namespace {namespace!r} declares no code "
                          "(posbias_nb.provenance.code.NAMESPACE_CODE)")
+    return NAMESPACE_CODE[namespace]
+
+
+def import_closure(namespace: str, files: Mapping[str, str] | None = None,
+                   roots: tuple[str, ...] | None = None) -> list[str]:
+    """The modules the namespace's roots (``roots``, else :data:`NAMESPACE_CODE`'s) import, at
+    any depth, with the ``__init__`` of every package on the way, less :data:`NOT_COMPUTING`:
+    what :func:`file_digest` hashed whole."""
+    roots = _roots(namespace, roots)
     srcs = package_files(files)
     known = set(srcs)
     seen: set[str] = set()
-    todo = [m for m in NAMESPACE_CODE[namespace] if m in known]
+    todo = [m for m in roots if m in known]
     while todo:
         m = todo.pop()
         if m in seen or m in NOT_COMPUTING:
@@ -189,17 +258,71 @@ def code_modules(namespace: str, files: Mapping[str, str] | None = None) -> list
     return sorted(seen)
 
 
-def code_digest(namespace: str, files: Mapping[str, str] | None = None) -> str:
-    """SHA-256 (hex) of the normalised source (:func:`normalised_source`) of
-    :func:`code_modules` of ``namespace``: today's, or of ``files`` (an earlier commit's). A
-    declared root missing from the files counts as part of the code (its absence changes the
-    digest)."""
+def file_digest(namespace: str, files: Mapping[str, str] | None = None,
+                roots: tuple[str, ...] | None = None) -> str:
+    """The code digest as it was until 2026-12-07: SHA-256 of the normalised source
+    (:func:`normalised_source`) of every module of :func:`import_closure`, keyed by module name.
+    It moved with any edit of those modules and with any move of code between them; kept to
+    check that each digest :func:`posbias_nb.provenance.record.migrate_digests` replaced was that
+    of its commit's code."""
+    roots = _roots(namespace, roots)
     srcs = package_files(files)
     h = hashlib.sha256()
-    for m in NAMESPACE_CODE.get(namespace, ()):
+    for m in roots:
         if m not in srcs:
             h.update(f"missing {m}\n".encode())
-    for m in code_modules(namespace, files):
+    for m in import_closure(namespace, files, roots):
         h.update(f"{m}\n".encode())
         h.update(normalised_source(srcs[m]).encode())
     return h.hexdigest()
+
+
+def _reached(namespace: str, files: Mapping[str, str] | None, roots: tuple[str, ...] | None):
+    roots = _roots(namespace, roots)
+    srcs = package_files(files)
+    ix = reach.index(srcs, NOT_COMPUTING)
+    return roots, srcs, ix, ix.reach(m for m in roots if m in srcs)
+
+
+def code_modules(namespace: str, files: Mapping[str, str] | None = None) -> list[str]:
+    """The modules holding code the namespace reaches (:mod:`posbias_nb.provenance.reach`):
+    an edit of that code moves its digest, an edit elsewhere in them or in other modules does
+    not -- unless it adds a statement that acts when its module runs (a registration) to a
+    module that runs with the namespace's code.  Less :data:`NOT_COMPUTING` (dotted, relative to
+    the package; ``""`` is the package's own ``__init__``)."""
+    _, _, _, (units, _, _) = _reached(namespace, files, None)
+    return sorted({m for m, _ in units})
+
+
+def reaches(namespace: str, module: str, name: str,
+            files: Mapping[str, str] | None = None) -> bool:
+    """Whether ``namespace`` reaches the top-level statement(s) of ``module`` that bind
+    ``name`` (a function, a class, a constant): an edit of them moves its digest.
+
+    Raises
+    ------
+    ValueError
+        ``module`` computes nothing or is not in the package, or binds no ``name``.
+    """
+    _, _, ix, (units, _, _) = _reached(namespace, files, None)
+    if module not in ix.mods:
+        raise ValueError(f"{module!r} is not a computing module of posbias_nb")
+    idx = ix.mods[module].bindings.get(name)
+    if not idx:
+        raise ValueError(f"{module} binds no {name!r} at its top level")
+    return any((module, i) in units for i in idx)
+
+
+def code_digest(namespace: str, files: Mapping[str, str] | None = None,
+                roots: tuple[str, ...] | None = None) -> str:
+    """SHA-256 (hex) of what computes ``namespace`` (today's code, or ``files``: an earlier
+    commit's): the top-level statements its root modules reach and the names that tie them
+    (:mod:`posbias_nb.provenance.reach`), each statement normalised as
+    :func:`normalised_source` does, none keyed by the module it sits in.  A declared root missing
+    from the files counts (its absence changes the digest).  ``roots``: the root modules, where
+    not :data:`NAMESPACE_CODE`'s (an earlier commit's own, :func:`declared_roots`)."""
+    roots, srcs, ix, (units, edges, _) = _reached(namespace, files, roots)
+    lines = [f"missing {m}" for m in roots if m not in srcs]
+    lines += sorted({f"unit {ix.unit(k).hash}" for k in units})
+    lines += sorted(f"edge {a} {b} {c}" for a, b, c in edges)
+    return hashlib.sha256((DIGEST_RULE + "\n" + "\n".join(lines)).encode()).hexdigest()

@@ -289,19 +289,33 @@ def unknown_modules(modules) -> str | None:
     """Why ``modules`` cannot be costed by :func:`edit_cost` (none given, or one that is not a
     module of the package, dotted and relative to it), or None."""
     known = set(code.package_files())
-    bad = [m for m in modules if m not in known]
+    bad = [m for m in modules if m.split(":")[0] not in known]
     if bad or not modules:
         return (f"not a module of posbias_nb: {', '.join(bad) or '(none given)'} "
-                "(dotted and relative to the package, e.g. experiments.inference)")
+                "(dotted and relative to the package, e.g. experiments.inference, or "
+                "MODULE:NAME for one function, class or constant of it)")
     return None
+
+
+def _moves(ns: str, target: str) -> bool:
+    """Whether an edit of ``target`` (``module``, or ``module:name``: the statements binding
+    ``name``) moves the code digest of ``ns``."""
+    if ":" in target:
+        mod, name = target.split(":", 1)
+        if mod in code.NOT_COMPUTING:
+            return False
+        return code.reaches(ns, mod, name)
+    return target in code.code_modules(ns)
 
 
 def edit_cost(manifest: dict, digests: dict[str, str], modules, budget: float = VERIFY_BUDGET,
               cpu: str | None = None, references: set[str] | frozenset = frozenset(),
               stamps: Mapping[str, Mapping] | None = None) -> dict:
     """What an edit of ``modules`` (dotted, relative to the package, e.g.
-    ``"experiments.inference"``) would cost ``make test`` before its stamps are earned: the
-    namespaces whose code it moves (:func:`posbias_nb.provenance.code.code_modules`), and the
+    ``"experiments.inference"``, or ``"experiments.fix:choose"`` for the statements that bind one
+    name) would cost ``make test`` before its stamps are earned: the namespaces whose code it
+    moves (:func:`posbias_nb.provenance.code.code_modules`,
+    :func:`posbias_nb.provenance.code.reaches`), and the
     sample :func:`verification_plan` would then choose for them, at ``budget`` and at the first
     of :data:`COVER_BUDGETS` that leaves none of them uncovered (a namespace whose sample
     misses a setting cannot be stamped, so every run samples it again).
@@ -314,13 +328,12 @@ def edit_cost(manifest: dict, digests: dict[str, str], modules, budget: float = 
     Raises
     ------
     ValueError
-        A module that is not in the package.
+        A module that is not in the package, or a name it does not bind.
     """
     why = unknown_modules(modules)
     if why:
         raise ValueError(why)
-    moved = [ns for ns in code.NAMESPACE_CODE
-             if any(m in code.code_modules(ns) for m in modules)]
+    moved = [ns for ns in code.NAMESPACE_CODE if any(_moves(ns, m) for m in modules)]
     fake = {ns: ("edited:" + d if ns in moved else d) for ns, d in digests.items()}
 
     def at(b):
@@ -478,6 +491,11 @@ def _today(recorded: Path):
     a CPU name alone does not count as recorded here, machine.recorded_machine), and this
     machine's CPU references with the stale ones."""
     manifest = json.loads((recorded / "MANIFEST.json").read_text())
+    if manifest.get("digest_rule") != code.DIGEST_RULE:
+        raise ValueError(f"{recorded / 'MANIFEST.json'}: its code digests follow "
+                         f"{manifest.get('digest_rule') or 'an older rule'}, not "
+                         f"{code.DIGEST_RULE}: run python -m posbias_nb.provenance "
+                         "migrate-digests")
     digests = {ns: code.code_digest(ns) for ns in code.NAMESPACE_CODE}
     cpu = machine.machine_id()
     refs, stale = this_machines_references(recorded, manifest, cpu)
@@ -516,7 +534,8 @@ def main(argv=None, prog: str | None = None) -> int:
     a3 = sub.add_parser("cost", help="what an edit of these modules would cost make test "
                                      "before its stamps are earned")
     a3.add_argument("modules", nargs="+", metavar="MODULE",
-                    help="dotted, relative to the package, e.g. experiments.inference")
+                    help="dotted, relative to the package, e.g. experiments.inference, "
+                         "or MODULE:NAME (one function, class or constant of it)")
     a3.add_argument("--recorded", default=str(ROOT / "recorded"))
     a3.add_argument("--budget", type=float, default=None)
     a2 = sub.add_parser("summary")
@@ -531,8 +550,8 @@ def main(argv=None, prog: str | None = None) -> int:
         if why:  # before the digests of every namespace, which take seconds
             print(f"cost: {why}", file=sys.stderr)
             return 2
-        manifest, digests, cpu, refs, _ = _today(Path(a.recorded))
         try:
+            manifest, digests, cpu, refs, _ = _today(Path(a.recorded))
             c = edit_cost(manifest, digests, a.modules, VERIFY_BUDGET if a.budget is None
                           else a.budget, cpu=cpu, references=refs,
                           stamps=_stamps.read(Path(a.recorded)))
@@ -542,8 +561,8 @@ def main(argv=None, prog: str | None = None) -> int:
         print(cost_lines(c))
         return 0
     if a.cmd == "plan":
-        manifest, digests, cpu, refs, stale = _today(Path(a.recorded))
         try:
+            manifest, digests, cpu, refs, stale = _today(Path(a.recorded))
             st = _stamps.read(Path(a.recorded))
             bad = _stamps.problems(st, manifest)
             if bad:

@@ -294,6 +294,11 @@ def main(argv=None, prog: str | None = None) -> int:
                  "or --merge what a run that read recorded/ measured")
     if a.merge and (not times or times.get("failed")):
         ap.error("--merge needs the chapter-times.json of a run in which every chapter passed")
+    man_now = out / "MANIFEST.json"
+    if a.merge and man_now.is_file() and \
+            json.loads(man_now.read_text()).get("digest_rule") != code.DIGEST_RULE:
+        ap.error(f"{man_now}: its code digests follow another rule than {code.DIGEST_RULE}; "
+                 "run python -m posbias_nb.provenance migrate-digests first")
     events = _events(a.log)
     seconds = defaultdict(float)
     codes = {}  # the digest of the code that computed each entry, as its event logged it
@@ -393,6 +398,7 @@ def main(argv=None, prog: str | None = None) -> int:
         "total_bytes": sum(v["bytes"] for v in entries.values()),
         "total_compute_seconds": round(sum(v["compute_seconds"] or 0.0
                                            for v in entries.values()), 1),
+        "digest_rule": code.DIGEST_RULE,
         "entries": dict(sorted(entries.items())),
     }
     out.mkdir(parents=True, exist_ok=True)

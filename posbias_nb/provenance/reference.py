@@ -9,7 +9,7 @@ on a CPU other than the one that recorded an entry, the same code gives other nu
 record.  A *CPU reference* is the recorded entry computed again on this machine by **the code
 that recorded it**: the entry's recording commit checked out in a git worktree, its code digest
 there checked against the one recorded with the entry
-(:func:`~posbias_nb.provenance.code.code_digest` of that commit's files), run in a fresh process
+(:func:`~posbias_nb.provenance.code.code_digest` of that commit's files, by today's rule), run in a fresh process
 with an empty cache and nothing recorded read.  ``make test`` on this machine then re-measures
 the entry with today's code and compares it with the reference
 (:func:`~posbias_nb.provenance.verify.against_reference`), while the chapter still gets the
@@ -50,18 +50,6 @@ ROOT = Path(__file__).resolve().parents[2]
 #: computes it in the recording commit's code (``kw``: the call's keyword arguments).
 Finder = tuple[Callable[[], Iterable[dict]], Callable[[dict], str], str]
 
-# the digest as the recording commit's own code computes it: posbias_nb.provenance.code where the
-# commit has it, posbias_nb.cache before, 'none' before either had a digest
-_DIGEST_THERE = (
-    "import sys\n"
-    "try:\n"
-    "    from posbias_nb.provenance.code import code_digest as f\n"
-    "except ImportError:\n"
-    "    from posbias_nb import cache\n"
-    "    f = getattr(cache, 'code_digest', None)\n"
-    "print(f(sys.argv[1]) if f else 'none')\n")
-
-
 def find_arguments(finders: Mapping[str, Finder], ns: str, k: str) -> dict:
     """The keyword arguments whose cache key is ``k`` in namespace ``ns``."""
     if ns not in finders:
@@ -98,18 +86,15 @@ def make(recorded: Path, ns: str, k: str, entry: dict, finders: Mapping[str, Fin
             env = {x: v for x, v in os.environ.items() if not x.startswith("POSBIAS_")}
             env.update(POSBIAS_CACHE_DIR=str(Path(tmp) / "cache"), HF_HUB_OFFLINE="1",
                        PYTHONPATH=str(wt))
-            # a commit older than the digest was given its digest afterwards from its files
-            # (record --backfill-code), by today's rule
-            there = subprocess.run(
-                [sys.executable, "-c", _DIGEST_THERE, ns], cwd=wt, env=env, check=True,
-                capture_output=True, text=True).stdout.split()[-1]
-            if there == "none":
-                there = code.code_digest(ns, {
-                    str(f.relative_to(wt / "posbias_nb")): f.read_text()
-                    for f in (wt / "posbias_nb").rglob("*.py")})
-            if there != digest:
+            # the worktree's code digested by today's rule (the one the manifest's digests
+            # follow), from the roots that commit declares (or had: code.candidate_roots)
+            files = {str(f.relative_to(wt / "posbias_nb")): f.read_text()
+                     for f in (wt / "posbias_nb").rglob("*.py")}
+            there = [code.code_digest(ns, files, r) for r in code.candidate_roots(ns, files)]
+            if digest not in there:
                 raise ValueError(f"{ns}/{k}: the code of commit {commit[:12]} digests to "
-                                 f"{there[:12]}, not the recorded {digest[:12]}: refused")
+                                 f"{', '.join(t[:12] for t in there) or 'nothing'}, not the "
+                                 f"recorded {digest[:12]}: refused")
             prog = ("import json, sys, time, posbias_nb\n"
                     f"assert posbias_nb.__file__.startswith({str(wt)!r}), posbias_nb.__file__\n"
                     "kw = json.loads(sys.argv[1]); t = time.perf_counter()\n"

@@ -100,11 +100,14 @@ def test_digest_of_a_fake_namespace(fake_ns):
     assert d == code.code_digest(fake_ns, _pkg(SRC_COMMENT))
     assert d != code.code_digest(fake_ns, _pkg(SRC_SEED))
     assert d != code.code_digest(fake_ns, _pkg(SRC_SAME))
-    # a module it imports counts; one it does not, does not
-    with_helper = {"__init__.py": "", "fake.py": "from . import helper\n" + SRC,
-                   "helper.py": "K = 1\n", "other.py": "K = 2\n"}
+    # a constant it reads in a module it imports counts; one it does not read, or one in a
+    # module it does not import, does not (tests/unit/support/test_reach_digest.py: the rule)
+    reads = SRC.replace("SEED = 0", "SEED = helper.K")
+    with_helper = {"__init__.py": "", "fake.py": "from . import helper\n" + reads,
+                   "helper.py": "K = 1\nJ = 5\n", "other.py": "K = 2\n"}
     d2 = code.code_digest(fake_ns, with_helper)
-    assert d2 != code.code_digest(fake_ns, {**with_helper, "helper.py": "K = 3\n"})
+    assert d2 != code.code_digest(fake_ns, {**with_helper, "helper.py": "K = 3\nJ = 5\n"})
+    assert d2 == code.code_digest(fake_ns, {**with_helper, "helper.py": "K = 1\nJ = 6\n"})
     assert d2 == code.code_digest(fake_ns, {**with_helper, "other.py": "K = 4\n"})
 
 
@@ -707,7 +710,8 @@ def test_a_stamp_that_cannot_vouch_is_refused():
 
 def test_plan_refuses_a_stamp_from_another_branch(tmp_path, capsys):
     ns = "replay"
-    man = {"entries": {f"{ns}/{'1' * 64}": {"commit": "c", "bytes": 1, "code": "A",
+    man = {"digest_rule": code.DIGEST_RULE,
+           "entries": {f"{ns}/{'1' * 64}": {"commit": "c", "bytes": 1, "code": "A",
                                              "compute_seconds": 1.0, "read": True}}}
     (tmp_path / "MANIFEST.json").write_text(json.dumps(man))
     stamps_mod.write(tmp_path, {ns: {"code": "A", "manifest": stamps_mod.manifest_digest(man, ns),
@@ -900,7 +904,8 @@ def test_a_verified_namespace_re_measures_one_part_and_a_changed_one_its_whole_s
     assert p["keys"] == ["p/aa", "q/bb"] and p["one_part"] == ["p/aa"]
     out, keys = tmp_path / "plan.json", tmp_path / "keys.txt"
     (tmp_path / "rec").mkdir()
-    (tmp_path / "rec" / "MANIFEST.json").write_text(json.dumps(man))
+    (tmp_path / "rec" / "MANIFEST.json").write_text(json.dumps({**man, "digest_rule":
+                                                                  code.DIGEST_RULE}))
     monkeypatch.setattr(code, "code_digest", lambda ns, files=None: {"p": "d", "q": "new"}[ns])
     monkeypatch.setattr(code, "NAMESPACE_CODE", {"p": ("x",), "q": ("x",)})
     assert plan.main(["plan", "--recorded", str(tmp_path / "rec"), "--out", str(out),

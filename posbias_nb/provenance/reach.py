@@ -1,0 +1,499 @@
+"""The code a namespace reaches: top-level statements of the package, and the names that tie them.
+
+:func:`posbias_nb.provenance.code.code_digest` hashes what computes a namespace.  Hashing whole
+modules ties a measurement to every sentence of every module it imports, and to the module's name:
+moving a function to another module, or editing a page helper that sits beside a measurement,
+moved the digest of every namespace that imported that module, and each move cost hours of
+re-measurement before the stamps vouched again.  This module finds, instead, the **units** that
+run: the top-level statements of the package's modules (a function, a class, an assignment, an
+``if``), and between them the **edges**, one per name a unit reads, to what that name is bound to
+when the module runs.
+
+Reached, starting from the namespace's root modules (all of their units):
+
+- each unit that a name read by a reached unit is bound to (through ``from x import y``, ``import
+  x as m`` with ``m.y``, re-exports and star imports, followed to the statement that binds it);
+  a package module used other than as ``m.attr`` (passed on, ``getattr(m, ...)``) reaches all of
+  its units;
+- each module that runs: the module of a reached unit, the modules it imports at its top level or
+  inside a reached unit, and the ``__init__`` of every package on the way; and in every module that
+  runs, each unit that may act when it runs (anything but a definition or an assignment whose
+  calls are all to names outside the package: ``register(...)``, ``X.update(...)``, a decorator
+  of the package's own, an ``if``, a ``for``) -- conservatively, such a unit counts although no
+  read name leads to it.
+
+What a unit is: its ``ast`` dump, docstrings removed (the rule of
+:func:`posbias_nb.provenance.code.normalised_source`).  What an edge is: the unit, the name as read, and the content of what
+it resolves to (the binding unit's dump, ``ext:numpy.linalg`` for a library, ``builtin:len``,
+``file:<module>`` for ``__file__`` and ``__name__``, which do depend on where the code lives).
+Import statements inside the package are edges, not content.  So the digest is the same when a
+unit moves to another module and its readers import it from there, when a module is renamed, and
+when a unit that no namespace reaches changes; it moves when any reached unit's text changes, and
+when a name comes to mean another statement of the same text only elsewhere (the edge names the
+target's content, and the reader's name).
+
+Not seen, as before this module (the module-level digest followed import statements only): code
+reached by a string alone (``importlib.import_module(f"...")``, a registry filled by a module that
+nothing imports).  The package's ``__init__`` resolves its front door that way and is not
+computing code.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass, field
+from typing import Mapping
+
+__all__ = ["Index", "index"]
+
+#: Names whose value depends on the module the code sits in: an edge to them names the module.
+_WHERE = frozenset({"__file__", "__name__", "__spec__", "__package__", "__path__"})
+
+
+@dataclass
+class _Unit:
+    mod: str
+    node: ast.stmt
+    dump: str
+    binds: set[str] = field(default_factory=set)
+    pure: bool = True
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.dump.encode()).hexdigest()[:32]
+
+
+@dataclass
+class _Module:
+    name: str
+    is_pkg: bool
+    units: list[_Unit]
+    bindings: dict[str, list[int]]          # name -> indices of the units that bind it
+    imported: dict[str, tuple]               # name -> what an import at top level binds it to
+    stars: list[str]                         # modules star-imported
+    top_imports: set[str]                    # package modules imported at top level
+
+
+def _strip_docstrings(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """The names a top-level statement binds at module scope (not inside nested functions or
+    classes it defines, which are scopes of their own)."""
+    out: set[str] = set()
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+            continue
+        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                if a.name != "*":
+                    out.add(a.asname or a.name.split(".")[0])
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _import_time_nodes(stmt: ast.stmt):
+    """The nodes of a top-level statement that run when the module runs: everything but the
+    bodies of the functions it defines (their decorators, defaults and annotations do run)."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.extend(n.decorator_list)
+            stack.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+            continue
+        if isinstance(n, ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+#: Methods that read and do not change the object they are called on (``SETTINGS.items()``): an
+#: import-time call of one on a name of the package leaves the unit pure.
+_READ_ONLY = frozenset({"items", "keys", "values", "get", "copy", "format", "join", "split",
+                        "startswith", "endswith", "lower", "upper", "replace", "strip", "index",
+                        "count", "__getitem__"})
+
+
+def _names_only_all(stmt: ast.stmt) -> bool:
+    """``__all__.append("x")``, ``__all__.extend([...])`` or ``__all__ += [...]`` of constants."""
+    if isinstance(stmt, ast.AugAssign):
+        target, values = stmt.target, [stmt.value]
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+            and isinstance(stmt.value.func, ast.Attribute) \
+            and stmt.value.func.attr in ("append", "extend"):
+        target, values = stmt.value.func.value, stmt.value.args
+    else:
+        return False
+    return isinstance(target, ast.Name) and target.id == "__all__" and all(
+        isinstance(n, (ast.Constant, ast.List, ast.Tuple, ast.Load))
+        for v in values for n in ast.walk(v))
+
+
+def _root_name(expr: ast.AST) -> str | None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+class Index:
+    """The units and bindings of a package's modules (``{dotted module: source}``), and what a
+    namespace's root modules reach in them (:meth:`reach`)."""
+
+    def __init__(self, srcs: Mapping[str, str], not_computing: frozenset[str] = frozenset()):
+        self.srcs = dict(srcs)
+        self.known = set(self.srcs)
+        self.not_computing = not_computing
+        self.mods: dict[str, _Module] = {}
+        self._memo_reads: dict[tuple[str, int], list] = {}
+        self._memo_reach: dict[tuple[str, ...], tuple] = {}
+        for m in sorted(self.known):
+            if m in not_computing:
+                continue
+            self.mods[m] = self._module(m, self.srcs[m])
+
+    # ---- imports -------------------------------------------------------------------------
+    def _is_pkg(self, mod: str) -> bool:
+        return mod == "" or any(k.startswith(mod + ".") for k in self.known)
+
+    def _base(self, mod: str, node: ast.ImportFrom) -> list[str] | None:
+        """The package path a ``from ... import`` reads from, or None for a library."""
+        if node.level:
+            parts = mod.split(".") if mod else []
+            here = parts if self._is_pkg(mod) else parts[:-1]
+            base = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+            return base + (node.module.split(".") if node.module else [])
+        if node.module and (node.module == "posbias_nb" or node.module.startswith("posbias_nb.")):
+            return node.module.split(".")[1:]
+        return None
+
+    def _targets(self, mod: str, node: ast.Import | ast.ImportFrom) -> dict[str, tuple]:
+        """``{bound name: target}`` of an import statement; a target is ``("mod", m)``, ``("attr",
+        m, name)`` or ``("ext", dotted)``."""
+        out: dict[str, tuple] = {}
+        if isinstance(node, ast.ImportFrom):
+            base = self._base(mod, node)
+            for a in node.names:
+                if a.name == "*":
+                    continue
+                bound = a.asname or a.name
+                if base is None:
+                    out[bound] = ("ext", f"{'.' * node.level}{node.module}.{a.name}")
+                    continue
+                dotted = ".".join(base + [a.name])
+                out[bound] = ("mod", dotted) if dotted in self.known else \
+                    ("attr", ".".join(base), a.name)
+        else:
+            for a in node.names:
+                if a.name == "posbias_nb" or a.name.startswith("posbias_nb."):
+                    inner = ".".join(a.name.split(".")[1:])
+                    if a.asname:
+                        out[a.asname] = ("mod", inner)
+                    else:  # ``import posbias_nb.x.y`` binds ``posbias_nb``, the package
+                        out["posbias_nb"] = ("mod", "")
+                else:
+                    out[a.asname or a.name.split(".")[0]] = (
+                        "ext", a.name if a.asname else a.name.split(".")[0])
+        return out
+
+    def _stars(self, mod: str, node: ast.ImportFrom) -> list[str]:
+        base = self._base(mod, node)
+        if base is None or not any(a.name == "*" for a in node.names):
+            return []
+        return [".".join(base)]
+
+    def _imported_modules(self, mod: str, nodes) -> set[str]:
+        """The package modules that import statements among ``nodes`` make run (with ``from m
+        import name``, ``m`` itself)."""
+        out = set()
+        for n in nodes:
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                for t in self._targets(mod, n).values():
+                    if t[0] == "mod":
+                        out.add(t[1])
+                    elif t[0] == "attr":
+                        out.add(t[1])
+                out.update(self._stars(mod, n) if isinstance(n, ast.ImportFrom) else [])
+        return {m for m in out if m in self.known}
+
+    # ---- modules -------------------------------------------------------------------------
+    def _module(self, name: str, src: str) -> _Module:
+        tree = ast.parse(src)
+        _strip_docstrings(tree)
+        body = tree.body
+        units: list[_Unit] = []
+        bindings: dict[str, list[int]] = {}
+        imported: dict[str, tuple] = {}
+        stars: list[str] = []
+        top: set[str] = set()
+        for stmt in body:
+            if isinstance(stmt, ast.Pass) and len(body) == 1:
+                continue
+            if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+                continue
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                t = self._targets(name, stmt)
+                internal = {k: v for k, v in t.items() if v[0] != "ext"}
+                imported.update(internal)
+                if isinstance(stmt, ast.ImportFrom):
+                    stars += self._stars(name, stmt)
+                top |= self._imported_modules(name, [stmt])
+                # a library import is content (which library a name means); a package import
+                # is an edge, resolved where it is read
+                ext = {k: v for k, v in t.items() if v[0] == "ext"}
+                if not ext:
+                    continue
+                for k, v in ext.items():
+                    imported[k] = v
+                continue
+            u = _Unit(name, stmt, ast.dump(stmt, annotate_fields=True, include_attributes=False),
+                      _bound_names(stmt))
+            for n in _import_time_nodes(stmt):
+                if isinstance(n, (ast.Import, ast.ImportFrom)):
+                    top |= self._imported_modules(name, [n])
+            idx = len(units)
+            units.append(u)
+            for b in u.binds:
+                bindings.setdefault(b, []).append(idx)
+        m = _Module(name, self._is_pkg(name), units, bindings, imported, stars, top)
+        for u in units:
+            u.pure = self._is_pure(m, u)
+        return m
+
+    def _is_pure(self, m: _Module, u: _Unit) -> bool:
+        """Whether running the unit can do nothing but bind its names: a definition or an
+        assignment whose import-time calls are all to libraries or builtins."""
+        if _names_only_all(u.node):
+            return True  # __all__.append(...), __all__ += [...]: what a star import takes
+        if not isinstance(u.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                   ast.Assign, ast.AnnAssign)):
+            return False
+        if isinstance(u.node, ast.Assign) and not all(
+                isinstance(t, ast.Name) or (isinstance(t, (ast.Tuple, ast.List))
+                                            and all(isinstance(e, ast.Name) for e in t.elts))
+                for t in u.node.targets):
+            return False  # X[k] = ..., X.attr = ...: it changes another binding
+        if isinstance(u.node, ast.AnnAssign) and not isinstance(u.node.target, ast.Name):
+            return False
+        for n in _import_time_nodes(u.node):
+            if isinstance(n, ast.ClassDef) and n is not u.node:
+                return False
+            if isinstance(n, ast.Call) or (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                          ast.ClassDef)) and n.decorator_list):
+                funcs = [n.func] if isinstance(n, ast.Call) else n.decorator_list
+                for f in funcs:
+                    if isinstance(n, ast.Call) and isinstance(f, ast.Attribute) \
+                            and f.attr in _READ_ONLY:
+                        continue  # the object is read; what it is counts where it is read
+                    r = _root_name(f)
+                    if r is None:
+                        return False
+                    t = self._name_target(m, r)
+                    # a library, a builtin, or a module that computes nothing (NOT_COMPUTING:
+                    # a design's frozen object, a page's helper)
+                    if t[0] not in ("ext", "builtin", "opaque"):
+                        return False
+        return True
+
+    # ---- resolution ----------------------------------------------------------------------
+    def _name_target(self, m: _Module, name: str, depth: int = 0) -> tuple:
+        """What ``name`` at the top level of module ``m`` is bound to: ``("units", mod, [idx])``,
+        ``("mod", mod)``, ``("ext", dotted)``, ``("builtin", name)``, ``("where", mod)`` or
+        ``("opaque", mod.name)`` (a module that computes nothing)."""
+        if depth > 50:
+            raise ValueError(f"import cycle resolving {name!r} in {m.name!r}")
+        if name in _WHERE:
+            return ("where", m.name)
+        if name in m.bindings:
+            return ("units", m.name, tuple(m.bindings[name]))
+        if name in m.imported:
+            return self._follow(m.imported[name], depth + 1)
+        for s in m.stars:
+            if s in self.mods:
+                t = self._name_target(self.mods[s], name, depth + 1)
+                if t[0] != "builtin":
+                    return t
+            elif s in self.known:
+                return ("opaque", f"{s}.{name}")
+        return ("builtin", name)
+
+    def _follow(self, target: tuple, depth: int = 0) -> tuple:
+        if target[0] == "ext":
+            return target
+        if target[0] == "mod":
+            return ("opaque", target[1]) if target[1] in self.not_computing else target
+        _, mod, name = target
+        if mod in self.not_computing:
+            return ("opaque", f"{mod}.{name}")
+        if mod not in self.mods:
+            return ("missing", f"{mod}.{name}")
+        return self._name_target(self.mods[mod], name, depth)
+
+    def _attr_target(self, mod: str, attr: str) -> tuple:
+        """``m.attr`` where ``m`` is package module ``mod``."""
+        sub = f"{mod}.{attr}" if mod else attr
+        if mod in self.mods:
+            t = self._name_target(self.mods[mod], attr)
+            if t[0] != "builtin":
+                return t
+        if sub in self.known:
+            return ("opaque", sub) if sub in self.not_computing else ("mod", sub)
+        return ("missing", f"{mod}.{attr}")
+
+    def _reads(self, m: _Module, node: ast.AST) -> list[tuple[str, tuple]]:
+        """``(name as read, target)`` for every name a unit (or a statement) reads; a package
+        module read as ``m.a.b`` resolves along the attributes."""
+        local: dict[str, list[tuple]] = {}
+        for n in ast.walk(node):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                for k, v in self._targets(m.name, n).items():
+                    local.setdefault(k, []).append(self._follow(v) if v[0] != "ext" else v)
+        out: list[tuple[str, tuple]] = []
+        parents: dict[int, ast.AST] = {}
+        for p in ast.walk(node):
+            for c in ast.iter_child_nodes(p):
+                parents[id(c)] = p
+        for n in ast.walk(node):
+            if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+                continue
+            # a name imported inside the unit may also be the module's own (scopes are not told
+            # apart): both count
+            cands = local.get(n.id, []) + [self._name_target(m, n.id)]
+            for t in cands:
+                label, cur = n.id, n
+                while t[0] == "mod":
+                    p = parents.get(id(cur))
+                    if isinstance(p, ast.Attribute) and p.value is cur:
+                        t = self._attr_target(t[1], p.attr)
+                        label, cur = f"{label}.{p.attr}", p
+                    else:
+                        t = ("whole", t[1])  # the module itself is passed on: all of it counts
+                        break
+                out.append((label, t))
+        # what an import inside the unit binds counts even where no read of it is seen (an
+        # ``if``/``try`` choosing between implementations binds the name for other units)
+        # (a module so imported runs, :meth:`reach`; what of it counts is what is read of it)
+        for k, ts in local.items():
+            out += [(f"import {k}", t) for t in ts if t[0] != "mod"]
+        return out
+
+    # ---- reach ---------------------------------------------------------------------------
+    def reach(self, roots) -> tuple[set[tuple[str, int]], set[tuple[str, str, str]], set[str]]:
+        """From the root modules ``roots`` (all their units): the reached units ``{(module,
+        index)}``, the edges ``{(unit hash, name read, target's content)}`` and the modules that
+        run."""
+        roots = tuple(sorted(roots))
+        if roots not in self._memo_reach:
+            self._memo_reach[roots] = self._reach(roots)
+        return self._memo_reach[roots]
+
+    def _unit_reads(self, key: tuple[str, int]) -> list:
+        if key not in self._memo_reads:
+            m = self.mods[key[0]]
+            self._memo_reads[key] = self._reads(m, m.units[key[1]].node)
+        return self._memo_reads[key]
+
+    def _unit_imports(self, key: tuple[str, int]) -> set[str]:
+        return self._imported_modules(key[0], (n for n in ast.walk(self.unit(key).node)))
+
+    def _reach(self, roots: tuple[str, ...]):
+        units: set[tuple[str, int]] = set()
+        edges: set[tuple[str, str, str]] = set()
+        running: set[str] = set()
+        todo: list[tuple[str, int]] = []
+        mods_todo: list[str] = []
+
+        def run_module(mod: str) -> None:
+            parts = mod.split(".") if mod else []
+            for i in range(len(parts) + 1):  # the __init__ of each package on the way runs too
+                p = ".".join(parts[:i])
+                if p in self.mods and p not in running:
+                    running.add(p)
+                    mods_todo.append(p)
+
+        def reach_whole(mod: str) -> None:
+            if mod in self.mods:
+                run_module(mod)
+                todo.extend((mod, i) for i in range(len(self.mods[mod].units)))
+
+        for r in roots:
+            reach_whole(r)
+            # what a root imports by name is its own too (a caller may call it through the root)
+            if r in self.mods:
+                for name, t in self.mods[r].imported.items():
+                    t = self._follow(t)
+                    if t[0] == "units":
+                        todo.extend((t[1], j) for j in t[2])
+                        edges.add(("root", name, self._content(t)))
+        while todo or mods_todo:
+            while mods_todo:
+                mod = mods_todo.pop()
+                m = self.mods[mod]
+                for t in m.top_imports:
+                    run_module(t)
+                todo.extend((mod, i) for i, u in enumerate(m.units) if not u.pure)
+            if not todo:
+                continue
+            key = todo.pop()
+            if key in units:
+                continue
+            units.add(key)
+            mod, i = key
+            u = self.mods[mod].units[i]
+            run_module(mod)
+            for t in self._unit_imports(key):  # imports inside a function run when it runs
+                run_module(t)
+            for label, t in self._unit_reads(key):
+                if t[0] == "units":
+                    todo.extend((t[1], j) for j in t[2])
+                elif t[0] == "whole":
+                    reach_whole(t[1])
+                edges.add((u.hash, label, self._content(t)))
+        return units, edges, running
+
+    def _content(self, t: tuple) -> str:
+        if t[0] == "units":
+            return "units:" + ",".join(sorted(self.mods[t[1]].units[j].hash for j in t[2]))
+        if t[0] == "whole":
+            return "module:" + ",".join(sorted(u.hash for u in self.mods[t[1]].units)) \
+                if t[1] in self.mods else f"module:{t[1]}"
+        if t[0] == "mod":
+            return f"module:{t[1]}"
+        return f"{t[0]}:{t[1]}"
+
+    def unit(self, key: tuple[str, int]) -> _Unit:
+        return self.mods[key[0]].units[key[1]]
+
+
+_CACHE: dict[str, Index] = {}
+
+
+def index(srcs: Mapping[str, str], not_computing: frozenset[str]) -> Index:
+    """The :class:`Index` of ``srcs``, memoised on their content (a few recent ones)."""
+    h = hashlib.sha256()
+    for k in sorted(srcs):
+        h.update(k.encode() + b"\0" + srcs[k].encode() + b"\0")
+    h.update(",".join(sorted(not_computing)).encode())
+    key = h.hexdigest()
+    if key not in _CACHE:
+        if len(_CACHE) > 8:
+            _CACHE.clear()
+        _CACHE[key] = Index(srcs, not_computing)
+    return _CACHE[key]

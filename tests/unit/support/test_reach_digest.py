@@ -1,0 +1,196 @@
+"""The code digest by reach (posbias_nb.provenance.reach): the same where only the place of the
+code changed, moved where what runs changed, and each skeptic's counterexample caught.
+
+Every case is a fake package of a few modules (``{path: source}``) with one namespace rooted at
+``fake``; ``digest(files)`` is its code digest."""
+import json
+
+import pytest
+
+from posbias_nb.provenance import code, migrate, stamps
+
+
+@pytest.fixture
+def digest(monkeypatch):
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
+    return lambda files: code.code_digest("fake", {"__init__.py": "", **files})
+
+
+HELPERS = '''import numpy as np
+
+SCALE = 2.0
+
+
+def scaled(x):
+    """x times the scale."""
+    return np.asarray(x) * SCALE
+
+
+def page_title(name):
+    return f"<h1>{name}</h1>"
+'''
+FAKE = '''from .helpers import scaled
+
+
+def compute(n):
+    return {"x": scaled(range(n))}
+'''
+
+
+def test_a_move_to_another_module_and_a_rename_leave_the_digest(digest):
+    base = digest({"fake.py": FAKE, "helpers.py": HELPERS})
+    # scaled and SCALE move to their own module; helpers keeps the page's helper
+    moved = {"fake.py": FAKE.replace(".helpers", ".numeric"),
+             "numeric.py": HELPERS.split("def page_title")[0],
+             "helpers.py": "def page_title(name):\n    return f'<h1>{name}</h1>'\n"}
+    assert digest(moved) == base
+    # the module renamed, its reader importing it under the old name
+    renamed = {"fake.py": "from .numbers import scaled\n" + FAKE.split("\n", 1)[1],
+               "numbers.py": HELPERS}
+    assert digest(renamed) == base
+    # into a sub-package
+    sub = {"fake.py": FAKE.replace(".helpers", ".base.numeric"), "base/__init__.py": "",
+           "base/numeric.py": HELPERS}
+    assert digest(sub) == base
+
+
+def test_an_unreached_edit_leaves_it_and_a_reached_one_moves_it(digest):
+    base = digest({"fake.py": FAKE, "helpers.py": HELPERS})
+    page = HELPERS.replace("<h1>", "<h2>")
+    assert digest({"fake.py": FAKE, "helpers.py": page}) == base
+    for edit in (HELPERS.replace("SCALE = 2.0", "SCALE = 3.0"),            # a constant read
+                 HELPERS.replace("np.asarray(x) * SCALE", "np.asarray(x) + SCALE"),
+                 HELPERS.replace("import numpy as np", "import numpy.ma as np")):  # the library
+        assert digest({"fake.py": FAKE, "helpers.py": edit}) != base, edit
+    # a docstring or a comment is not code
+    doc = HELPERS.replace('"""x times the scale."""', '"""Other words."""  # a comment')
+    assert digest({"fake.py": FAKE, "helpers.py": doc}) == base
+
+
+def test_a_name_that_comes_to_mean_another_statement_moves_it(digest):
+    """The counterexample to hashing the set of statements alone: two helpers of the same name
+    and different bodies, both reached; the reader switches from one to the other."""
+    a = "def f(x):\n    return x + 1\n"
+    b = "def f(x):\n    return x * 2\n"
+    uses_a = ("from .a import f\nfrom . import b\n\n\ndef compute(n):\n"
+              "    return {'x': f(n), 'y': b.f(n)}\n")
+    uses_b = uses_a.replace("from .a import f\nfrom . import b", "from .b import f\nfrom . import a")
+    uses_b = uses_b.replace("b.f(n)", "a.f(n)")
+    # the same statements are reached either way; what 'f' means is not
+    assert digest({"fake.py": uses_a, "a.py": a, "b.py": b}) != \
+        digest({"fake.py": uses_b, "a.py": a, "b.py": b})
+
+
+def test_what_runs_at_import_counts_though_no_name_leads_to_it(digest):
+    """A registration in a module that runs (a registry filled at import), a mutation of a
+    read constant, a decorator of the package's own: each counts."""
+    reg = "REGISTRY = {}\n\n\ndef register(k, v):\n    REGISTRY[k] = v\n"
+    plug = "from .reg import register\n\nregister('scale', 2.0)\n"
+    fake = ("from .reg import REGISTRY\nfrom . import plug  # noqa\n\n\ndef compute(n):\n"
+            "    return {'x': [REGISTRY['scale'] * i for i in range(n)]}\n")
+    files = {"fake.py": fake, "reg.py": reg, "plug.py": plug}
+    base = digest(files)
+    assert digest({**files, "plug.py": plug.replace("2.0", "3.0")}) != base
+    mut = {"fake.py": FAKE, "helpers.py": HELPERS + "\nSCALE *= 1.0\n"}
+    assert digest(mut) != digest({"fake.py": FAKE, "helpers.py": HELPERS})
+    deco = ("from .reg import register\n\n\n@register_it\ndef g():\n    return 1\n"
+            .replace("register_it", "register"))
+    assert digest({**files, "plug.py": deco}) != digest(
+        {**files, "plug.py": deco.replace("return 1", "return 2")})
+
+
+def test_a_module_passed_on_counts_whole_and_a_local_import_counts(digest):
+    helpers = {"helpers.py": HELPERS}
+    by_name = ("from . import helpers\n\n\ndef compute(n, name='scaled'):\n"
+               "    return {'x': getattr(helpers, name)(range(n))}\n")
+    base = digest({"fake.py": by_name, **helpers})
+    # getattr by a string: the whole module counts, the page's helper too
+    assert digest({"fake.py": by_name, "helpers.py": HELPERS.replace("<h1>", "<h2>")}) != base
+    local = "def compute(n):\n    from .helpers import scaled\n    return {'x': scaled(range(n))}\n"
+    base = digest({"fake.py": local, **helpers})
+    assert digest({"fake.py": local,
+                   "helpers.py": HELPERS.replace("SCALE = 2.0", "SCALE = 5.0")}) != base
+
+
+def test_where_the_code_lives_counts_where_it_reads_its_own_file(digest):
+    src = ("from pathlib import Path\n\nROOT = Path(__file__).parent\n\n\n"
+           "def compute(n):\n    return {'x': str(ROOT)}\n")
+    assert digest({"fake.py": "from .where import compute  # noqa\n", "where.py": src}) != \
+        digest({"fake.py": "from .there import compute  # noqa\n", "there.py": src})
+
+
+def test_a_star_import_and_a_re_export_are_followed(digest):
+    inner = "K = 1\n\n\ndef k():\n    return K\n"
+    files = {"fake.py": "from .pkg import k\n\n\ndef compute(n):\n    return {'x': k()}\n",
+             "pkg/__init__.py": "from .inner import *  # noqa\n", "pkg/inner.py": inner}
+    assert digest(files) != digest({**files, "pkg/inner.py": inner.replace("K = 1", "K = 2")})
+    reexp = {"fake.py": files["fake.py"], "pkg/__init__.py": "from .inner import k  # noqa\n",
+             "pkg/inner.py": inner}
+    assert digest(reexp) == digest(files)
+    assert digest(reexp) != digest({**reexp, "pkg/inner.py": inner.replace("K = 1", "K = 3")})
+
+
+def test_a_missing_root_counts(digest, monkeypatch):
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake", "gone"))
+    assert code.code_digest("fake", {"__init__.py": "", "fake.py": FAKE, "helpers.py": HELPERS}) \
+        != code.code_digest("fake", {"__init__.py": "", "fake.py": FAKE, "helpers.py": HELPERS,
+                                     "gone.py": ""})
+
+
+def test_the_books_namespaces_are_told_apart_by_what_they_reach():
+    """On the package itself: a page of the fix study is outside every namespace, and the
+    report's page module computes nothing; the inference study's code is inside its
+    namespaces and not inside the born profile's."""
+    mods = code.code_modules("inference-task")
+    assert "experiments.inference" in mods and "experiments.report.page" not in mods
+    assert "experiments.inference" not in code.code_modules("profile")
+    assert code.code_digest("inference-task") == code.code_digest("inference-cost")
+    assert code.code_digest("inference-task") != code.code_digest("profile")
+
+
+def _old_and_new(monkeypatch, files):
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
+    return code.file_digest("fake", files), code.code_digest("fake", files)
+
+
+def test_the_migration_carries_only_digests_it_can_show(monkeypatch):
+    then = {"__init__.py": "", "fake.py": FAKE, "helpers.py": HELPERS}
+    today = {**then, "helpers.py": HELPERS.replace("<h1>", "<h2>")}  # a page edit since
+    old_then, new_then = _old_and_new(monkeypatch, then)
+    manifest = {"entries": {
+        "fake/k1": {"commit": "c1", "code": old_then},
+        "fake/k2": {"commit": "c2", "code": "f" * 64},       # no files digest to it
+    }}
+    st = {"fake": {"code": old_then, "commit": "c1",
+                   "manifest": stamps.manifest_digest(manifest, "fake")},
+          "other": {"code": "e" * 64, "commit": "c1", "manifest": "x"}}
+    refs = {"fake/k1": {"CPU": {"code": old_then, "commit": "c1"}}}
+    got = migrate.carry(manifest, st, refs, {"c1": then}.get, today=today)
+    assert manifest["entries"]["fake/k1"]["code"] == new_then
+    # the page edit moved the old rule's digest, not the new one's: k1 is unchanged today
+    assert code.code_digest("fake", today) == new_then != code.file_digest("fake", today)
+    assert manifest["entries"]["fake/k2"]["code"] == "f" * 64 and got["kept"] == ["fake/k2"]
+    assert refs["fake/k1"]["CPU"]["code"] == new_then and got["references"] == 1
+    assert st["fake"]["code"] == new_then
+    assert st["fake"]["manifest"] == stamps.manifest_digest(manifest, "fake")
+    assert "other" not in st and "other" in got["dropped"]
+    assert manifest["digest_rule"] == code.DIGEST_RULE
+
+
+def test_a_manifest_of_another_rule_is_refused_by_the_plan(tmp_path, capsys):
+    from posbias_nb.provenance import plan
+
+    (tmp_path / "MANIFEST.json").write_text(json.dumps({"entries": {}}))
+    rc = plan.main(["plan", "--recorded", str(tmp_path), "--out", str(tmp_path / "p.json"),
+                    "--keys", str(tmp_path / "k.txt")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "migrate-digests" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_the_recorded_manifest_follows_todays_rule():
+    from pathlib import Path
+
+    man = json.loads((Path(__file__).resolve().parents[3] / "recorded" / "MANIFEST.json")
+                     .read_text())
+    assert man.get("digest_rule") == code.DIGEST_RULE

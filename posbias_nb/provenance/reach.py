@@ -23,14 +23,17 @@ Reached, starting from the namespace's root modules (all of their units):
   read name leads to it.
 
 What a unit is: its ``ast`` dump, docstrings removed (the rule of
-:func:`posbias_nb.provenance.code.normalised_source`).  What an edge is: the unit, the name as read, and the content of what
-it resolves to (the binding unit's dump, ``ext:numpy.linalg`` for a library, ``builtin:len``,
-``file:<module>`` for ``__file__`` and ``__name__``, which do depend on where the code lives).
-Import statements inside the package are edges, not content.  So the digest is the same when a
-unit moves to another module and its readers import it from there, when a module is renamed, and
-when a unit that no namespace reaches changes; it moves when any reached unit's text changes, and
-when a name comes to mean another statement of the same text only elsewhere (the edge names the
-target's content, and the reader's name).
+:func:`posbias_nb.provenance.code.normalised_source`), with every read of a name bound in the
+package (``scaled``, ``helpers.scaled``, ``fix.QUICK``) written ``ref#0``, ``ref#1``, ... in the
+order it is met and the package's import statements inside it dropped.  What an edge is: the
+unit, the read (``ref#k``, or a library's name as written), and the content of what it resolves
+to (the binding statement's hash, ``ext:numpy.linalg`` for a library, ``where:<module>`` for
+``__file__`` and ``__name__``, which do depend on where the code lives); an alias (``Codec =
+_Codec``) resolves to the statement it names.  So the digest is the same when a unit moves to
+another module and its readers import it from there (by name or as ``module.name``), when a
+module is renamed, and when a unit that no namespace reaches changes; it moves when any reached
+unit's text changes (a local variable keeps its name), and when a name comes to mean another
+statement of the same text only elsewhere (each read's edge names the content it means).
 
 Not seen, as before this module (the module-level digest followed import statements only): code
 reached by a string alone (``importlib.import_module(f"...")``, a registry filled by a module that
@@ -40,6 +43,7 @@ computing code.
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -54,13 +58,10 @@ _WHERE = frozenset({"__file__", "__name__", "__spec__", "__package__", "__path__
 class _Unit:
     mod: str
     node: ast.stmt
-    dump: str
     binds: set[str] = field(default_factory=set)
     pure: bool = True
-
-    @property
-    def hash(self) -> str:
-        return hashlib.sha256(self.dump.encode()).hexdigest()[:32]
+    dump: str = ""      # the canonical dump (:meth:`Index._canon`), set when first needed
+    hash: str = ""
 
 
 @dataclass
@@ -168,6 +169,9 @@ class Index:
             if m in not_computing:
                 continue
             self.mods[m] = self._module(m, self.srcs[m])
+        for m in self.mods.values():  # every module known: what a call resolves to can be told
+            for u in m.units:
+                u.pure = self._is_pure(m, u)
 
     # ---- imports -------------------------------------------------------------------------
     def _is_pkg(self, mod: str) -> bool:
@@ -263,8 +267,7 @@ class Index:
                 for k, v in ext.items():
                     imported[k] = v
                 continue
-            u = _Unit(name, stmt, ast.dump(stmt, annotate_fields=True, include_attributes=False),
-                      _bound_names(stmt))
+            u = _Unit(name, stmt, _bound_names(stmt))
             for n in _import_time_nodes(stmt):
                 if isinstance(n, (ast.Import, ast.ImportFrom)):
                     top |= self._imported_modules(name, [n])
@@ -272,10 +275,7 @@ class Index:
             units.append(u)
             for b in u.binds:
                 bindings.setdefault(b, []).append(idx)
-        m = _Module(name, self._is_pkg(name), units, bindings, imported, stars, top)
-        for u in units:
-            u.pure = self._is_pure(m, u)
-        return m
+        return _Module(name, self._is_pkg(name), units, bindings, imported, stars, top)
 
     def _is_pure(self, m: _Module, u: _Unit) -> bool:
         """Whether running the unit can do nothing but bind its names: a definition or an
@@ -322,7 +322,16 @@ class Index:
         if name in _WHERE:
             return ("where", m.name)
         if name in m.bindings:
-            return ("units", m.name, tuple(m.bindings[name]))
+            idx = m.bindings[name]
+            node = m.units[idx[0]].node if len(idx) == 1 else None
+            # an alias (``Codec = _Codec``) is the statement it names: the same object
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Name) and node.value.id != name:
+                t = self._name_target(m, node.value.id, depth + 1)
+                if t[0] == "units":
+                    return t
+            return ("units", m.name, tuple(idx))
         if name in m.imported:
             return self._follow(m.imported[name], depth + 1)
         for s in m.stars:
@@ -357,42 +366,110 @@ class Index:
             return ("opaque", sub) if sub in self.not_computing else ("mod", sub)
         return ("missing", f"{mod}.{attr}")
 
-    def _reads(self, m: _Module, node: ast.AST) -> list[tuple[str, tuple]]:
-        """``(name as read, target)`` for every name a unit (or a statement) reads; a package
-        module read as ``m.a.b`` resolves along the attributes."""
+    def _canon(self, key: tuple[str, int]) -> list[tuple[str, tuple]]:
+        """Set the unit's canonical dump and hash, and return ``(label, target)`` for every
+        name it reads.
+
+        Every read of a name bound in the package (``scaled``, ``helpers.scaled``,
+        ``fix.QUICK``: a name, or a module's attribute chain) becomes ``ref#0``, ``ref#1``, ...
+        in the order it is met, and the import statements of the package inside
+        the unit become
+        ``pass``: so the dump is that of the code, not of where what it reads lives; the edges
+        ``(ref<k>, target)`` say what each read means.  A library's name, a builtin and a local
+        variable stay as written."""
+        if key in self._memo_reads:
+            return self._memo_reads[key]
+        m = self.mods[key[0]]
+        u = m.units[key[1]]
+        node = copy.deepcopy(u.node)
         local: dict[str, list[tuple]] = {}
+        package_imports: set[int] = set()
         for n in ast.walk(node):
             if isinstance(n, (ast.Import, ast.ImportFrom)):
-                for k, v in self._targets(m.name, n).items():
+                ts = self._targets(m.name, n)
+                if all(t[0] != "ext" for t in ts.values()) and not (
+                        isinstance(n, ast.ImportFrom) and self._base(m.name, n) is None):
+                    package_imports.add(id(n))
+                for k, v in ts.items():
                     local.setdefault(k, []).append(self._follow(v) if v[0] != "ext" else v)
-        out: list[tuple[str, tuple]] = []
         parents: dict[int, ast.AST] = {}
         for p in ast.walk(node):
             for c in ast.iter_child_nodes(p):
                 parents[id(c)] = p
+        refs: dict[int, list[tuple]] = {}   # id of the node read -> its targets
         for n in ast.walk(node):
             if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
                 continue
             # a name imported inside the unit may also be the module's own (scopes are not told
             # apart): both count
-            cands = local.get(n.id, []) + [self._name_target(m, n.id)]
+            got, top = [], n
+            own = self._name_target(m, n.id)
+            cands = local.get(n.id, []) + ([own] if own[0] != "builtin" or n.id not in local
+                                           else [])
             for t in cands:
-                label, cur = n.id, n
+                cur = n
                 while t[0] == "mod":
                     p = parents.get(id(cur))
                     if isinstance(p, ast.Attribute) and p.value is cur:
                         t = self._attr_target(t[1], p.attr)
-                        label, cur = f"{label}.{p.attr}", p
+                        cur = p
                     else:
                         t = ("whole", t[1])  # the module itself is passed on: all of it counts
                         break
-                out.append((label, t))
+                if cur is not n and top is n:
+                    top = cur
+                got.append(t)
+            if any(t[0] not in ("ext", "builtin", "where") for t in got):
+                refs[id(top if top is not n else n)] = got
+        out: list[tuple[str, tuple]] = []
+        count = [0]
+
+        def canon(x):
+            if id(x) in refs:
+                label = f"ref#{count[0]}"  # '#': no name in a source can clash
+                count[0] += 1
+                out.extend((label, t) for t in refs[id(x)])
+                return ast.Name(id=label, ctx=ast.Load())
+            for name, value in ast.iter_fields(x):
+                if isinstance(value, list):
+                    # an import of the package inside the unit is dropped (what it binds is read
+                    # as ref#k): where the code it names lives does not count
+                    kept = [canon(v) if isinstance(v, ast.AST) else v for v in value
+                            if id(v) not in package_imports]
+                    if value and not kept and name in ("body", "orelse", "finalbody"):
+                        kept = [ast.Pass()]
+                    setattr(x, name, kept)
+                elif isinstance(value, ast.AST):
+                    setattr(x, name, canon(value))
+            return x
+
+        node = canon(node)
+        u.dump = ast.dump(node, annotate_fields=True, include_attributes=False)
+        u.hash = hashlib.sha256(u.dump.encode()).hexdigest()[:32]
+        # reads not canonicalised keep their names; what a library's name or __file__ means is
+        # an edge too (``import numpy as np`` or ``import numpy.ma as np``)
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) \
+                    and not n.id.startswith("ref#"):
+                for t in local.get(n.id, []) + [self._name_target(m, n.id)]:
+                    if t[0] in ("where", "ext"):
+                        out.append((n.id, t))
         # what an import inside the unit binds counts even where no read of it is seen (an
         # ``if``/``try`` choosing between implementations binds the name for other units)
         # (a module so imported runs, :meth:`reach`; what of it counts is what is read of it)
+        read = {n.id for n in ast.walk(u.node) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)}
         for k, ts in local.items():
-            out += [(f"import {k}", t) for t in ts if t[0] != "mod"]
+            if k not in read:
+                out += [(f"import {k}", t) for t in ts if t[0] != "mod"]
+        self._memo_reads[key] = out
         return out
+
+    def _hash(self, mod: str, j: int) -> str:
+        u = self.mods[mod].units[j]
+        if not u.hash:
+            self._canon((mod, j))
+        return u.hash
 
     # ---- reach ---------------------------------------------------------------------------
     def reach(self, roots) -> tuple[set[tuple[str, int]], set[tuple[str, str, str]], set[str]]:
@@ -403,12 +480,6 @@ class Index:
         if roots not in self._memo_reach:
             self._memo_reach[roots] = self._reach(roots)
         return self._memo_reach[roots]
-
-    def _unit_reads(self, key: tuple[str, int]) -> list:
-        if key not in self._memo_reads:
-            m = self.mods[key[0]]
-            self._memo_reads[key] = self._reads(m, m.units[key[1]].node)
-        return self._memo_reads[key]
 
     def _unit_imports(self, key: tuple[str, int]) -> set[str]:
         return self._imported_modules(key[0], (n for n in ast.walk(self.unit(key).node)))
@@ -439,9 +510,8 @@ class Index:
             if r in self.mods:
                 for name, t in self.mods[r].imported.items():
                     t = self._follow(t)
-                    if t[0] == "units":
+                    if t[0] == "units":  # reached, hashed as any unit (the name is not)
                         todo.extend((t[1], j) for j in t[2])
-                        edges.add(("root", name, self._content(t)))
         while todo or mods_todo:
             while mods_todo:
                 mod = mods_todo.pop()
@@ -460,7 +530,7 @@ class Index:
             run_module(mod)
             for t in self._unit_imports(key):  # imports inside a function run when it runs
                 run_module(t)
-            for label, t in self._unit_reads(key):
+            for label, t in self._canon(key):
                 if t[0] == "units":
                     todo.extend((t[1], j) for j in t[2])
                 elif t[0] == "whole":
@@ -470,15 +540,18 @@ class Index:
 
     def _content(self, t: tuple) -> str:
         if t[0] == "units":
-            return "units:" + ",".join(sorted(self.mods[t[1]].units[j].hash for j in t[2]))
+            return "units:" + ",".join(sorted(self._hash(t[1], j) for j in t[2]))
         if t[0] == "whole":
-            return "module:" + ",".join(sorted(u.hash for u in self.mods[t[1]].units)) \
+            return "module:" + ",".join(sorted(self._hash(t[1], j) for j in
+                                               range(len(self.mods[t[1]].units)))) \
                 if t[1] in self.mods else f"module:{t[1]}"
         if t[0] == "mod":
             return f"module:{t[1]}"
         return f"{t[0]}:{t[1]}"
 
     def unit(self, key: tuple[str, int]) -> _Unit:
+        """The unit ``(module, index)``, its canonical dump and hash set."""
+        self._hash(*key)
         return self.mods[key[0]].units[key[1]]
 
 

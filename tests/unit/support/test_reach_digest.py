@@ -54,6 +54,33 @@ def test_a_move_to_another_module_and_a_rename_leave_the_digest(digest):
     assert digest(sub) == base
 
 
+def test_how_a_reader_names_what_it_reads_does_not_count(digest):
+    """``helpers.scaled``, ``numeric.scaled``, ``scaled`` imported by name, at the top or inside
+    the function: the same code; the reader's own text otherwise still counts."""
+    base = digest({"fake.py": FAKE, "helpers.py": HELPERS})
+    by_module = ("from . import helpers\n\n\ndef compute(n):\n"
+                 "    return {'x': helpers.scaled(range(n))}\n")
+    assert digest({"fake.py": by_module, "helpers.py": HELPERS}) == base
+    other = by_module.replace("helpers", "numeric")
+    assert digest({"fake.py": other, "numeric.py": HELPERS}) == base
+    local = ("def compute(n):\n    from .base.numeric import scaled\n"
+             "    return {'x': scaled(range(n))}\n")
+    assert digest({"fake.py": local, "base/__init__.py": "", "base/numeric.py": HELPERS}) == base
+    assert digest({"fake.py": FAKE.replace("range(n)", "range(n + 1)"),
+                   "helpers.py": HELPERS}) != base
+    # a local variable keeps its name: renaming it is a change of text, counted
+    assert digest({"fake.py": FAKE.replace("def compute(n):", "def compute(m):")
+                   .replace("range(n)", "range(m)"), "helpers.py": HELPERS}) != base
+
+
+def test_an_alias_is_the_statement_it_names(digest):
+    base = digest({"fake.py": FAKE, "helpers.py": HELPERS})
+    alias = HELPERS + "\nscale_it = scaled\n"
+    reader = FAKE.replace("import scaled", "import scale_it").replace("scaled(", "scale_it(")
+    assert digest({"fake.py": reader, "helpers.py": alias}) == base
+    assert digest({"fake.py": reader, "helpers.py": alias.replace("* SCALE", "/ SCALE")}) != base
+
+
 def test_an_unreached_edit_leaves_it_and_a_reached_one_moves_it(digest):
     base = digest({"fake.py": FAKE, "helpers.py": HELPERS})
     page = HELPERS.replace("<h1>", "<h2>")

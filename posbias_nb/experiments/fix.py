@@ -346,7 +346,7 @@ def _slots(n_pos: int) -> dict:
 def _records(model, weights, seed, part):
     """Prompt and answer ids of a prepared part, one per (example, slot), example-major."""
     m, tok, _ = study.load(model, weights, seed)
-    from ..tasks.kv_needle import Codec
+    from ..tasks.codec import Codec
 
     codec = Codec(tok, m.get_input_embeddings().num_embeddings)
     P, A, ex, sl = [], [], [], []

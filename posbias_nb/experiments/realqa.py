@@ -28,7 +28,7 @@ import numpy as np
 from .. import measure, models, stats, theory
 from ..models.weights import file_sha256
 from ..tasks import qa
-from ..tasks.kv_needle import Codec, token_span
+from ..tasks.codec import Codec, token_span
 from . import retrieval as ret
 from . import study
 from . import task as task_mod

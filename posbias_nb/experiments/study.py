@@ -9,7 +9,7 @@ Every study that puts prompts before a pretrained model (:mod:`.retrieval`, :mod
 =============================  =================================================================
 :func:`load`                   the model, its tokenizer (a random twin reads its packaged one) and
                                the entry's description
-:func:`codec`                  the :class:`~posbias_nb.tasks.kv_needle.Codec` of a model: how its
+:func:`codec`                  the :class:`~posbias_nb.tasks.codec.Codec` of a model: how its
                                tokenizer renders and encodes a prompt
 :func:`eos_ids`                the ids that end a greedy generation
 :func:`encode`                 a prompt text's ids, rendered as the model reads it (chat template
@@ -37,7 +37,7 @@ from ..measure.prefix import Prefix, score_after_prefix, smallest_window
 from ..measure.scoring import score_batch
 from ..models.remedies import REMEDIES
 from ..tasks import qa
-from ..tasks.kv_needle import Codec
+from ..tasks.codec import Codec
 
 __all__ = ["load", "codec", "eos_ids", "encode", "answer_ids", "first_line_done", "choose",
            "remedy_from_file", "score_remedy", "last_rows_fn", "prompt_documents",
@@ -64,7 +64,7 @@ def load(model, weights: str, seed: int):
 
 
 def codec(m, tok) -> Codec:
-    """The :class:`~posbias_nb.tasks.kv_needle.Codec` of the model ``m`` and its tokenizer
+    """The :class:`~posbias_nb.tasks.codec.Codec` of the model ``m`` and its tokenizer
     ``tok`` (None: bytes within the model's vocabulary)."""
     return Codec(tok, m.get_input_embeddings().num_embeddings)
 

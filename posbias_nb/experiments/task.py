@@ -38,7 +38,7 @@ from ..models.remedy_file import PROMPT_REMEDIES
 from ..models.weights import file_sha256
 from ..results import Result
 from ..tasks import qa
-from ..tasks.kv_needle import Codec
+from ..tasks.codec import Codec
 from . import retrieval as ret
 from . import study
 

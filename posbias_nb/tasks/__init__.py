@@ -3,6 +3,8 @@
 =========================  ==================================================================
 :mod:`.text`               the offline text corpus (stdlib docstrings) and seeded, disjoint
                            token windows
+:mod:`.codec`              text to token ids and back for one tokenizer, with its chat
+                           template: what every study that scores prompts encodes with
 :mod:`.kv_needle`          key-value and needle-in-a-haystack retrieval prompts, with the gold
                            item moved across positions
 :mod:`.synthetic`          the synthetic training data of the remedies lab: token layout,
@@ -18,6 +20,6 @@
 
 A tokenizer object is only called here; nothing in this package imports torch or a model.
 """
-from . import kv_needle, qa, reorder, synthetic, text
+from . import codec, kv_needle, qa, reorder, synthetic, text
 
-__all__ = ["text", "kv_needle", "synthetic", "qa", "reorder"]
+__all__ = ["text", "codec", "kv_needle", "synthetic", "qa", "reorder"]

@@ -15,10 +15,11 @@ from functools import lru_cache
 import numpy as np
 
 from .._validate import choice, positive_int
+from .codec import Codec, token_span
 
 __all__ = ["TASKS", "VARIANTS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "kv_pairs", "kv_prompt",
            "slot_items", "haystack_sentences", "needle_prompt", "build_prompts", "check_args",
-           "DUMMY_PAIR", "dummy_prompts", "Codec"]
+           "DUMMY_PAIR", "dummy_prompts"]
 
 TASKS = ("kv", "needle")
 #: ``"hex"``: the chapter's fast task (8-hex-digit keys and values, a forced opening quote,
@@ -139,63 +140,6 @@ def _needle(key: str, value: str) -> str:
     return f"The secret code for {key} is {value}."
 
 
-# --------------------------------------------------------------------------------------------
-# Tokenization
-
-
-class _Codec:
-    """Text -> ids for one tokenizer (or bytes), with the chat template where there is one."""
-
-    def __init__(self, tok, vocab_size: int):
-        self.tok = tok
-        self.vocab = int(vocab_size)
-        self.chat = bool(tok is not None and getattr(tok, "chat_template", None))
-
-    def render(self, content: str, lead: str = "") -> tuple[str, int]:
-        """(full prompt text, offset of ``content`` inside it); ``lead`` starts the answer
-        (after the generation prompt of a chat template, after a space otherwise)."""
-        if not self.chat:
-            return content + (" " + lead if lead else ""), 0
-        text = self.tok.apply_chat_template([{"role": "user", "content": content}],
-                                            tokenize=False, add_generation_prompt=True)
-        return text + lead, text.index(content)
-
-    def encode(self, text: str, prompt: bool) -> tuple[list[int], list[tuple[int, int]]]:
-        """Ids and character offsets; special tokens only for a prompt without template."""
-        if self.tok is None:
-            ids, offs = [], []
-            for i, ch in enumerate(text):
-                for b in ch.encode("utf-8"):
-                    ids.append(b % self.vocab)
-                    offs.append((i, i + 1))
-            return ids, offs
-        special = prompt and not self.chat
-        enc = self.tok(text, add_special_tokens=special, return_offsets_mapping=True)
-        return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
-
-    def decode(self, ids) -> str:
-        """Text of generated ids (bytes: ids below 256 read as UTF-8, invalid bytes dropped)."""
-        ids = [int(i) for i in ids]
-        if self.tok is None:
-            return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="ignore")
-        return self.tok.decode(ids, skip_special_tokens=True)
-
-    def count(self, text: str) -> int:
-        return len(self.encode(text, prompt=False)[0])
-
-
-#: Text -> ids for one tokenizer, with its chat template (what the experiments encode with).
-Codec = _Codec
-
-
-def token_span(offsets, c0: int, c1: int) -> tuple[int, int]:
-    """Token range [t0, t1) whose characters overlap [c0, c1)."""
-    hit = [i for i, (a, b) in enumerate(offsets) if b > c0 and a < c1 and b > a]
-    if not hit:
-        raise ValueError("the gold value was not found among the prompt's tokens")
-    return hit[0], hit[-1] + 1
-
-
 def check_args(task, positions, examples, length, seed, variant="hex"):
     """Validate the arguments of a retrieval run; return them as ints (ValueError naming a bad one)."""
     choice("task", task, TASKS)
@@ -247,7 +191,7 @@ def build_prompts(tokenizer, task: str, positions: int, examples: int, length: i
     kind, lead = ("uuid", "") if variant == "liu" else ("hex", '"')
     if tokenizer is None and vocab_size is None:
         raise ValueError("a byte-level prompt (tokenizer None) needs vocab_size")
-    codec = _Codec(tokenizer, vocab_size if vocab_size is not None else len(tokenizer))
+    codec = Codec(tokenizer, vocab_size if vocab_size is not None else len(tokenizer))
     rngs = [np.random.default_rng([seed, e, 0x5E7]) for e in range(examples)]
     records = []
     if task == "kv":

@@ -497,10 +497,10 @@ def length_matched_dummies(codec, text: str) -> list[tuple[str, tuple[int, int]]
 
 def document_token_spans(codec, text: str, spans=None) -> tuple[list[int], list[tuple[int, int]]]:
     """The prompt ids of ``text`` (rendered and encoded by ``codec``, a
-    :class:`posbias_nb.tasks.kv_needle.Codec`) and the token ranges ``[t0, t1)`` of its
+    :class:`posbias_nb.tasks.codec.Codec`) and the token ranges ``[t0, t1)`` of its
     character ranges ``spans`` (default: its documents, :func:`document_char_spans`), each
     range ending where the next begins, so that no token belongs to two documents."""
-    from .kv_needle import token_span
+    from .codec import token_span
 
     spans = document_char_spans(text) if spans is None else list(spans)
     full, off = codec.render(text)

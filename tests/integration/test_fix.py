@@ -301,7 +301,7 @@ def test_task_under_a_remedy_file_equals_full_passes_under_the_remedy(tmp_path, 
     from posbias_nb import models
     from posbias_nb.experiments.study import score_remedy
     from posbias_nb.measure import entry
-    from posbias_nb.tasks.kv_needle import Codec
+    from posbias_nb.tasks.codec import Codec
 
     data = _file(tmp_path, _qa_rows(6))
     kw = dict(documents=3, examples=3, max_new_tokens=5)

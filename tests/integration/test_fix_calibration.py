@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from posbias_nb.tasks import qa
-from posbias_nb.tasks.kv_needle import Codec
+from posbias_nb.tasks.codec import Codec
 
 
 def _qa(k=3):

@@ -29,7 +29,7 @@ def model_dir(llama4_dir):
 
 
 def _loaded(model_dir):
-    from posbias_nb.tasks.kv_needle import Codec
+    from posbias_nb.tasks.codec import Codec
 
     m, tok, _ = entry.loaded(model_dir, weights="pretrained", seed=0)
     return m, Codec(tok, m.get_input_embeddings().num_embeddings)

@@ -40,7 +40,7 @@ def test_task_places_each_prompt_by_the_file(tmp_path, model_dir, name, params):
     ranker and placed by its rule; its log p and generation are those of that prompt; the
     closed-book and oracle references are untouched."""
     from posbias_nb.measure.scoring import score_and_generate
-    from posbias_nb.tasks.kv_needle import Codec
+    from posbias_nb.tasks.codec import Codec
 
     data = _file(tmp_path, _plain_rows(3))
     rf = _write(tmp_path, model_dir, name, params)

@@ -553,7 +553,7 @@ def test_attention_sort_is_peysakhovich_and_lerers_algorithm(tiny, model):
     and layers (getAttnScores), sorted highest first, reversed with best_doc_last; the next
     round scores the new order."""
     from posbias_nb.tasks import qa
-    from posbias_nb.tasks.kv_needle import Codec
+    from posbias_nb.tasks.codec import Codec
 
     m = tiny[model]
     codec = Codec(None, m.get_input_embeddings().num_embeddings)
@@ -596,7 +596,7 @@ def test_question_likelihood_ranking_is_longllmlinguas(tiny, model):
     its suffix, one pass each, the mean cross-entropy from the document's last token on,
     ranked ascending; a document scored alone does not depend on the others."""
     from posbias_nb.tasks import qa
-    from posbias_nb.tasks.kv_needle import Codec
+    from posbias_nb.tasks.codec import Codec
 
     m = tiny[model]
     codec = Codec(None, m.get_input_embeddings().num_embeddings)

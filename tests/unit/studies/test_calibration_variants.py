@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from posbias_nb.tasks import qa
-from posbias_nb.tasks.kv_needle import Codec
+from posbias_nb.tasks.codec import Codec
 
 
 def _docs(n=5, seed=0):

@@ -33,7 +33,7 @@ from typing import Mapping
 from . import reach
 
 __all__ = ["NAMESPACE_CODE", "NOT_COMPUTING", "normalised_source", "normalised_code",
-           "package_files", "source_files", "code_modules", "reaches", "code_digest", "import_closure",
+           "package_files", "source_files", "code_modules", "reaches", "narrows", "code_digest", "import_closure",
            "file_digest", "declared_roots", "candidate_roots", "FORMER_ROOTS", "DIGEST_RULE"]
 
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
@@ -311,6 +311,28 @@ def reaches(namespace: str, module: str, name: str,
     if not idx:
         raise ValueError(f"{module} binds no {name!r} at its top level")
     return any((module, i) in units for i in idx)
+
+
+def _footprint(namespace, files, roots):
+    """``(units, impure units, edges)`` of what the namespace reaches, by content."""
+    _, _, ix, (units, edges, _) = _reached(namespace, files, roots)
+    hashes = {ix.unit(k).hash for k in units}
+    impure = {ix.unit(k).hash for k in units if not ix.unit(k).pure}
+    return hashes, impure, set(edges)
+
+
+def narrows(namespace: str, then: Mapping[str, str], files: Mapping[str, str] | None = None,
+            roots_then: tuple[str, ...] | None = None) -> bool:
+    """Whether today's code of ``namespace`` (or ``files``) is its code in ``then`` (an earlier
+    commit's files, digested from ``roots_then``) less statements nothing it runs needs: every
+    statement it reaches today, and what every name read there means, it reached then; the
+    statements that act when their module runs are the same; what is gone is definitions and
+    assignments that no statement it reaches reads any more (a page's helper moved to a module
+    that computes nothing, :data:`NOT_COMPUTING`).  Such code computes what that code computed,
+    so a stamp made under it still vouches (:func:`posbias_nb.provenance.stamps.narrowed`)."""
+    u0, i0, e0 = _footprint(namespace, then, roots_then)
+    u1, i1, e1 = _footprint(namespace, files, None)
+    return u1 <= u0 and e1 <= e0 and i1 == i0
 
 
 def code_digest(namespace: str, files: Mapping[str, str] | None = None,

@@ -403,7 +403,9 @@ def _cover_settings(cands, chosen: list[str]) -> list[tuple[float | None, str]]:
 def _stamp_line(s: Mapping) -> str:
     return (f"verified under today's code by the stamp of {s.get('date')} ({s.get('machine')}, "
             f"commit {str(s.get('commit'))[:12]}: {len(s.get('entries', {}))} entries "
-            f"re-measured)")
+            f"re-measured)"
+            + (f"; today's code is that code ({str(s['narrowed']['from'])[:12]}) less "
+               "statements nothing it runs needs" if s.get("narrowed") else ""))
 
 
 def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str], list[str]]:
@@ -502,6 +504,16 @@ def _today(recorded: Path):
     return manifest, digests, cpu, refs, stale
 
 
+def _files_at(commit: str):
+    """The package's files at ``commit``, or None where this checkout cannot read them."""
+    from .record import files_at
+
+    try:
+        return files_at(commit)
+    except Exception:  # noqa: BLE001 - a commit this clone lacks: the stamp vouches only as is
+        return None
+
+
 def cost_lines(c: Mapping) -> str:
     """:func:`edit_cost`'s result as the ``cost`` command prints it."""
     b, cov = c["budget"], c["cover"]
@@ -572,6 +584,7 @@ def main(argv=None, prog: str | None = None) -> int:
                 print(f"recorded/: stamps of {', '.join(blind)} not honoured: this checkout "
                       "cannot place their commits (no git history, or a shallow clone)")
                 st = {k: v for k, v in st.items() if k not in blind}
+            st = {**st, **_stamps.narrowed(st, digests, _files_at)}
             p = verification_plan(manifest, digests, VERIFY_BUDGET if a.budget is None
                                   else a.budget, cpu=cpu, references=refs, stamps=st)
         except ValueError as e:

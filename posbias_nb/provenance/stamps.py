@@ -7,7 +7,9 @@ namespace, today's code digest, the digest of its recorded entries in the manife
 and parts it re-measured, the machine, the date and the commit.  The plan then treats the
 namespace as verified under that code: it re-measures its cheapest entry, as for a namespace
 whose code never changed.  A code change after the stamp moves the digest, the stamp no longer
-vouches, and the namespace is sampled in full again.
+vouches, and the namespace is sampled in full again -- unless today's code is the stamped code
+less statements nothing it runs needs (a page's helper moved out to a module that computes
+nothing): such a stamp still vouches (:func:`narrowed`), and the summary says so.
 
 What a stamp cannot vouch for is refused, by :func:`problems` (``plan`` prints one line and
 exits 2): a stamp whose manifest digest differs from the namespace's entries today (they were
@@ -23,8 +25,8 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Mapping
 
-__all__ = ["FILE", "manifest_digest", "read", "write", "problems", "unverifiable", "vouching", "new_stamps",
-           "drop", "is_ancestor"]
+__all__ = ["FILE", "manifest_digest", "read", "write", "problems", "unverifiable", "vouching",
+           "narrowed", "new_stamps", "drop", "is_ancestor"]
 
 #: The stamps' file, beside ``MANIFEST.json`` in ``recorded/``.
 FILE = "STAMPS.json"
@@ -113,6 +115,30 @@ def vouching(stamps: Mapping, digests: Mapping[str, str]) -> dict[str, dict]:
     """The stamps made under today's code of their namespace (``digests``: today's code
     digest of each namespace): the namespaces they verify."""
     return {ns: dict(s) for ns, s in stamps.items() if digests.get(ns) == s.get("code")}
+
+
+def narrowed(stamps: Mapping, digests: Mapping[str, str],
+             files_at: Callable[[str], Mapping[str, str] | None]) -> dict[str, dict]:
+    """The stamps that vouch for today's code although its digest is not theirs: today's code is
+    the stamped code less statements nothing it runs needs
+    (:func:`posbias_nb.provenance.code.narrows`; the stamped code read from the stamp's commit,
+    ``files_at``, and checked to digest to the stamp's).  ``{namespace: the stamp, its code today's digest, "narrowed": {"from":
+    the stamped digest}}``; the plan takes them as it takes any vouching stamp."""
+    from . import code
+
+    out = {}
+    for ns, s in stamps.items():
+        if ns not in digests or digests[ns] == s.get("code") or ns not in code.NAMESPACE_CODE:
+            continue
+        then = files_at(str(s.get("commit", "")))
+        if then is None:
+            continue
+        for roots in code.candidate_roots(ns, then):
+            if code.code_digest(ns, then, roots) == s.get("code") \
+                    and code.narrows(ns, then, roots_then=roots):
+                out[ns] = {**s, "code": digests[ns], "narrowed": {"from": s.get("code")}}
+                break
+    return out
 
 
 def new_stamps(the_plan: Mapping, events: list[dict], manifest: Mapping,

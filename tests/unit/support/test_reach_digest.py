@@ -221,3 +221,58 @@ def test_the_recorded_manifest_follows_todays_rule():
     man = json.loads((Path(__file__).resolve().parents[3] / "recorded" / "MANIFEST.json")
                      .read_text())
     assert man.get("digest_rule") == code.DIGEST_RULE
+
+
+PAGE = "\n\ndef page_title(name):\n    return f'<h1>{name}</h1>'\n"
+
+
+@pytest.fixture
+def page_out(monkeypatch):
+    """A namespace rooted at ``fake``, and a module ``page`` that computes nothing."""
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
+    monkeypatch.setattr(code, "NOT_COMPUTING", code.NOT_COMPUTING | {"page"})
+    then = {"__init__.py": "", "fake.py": FAKE + PAGE, "helpers.py": HELPERS}
+    return then
+
+
+def test_a_page_moved_out_narrows_the_code(page_out):
+    then = page_out
+    now = {"__init__.py": "", "fake.py": FAKE, "page.py": PAGE, "helpers.py": HELPERS}
+    assert code.code_digest("fake", now) != code.code_digest("fake", then)
+    assert code.narrows("fake", then, now)
+
+
+@pytest.mark.parametrize("change", ["reads more", "a read means another statement",
+                                    "a registration is gone", "a statement changed"])
+def test_what_is_not_a_narrowing(page_out, change):
+    then = {**page_out, "reg.py": "REG = {}\n", "plug.py": "from .reg import REG\n\nREG['k'] = 1\n",
+            "fake.py": "from . import plug  # noqa\n" + page_out["fake.py"]}
+    now = {**then, "fake.py": then["fake.py"].replace(PAGE, ""), "page.py": PAGE}
+    assert code.narrows("fake", then, now)      # the page alone moved out: a narrowing
+    if change == "reads more":
+        now["fake.py"] = now["fake.py"].replace("scaled(range(n))", "scaled(range(n)) + 0")
+    elif change == "a read means another statement":
+        now["helpers.py"] = HELPERS.replace("SCALE = 2.0", "SCALE = 2.5")
+    elif change == "a registration is gone":
+        now["fake.py"] = now["fake.py"].replace("from . import plug  # noqa\n", "")
+    else:
+        now["helpers.py"] = HELPERS.replace("* SCALE", "/ SCALE")
+    assert not code.narrows("fake", then, now), change
+
+
+def test_a_narrowed_stamp_vouches_only_for_the_code_of_its_commit(page_out, monkeypatch):
+    then = page_out
+    now = {"__init__.py": "", "fake.py": FAKE, "page.py": PAGE, "helpers.py": HELPERS}
+    today = code.code_digest("fake", now)
+    monkeypatch.setattr(code, "source_files", lambda: now)
+    real_narrows = code.narrows
+    monkeypatch.setattr(code, "narrows",
+                        lambda ns, t, files=None, roots_then=None: real_narrows(ns, t, now, roots_then))
+    stamp = {"code": code.code_digest("fake", then), "commit": "c1", "date": "d"}
+    got = stamps.narrowed({"fake": stamp}, {"fake": today}, {"c1": then}.get)
+    assert got["fake"]["code"] == today and got["fake"]["narrowed"]["from"] == stamp["code"]
+    # a stamp whose digest is not that of its commit's files vouches for nothing
+    forged = {**stamp, "code": "f" * 64}
+    assert stamps.narrowed({"fake": forged}, {"fake": today}, {"c1": then}.get) == {}
+    # nor where its commit cannot be read
+    assert stamps.narrowed({"fake": stamp}, {"fake": today}, lambda c: None) == {}

@@ -9,7 +9,8 @@ every stored digest is of the old rule, and none would ever match today's code a
 namespace would read as changed and be sampled in full.  This command replaces each stored digest
 by the new rule's digest **of the same code**, and only where it can show that the code is the
 same: files whose old-rule digest (:func:`posbias_nb.provenance.code.file_digest`) equals the
-stored one: the files of the commit stored beside it (``git show``), or else today's files.  A
+stored one: the files of the commit stored beside it (``git show``), else of a commit that
+changed ``recorded/`` (a stamp is committed with the code it vouches for), else today's.  A
 digest no such files match stays as it was: its namespace reads as changed (sampled in full) and a
 stamp that cannot be carried over is dropped, each said by name.  The stamps' manifest digests
 are recomputed for the carried-over manifest (only where they matched the manifest before), and
@@ -36,11 +37,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def carry(manifest: dict, stamp_map: dict, references: dict,
           files_at: Callable[[str], Mapping[str, str] | None],
           today: Mapping[str, str] | None = None,
-          old: Callable = code.file_digest, new: Callable = code.code_digest) -> dict:
+          old: Callable = code.file_digest, new: Callable = code.code_digest,
+          also: tuple[str, ...] = ()) -> dict:
     """Carry the digests of ``manifest`` (its ``entries``), ``stamp_map`` (``{ns: stamp}``) and
     ``references`` (``REFERENCES.json``'s ``entries``) from the rule ``old`` to ``new``, in
     place; ``files_at(commit)``: that commit's package files (None where it cannot be read),
-    ``today``: today's (None: read them).  Returns what it did: ``{"entries": n carried,
+    ``today``: today's (None: read them); ``also``: more commits whose files may be the code
+    (those that committed ``recorded/``: a stamp is committed with the code it vouches for).
+    Returns what it did: ``{"entries": n carried,
     "kept": [keys whose digest no files matched], "stamps": [...], "dropped": {ns: why},
     "references": n}``."""
     memo: dict[str, Mapping[str, str] | None] = {}
@@ -60,7 +64,11 @@ def carry(manifest: dict, stamp_map: dict, references: dict,
         renamed since)."""
         if not digest or ns not in code.NAMESPACE_CODE:
             return None
-        for label, fs in ((commit or "", files(commit)), ("today", today_rel)):
+        tries = [(commit or "", lambda: files(commit))] + \
+            [(c, lambda c=c: files(c)) for c in also if c != commit] + \
+            [("today", lambda: today_rel)]
+        for label, get in tries:
+            fs = get()
             if fs is None:
                 continue
             for roots in code.candidate_roots(ns, fs):
@@ -139,7 +147,12 @@ def main(argv=None, prog: str | None = None) -> int:
         except Exception:  # noqa: BLE001 - a commit this clone lacks: that digest stays
             return None
 
-    got = carry(manifest, st, refs["entries"], at)
+    import subprocess
+
+    log = subprocess.run(["git", "log", "--format=%H", "-n", "40", "--", "recorded/STAMPS.json",
+                          "recorded/MANIFEST.json"], cwd=ROOT, capture_output=True, text=True)
+    also = tuple(log.stdout.split()) if log.returncode == 0 else ()
+    got = carry(manifest, st, refs["entries"], at, also=also)
     man_f.write_text(json.dumps(manifest, indent=1) + "\n")
     stamps.write(rec, st)
     if ref_f.is_file():

@@ -267,6 +267,12 @@ class Index:
                 for k, v in ext.items():
                     imported[k] = v
                 continue
+            if _names_only_all(stmt) or (
+                    isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                    and {t.id for t in (stmt.targets if isinstance(stmt, ast.Assign)
+                                        else [stmt.target]) if isinstance(t, ast.Name)}
+                    == {"__all__"}):
+                continue  # __all__ names what a star import takes; it computes nothing
             u = _Unit(name, stmt, _bound_names(stmt))
             for n in _import_time_nodes(stmt):
                 if isinstance(n, (ast.Import, ast.ImportFrom)):
@@ -280,8 +286,6 @@ class Index:
     def _is_pure(self, m: _Module, u: _Unit) -> bool:
         """Whether running the unit can do nothing but bind its names: a definition or an
         assignment whose import-time calls are all to libraries or builtins."""
-        if _names_only_all(u.node):
-            return True  # __all__.append(...), __all__ += [...]: what a star import takes
         if not isinstance(u.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                    ast.Assign, ast.AnnAssign)):
             return False

@@ -25,7 +25,8 @@
 :mod:`.realqa`             real questions (Liu et al.'s files): the locked position family
 :mod:`.placement`          the prompt remedies measured on a part of the user's examples
 :mod:`.fix`                ``posbias fix``: choose a remedy on a tuning part, confirm it on a
-                           test part, its remedy file
+                           test part, its remedy file (a package: configuration, parts,
+                           scoring, tuning, judgement, cost, words, run, page)
 :mod:`.fix_fast`           ``posbias fix --fast``: the ranked prompt remedies tuned by where
                            they put the gold passage, the carried one alone tested
 :mod:`.confirm`            the book's confirmatory study of the prompt remedies (its page for

@@ -40,14 +40,16 @@ __all__ = ["NAMESPACE_CODE", "NOT_COMPUTING", "normalised_source", "normalised_c
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
 #: ``tests/unit/support/test_provenance.py`` checks that every namespace the package caches under is declared
 #: and that its calling module is among its roots.
+_FIX = tuple(f"experiments.fix.{m}" for m in ("config", "parts", "scoring", "tune", "cost",
+                                                 "judge", "words", "run"))
 NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "capture-influence": ("measure.cached",),
     "capture-win": ("measure.cached",),
     "profile": ("measure.cached",),
     "profile-shared": ("measure.cached",),
     "init-logits": ("measure.logits",),
-    "fix-test": ("experiments.fix", "experiments.placement"),
-    "fix-tune": ("experiments.fix", "experiments.placement"),
+    "fix-test": _FIX + ("experiments.placement",),
+    "fix-tune": _FIX + ("experiments.placement",),
     "fix-fast": ("experiments.fix_fast",),
     "inference-channel": ("experiments.inference",),
     "inference-channel-cli": ("experiments.inference",),
@@ -84,6 +86,7 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
 NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "experiments.design",
                            "rollout.explorer", "experiments.pages",
                            "experiments.report.drawing", "experiments.report.page",
+                           "experiments.fix.page",
                            "provenance", "provenance.code",
                            "provenance.verify", "provenance.machine", "provenance.plan",
                            "provenance.record", "provenance.reference", "provenance_cli",

@@ -13,6 +13,7 @@ pytest.importorskip("transformers")
 
 from posbias_nb import cli  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments.fix import run as fix_run  # noqa: E402
 from posbias_nb.experiments import task as task_mod  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
 from posbias_nb.experiments import study
@@ -71,7 +72,7 @@ def test_no_test_example_is_read_before_the_choice(tmp_path, monkeypatch, model_
         return out
 
     monkeypatch.setattr(task_mod.qa, "qa_prompt", prompt)
-    monkeypatch.setattr(fix_mod, "choose", choose)
+    monkeypatch.setattr(fix_run, "choose", choose)
     with pytest.raises(_Read, match="chosen=True"):
         fix_mod.fix(model_dir, f, **KW)
     assert stage["tune_prompts"]
@@ -100,7 +101,7 @@ def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
         return real_prepare(data, *a, select=select, pool_exclude=pool_exclude, **k)
 
     monkeypatch.setattr(task_mod.qa, "qa_prompt", prompt)
-    monkeypatch.setattr(fix_mod._task, "prepare", eager)
+    monkeypatch.setattr(task_mod, "prepare", eager)
     with pytest.raises(_Read, match="chosen=False"):
         fix_mod.fix(model_dir, f, **KW)
 

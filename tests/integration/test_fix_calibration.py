@@ -107,8 +107,11 @@ def test_calibration_recall_counts_the_gold_ranked_first():
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from posbias_nb import models  # noqa: E402
+from posbias_nb import cache, models  # noqa: E402
+from posbias_nb.experiments import task as task_mod  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments.fix import scoring as fix_scoring  # noqa: E402
+from posbias_nb.experiments.fix import tune as fix_tune  # noqa: E402
 from posbias_nb.experiments.study import score_remedy  # noqa: E402
 from posbias_nb.measure import positional  # noqa: E402
 from posbias_nb.measure.prefix import Prefix  # noqa: E402
@@ -217,7 +220,7 @@ def test_fix_searches_and_judges_the_calibration(run, model_dir):
     assert v["cost"]["nll_change"] is None and "no documents" in v["cost"]["nll_reason"]
     assert v["cost"]["latency_ratio"]["estimate"] > 0
     # one tuning prompt's score against an oracle: its documents, its dummies, a full pass
-    tune_part = fix_mod._task.prepare(f, 4, fix_mod.fix_positions(4), None, None, 0, None,
+    tune_part = task_mod.prepare(f, 4, fix_mod.fix_positions(4), None, None, 0, None,
                                       select=[int(i) for i in _tune_indices(f)],
                                       pool_exclude=[int(i) for i in _test_indices(f)])
     m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
@@ -235,8 +238,8 @@ def test_fix_searches_and_judges_the_calibration(run, model_dir):
     with models.remedy(m, "attention-calibration", start=len(ids) - 1, spans=spans,
                        relevance=rel, temperature=temp):
         want = score_batch(m, [ids], [ans])[0][0]
-    _, _, codec2, rec = fix_mod._records(model_dir, "pretrained", 0, tune_part)
-    lp, _, R = fix_mod._calibration_scores(m, codec2, tune_part, rec, [{"temperature": temp}])
+    _, _, codec2, rec = fix_scoring._records(model_dir, "pretrained", 0, tune_part)
+    lp, _, R = fix_scoring._calibration_scores(m, codec2, tune_part, rec, [{"temperature": temp}])
     assert rec["prompts"][1] == ids and lp[0, 1] == pytest.approx(want, abs=2e-4)
     np.testing.assert_allclose(R[1], rel, rtol=0, atol=1e-9)
     assert abs(want - base) > 1e-6  # the calibration moved this score: the check can fail
@@ -351,12 +354,12 @@ def test_remedies_searched_are_the_ones_asked_for(tmp_path, monkeypatch, model_d
         for r in _qa_rows(30):
             fh.write(json.dumps(r) + "\n")
     parts = []
-    real = fix_mod.cache.cached
+    real = cache.cached
 
     def spy(ns, params, compute, *a, **k):
         parts.append(params.get("part"))
         return real(ns, params, compute, *a, **k)
-    monkeypatch.setattr(fix_mod.cache, "cached", spy)
+    monkeypatch.setattr(cache, "cached", spy)
     kw = dict(documents=4, examples=8, quick=True, edge_loss=1e9, rule="all-slots", force=True)
     res = fix_mod.fix(model_dir, f, remedies="ms-poe,hidden-scaling", **kw)
     assert set(res["tuning"]) == {"channel", "hidden-scaling", "ms-poe"}
@@ -365,7 +368,7 @@ def test_remedies_searched_are_the_ones_asked_for(tmp_path, monkeypatch, model_d
 
     def no_search(*a, **k):
         raise AssertionError("the channel search ran")
-    monkeypatch.setattr(fix_mod, "_candidates", no_search)
+    monkeypatch.setattr(fix_tune, "_candidates", no_search)
     parts.clear()
     res = fix_mod.fix(model_dir, f, remedies=["attention-calibration"], **kw)
     assert set(res["tuning"]) == {"channel", "attention-calibration"}
@@ -423,7 +426,7 @@ def test_report_under_a_calibration_file(tmp_path, capsys, model_dir):
 
 def test_a_recorded_calibration_tuning_entry_is_re_measured_by_a_sample_of_records(
         tmp_path, monkeypatch, model_dir):
-    """The calibration's tuning entry is its records end to end (fix._calibration_one, record
+    """The calibration's tuning entry is its records end to end (fix.scoring._calibration_one, record
     by record): recorded whole, it is re-measured by a sample of its records (cache.Parts), one
     at every gold slot at least (the kinds it declares, issue 56), which agree, and the same
     choice comes back; a recorded relevance moved by 0.5 fails naming the part."""

@@ -85,6 +85,8 @@ torch = pytest.importorskip("torch")
 
 from posbias_nb import models  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.experiments.fix import scoring as fix_scoring  # noqa: E402
 from posbias_nb.measure import positional  # noqa: E402
 from posbias_nb.measure.scoring import score_batch  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
@@ -114,15 +116,15 @@ def test_variant_scores_equal_full_passes_under_the_remedy(data, llama4_dir):
     from posbias_nb.experiments.study import prompt_documents
     from posbias_nb.measure import entry
 
-    part = fix_mod._task.prepare(data, 4, fix_mod.fix_positions(4), 2, None, 0, None)
-    m, _, codec, rec = fix_mod._records(llama4_dir, "pretrained", 0, part)
+    part = task_mod.prepare(data, 4, fix_mod.fix_positions(4), 2, None, 0, None)
+    m, _, codec, rec = fix_scoring._records(llama4_dir, "pretrained", 0, part)
     text = part["items"][0]["prompts"][2]
     i = 2
     docs = {d: prompt_documents(codec, text, rec["prompts"][i], d)
             for d in ("paper", "length-matched")}
     settings = [dict(temperature=t, dummy=d, normaliser=n) for d, n in fix_mod.CAL_VARIANTS
                 for t in (5e-3, 5e-2)]
-    lp, _, cal = fix_mod._calibration_record(m, rec, docs, i, settings)
+    lp, _, cal = fix_scoring._calibration_record(m, rec, docs, i, settings)
     pid, ans = rec["prompts"][i], rec["answers"][i]
     base = score_batch(m, [pid], [ans])[0][0]
     for j, s in enumerate(settings):

@@ -39,17 +39,20 @@ __all__ = ["NAMESPACE_CODE", "NOT_COMPUTING", "normalised_source", "normalised_c
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
 #: ``tests/unit/support/test_provenance.py`` checks that every namespace the package caches under is declared
-#: and that its calling module is among its roots.
-_FIX = tuple(f"experiments.fix.{m}" for m in ("config", "parts", "scoring", "tune", "cost",
-                                                 "judge", "words", "run"))
+#: and that its calling module is among its roots.  A literal (no names, no expressions): a later
+#: commit's roots are read from its files by :func:`declared_roots` (``ast.literal_eval``).
 NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "capture-influence": ("measure.cached",),
     "capture-win": ("measure.cached",),
     "profile": ("measure.cached",),
     "profile-shared": ("measure.cached",),
     "init-logits": ("measure.logits",),
-    "fix-test": _FIX + ("experiments.placement",),
-    "fix-tune": _FIX + ("experiments.placement",),
+    "fix-test": ("experiments.fix.config", "experiments.fix.parts", "experiments.fix.scoring",
+                 "experiments.fix.tune", "experiments.fix.cost", "experiments.fix.judge",
+                 "experiments.fix.words", "experiments.fix.run", "experiments.placement"),
+    "fix-tune": ("experiments.fix.config", "experiments.fix.parts", "experiments.fix.scoring",
+                 "experiments.fix.tune", "experiments.fix.cost", "experiments.fix.judge",
+                 "experiments.fix.words", "experiments.fix.run", "experiments.placement"),
     "fix-fast": ("experiments.fix_fast",),
     "inference-channel": ("experiments.inference",),
     "inference-channel-cli": ("experiments.inference",),
@@ -197,7 +200,10 @@ def declared_roots(files: Mapping[str, str]) -> dict[str, tuple[str, ...]] | Non
                 node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
                 else None)
             if isinstance(target, ast.Name) and target.id == "NAMESPACE_CODE" and node.value:
-                return {k: tuple(v) for k, v in ast.literal_eval(node.value).items()}
+                try:
+                    return {k: tuple(v) for k, v in ast.literal_eval(node.value).items()}
+                except ValueError:  # not a literal: roots that cannot be read are none known
+                    return {}
     return None
 
 

@@ -276,3 +276,10 @@ def test_a_narrowed_stamp_vouches_only_for_the_code_of_its_commit(page_out, monk
     assert stamps.narrowed({"fake": forged}, {"fake": today}, {"c1": then}.get) == {}
     # nor where its commit cannot be read
     assert stamps.narrowed({"fake": stamp}, {"fake": today}, lambda c: None) == {}
+
+
+def test_todays_roots_can_be_read_from_the_files():
+    """A later plan reads this commit's roots from its files (a stamp's commit, a recording's):
+    NAMESPACE_CODE must stay a literal; one that is not reads as no roots, not as a crash."""
+    assert code.declared_roots(code.source_files()) == code.NAMESPACE_CODE
+    assert code.declared_roots({"provenance/code.py": "X = ('a',)\nNAMESPACE_CODE = {'n': X}\n"}) == {}

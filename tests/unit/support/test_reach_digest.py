@@ -283,3 +283,35 @@ def test_todays_roots_can_be_read_from_the_files():
     NAMESPACE_CODE must stay a literal; one that is not reads as no roots, not as a crash."""
     assert code.declared_roots(code.source_files()) == code.NAMESPACE_CODE
     assert code.declared_roots({"provenance/code.py": "X = ('a',)\nNAMESPACE_CODE = {'n': X}\n"}) == {}
+
+
+def _cache_calls(src: str) -> list[str]:
+    """The calls of the cache's computing functions in ``src`` (``cache.cached(...)``,
+    ``cache.store(...)``, ``cached(...)`` imported by name)."""
+    import ast
+
+    out = []
+    for n in ast.walk(ast.parse(src)):
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            base = getattr(getattr(f, "value", None), "id", "")
+            if name in ("cached", "store") and (base in ("cache", "_cache") or
+                                                isinstance(f, ast.Name)):
+                out.append(f"{base + '.' if base else ''}{name}")
+    return out
+
+
+def test_what_computes_nothing_calls_no_cache_and_roots_nothing():
+    """The reach digest leaves NOT_COMPUTING modules out (a page's sentence moves no number):
+    sound only while none of them computes a cached entry and none is a namespace's root."""
+    files = code.package_files()
+    for mod in code.NOT_COMPUTING:
+        if mod in files and mod not in ("cache", "provenance_cli") \
+                and not mod.startswith("provenance"):
+            assert _cache_calls(files[mod]) == [], mod
+    roots = {r for rs in code.NAMESPACE_CODE.values() for r in rs}
+    assert not roots & code.NOT_COMPUTING
+    # the check sees a call it should refuse
+    assert _cache_calls("from .. import cache\ndef f():\n    return cache.cached('ns', {}, g)\n") \
+        == ["cache.cached"]

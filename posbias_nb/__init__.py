@@ -14,7 +14,7 @@ Layers, from the top down (each imports only the ones below it; ``tests/package/
                        support: on-disk cache, run results, figure style, glue and tables
 =====================  =====================================================================
 """
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402  (a module that imports nothing)
 
 from . import metrics, theory  # noqa: E402,F401  (light, pure numerics)
 

@@ -28,7 +28,7 @@ LAYERS = (
                   "posbias_nb.stats")),
     ("support", ("posbias_nb.cache", "posbias_nb.provenance", "posbias_nb.plots",
                  "posbias_nb.notebook", "posbias_nb.results", "posbias_nb._validate",
-                 "posbias_nb.data")),
+                 "posbias_nb._version", "posbias_nb.data")),
 )
 #: The entry points: nothing below them imports them, and they alone may import anything.
 ENTRY = ("posbias_nb.cli", "posbias_nb.__main__", "posbias_nb.integrations",

@@ -51,7 +51,7 @@ def train_key(kw) -> str:
     """The cache key of the ``train_run`` call ``kw`` (today's code)."""
     from .experiments import training as r
 
-    return cache.key("train", r._run_params(**kw))
+    return cache.key("train", r.run_params(**kw))
 
 
 #: For each namespace of :data:`~posbias_nb.provenance.machine.ROUNDING_AMPLIFIED`: the calls

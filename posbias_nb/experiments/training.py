@@ -77,7 +77,7 @@ __all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "at_init", "train_r
            "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
            "contrast", "middle_vs_edges", "predicted_profile", "predicted_ratio",
            "arm_difference", "gradient_by_depth", "lever_at_init", "TABLE_COLUMNS", "JSON_KEYS",
-           "DESIGN", "decide", "effect", "verdict_rows"]
+           "DESIGN", "decide", "effect", "verdict_rows", "run_params"]
 
 REMEDIES = ("none", "weighted", "oversample", "curriculum")
 DEVICES = ("cpu", "cuda")
@@ -448,6 +448,11 @@ def _run_params(task, layers, width, length, steps, seed=0, answer_positions="un
         raise ValueError(f"lr must be a positive number, got {lr!r}")
     return _params(task, layers, width, length, steps, seed, answer_positions, remedy, rs, device,
                    distractors, batch, checkpoints, lr)
+
+
+#: The parameters of :func:`train_run`'s cache key, for the calls that make a training entry
+#: elsewhere (``python -m posbias_nb.provenance cpu-reference``).
+run_params = _run_params
 
 
 def train_run(task: str, layers: int, width: int, length: int, steps: int, seed: int = 0,

@@ -29,7 +29,7 @@ order it is met and the package's import statements inside it dropped.  What an 
 unit, the read (``ref#k``, or a library's name as written), and the content of what it resolves
 to (the binding statement's hash, ``ext:numpy.linalg`` for a library, ``where:<module>`` for
 ``__file__`` and ``__name__``, which do depend on where the code lives); an alias (``Codec =
-_Codec``) resolves to the statement it names.  So the digest is the same when a unit moves to
+_Codec``) resolves to the statement it names, and is not code of its own.  So the digest is the same when a unit moves to
 another module and its readers import it from there (by name or as ``module.name``), when a
 module is renamed, and when a unit that no namespace reaches changes; it moves when any reached
 unit's text changes (a local variable keeps its name), and when a name comes to mean another
@@ -469,6 +469,18 @@ class Index:
         self._memo_reads[key] = out
         return out
 
+    def _alias_of(self, m: _Module, u: _Unit) -> tuple | None:
+        """What an alias statement (``X = Y``, ``Y`` a statement of the package) names, or
+        None: such a statement is not code of its own; its target counts where it is reached."""
+        node = u.node
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Name) \
+                and node.value.id != node.targets[0].id:
+            t = self._name_target(m, node.value.id)
+            if t[0] == "units":
+                return t
+        return None
+
     def _hash(self, mod: str, j: int) -> str:
         u = self.mods[mod].units[j]
         if not u.hash:
@@ -490,6 +502,7 @@ class Index:
 
     def _reach(self, roots: tuple[str, ...]):
         units: set[tuple[str, int]] = set()
+        aliases: set[tuple[str, int]] = set()
         edges: set[tuple[str, str, str]] = set()
         running: set[str] = set()
         todo: list[tuple[str, int]] = []
@@ -526,11 +539,17 @@ class Index:
             if not todo:
                 continue
             key = todo.pop()
-            if key in units:
+            if key in units or key in aliases:
                 continue
-            units.add(key)
             mod, i = key
             u = self.mods[mod].units[i]
+            target = self._alias_of(self.mods[mod], u)
+            if target is not None:  # ``run_params = _run_params``: the statement it names
+                aliases.add(key)
+                run_module(mod)
+                todo.extend((target[1], j) for j in target[2])
+                continue
+            units.add(key)
             run_module(mod)
             for t in self._unit_imports(key):  # imports inside a function run when it runs
                 run_module(t)

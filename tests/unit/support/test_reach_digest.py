@@ -79,6 +79,13 @@ def test_an_alias_is_the_statement_it_names(digest):
     reader = FAKE.replace("import scaled", "import scale_it").replace("scaled(", "scale_it(")
     assert digest({"fake.py": reader, "helpers.py": alias}) == base
     assert digest({"fake.py": reader, "helpers.py": alias.replace("* SCALE", "/ SCALE")}) != base
+    # a public alias added beside a private name, in a root module, is not code of its own
+    root_alias = FAKE + "\nmeasure = compute\n"
+    assert digest({"fake.py": root_alias, "helpers.py": HELPERS}) == base
+    # but where code reads the alias, an alias that comes to name another statement moves it
+    reads = root_alias + "\n\ndef run(n):\n    return measure(n)\n"
+    assert digest({"fake.py": reads, "helpers.py": HELPERS}) != digest(
+        {"fake.py": reads.replace("measure = compute", "measure = scaled"), "helpers.py": HELPERS})
 
 
 def test_an_unreached_edit_leaves_it_and_a_reached_one_moves_it(digest):

@@ -133,6 +133,18 @@ _READ_ONLY = frozenset({"items", "keys", "values", "get", "copy", "format", "joi
                         "count", "__getitem__"})
 
 
+#: Builtins that change other objects or run code: a call of one at import acts.
+_ACTING_BUILTINS = frozenset({"setattr", "delattr", "exec", "eval", "globals", "vars", "locals",
+                              "__import__", "compile", "open", "print", "input", "breakpoint"})
+
+
+#: Builtins that read their arguments and change none of them.
+_READING_BUILTINS = frozenset({
+    "tuple", "list", "dict", "set", "frozenset", "len", "sorted", "min", "max", "sum", "any",
+    "all", "range", "enumerate", "zip", "map", "filter", "str", "int", "float", "bool", "repr",
+    "isinstance", "issubclass", "round", "abs", "reversed", "iter", "hash", "type", "format"})
+
+
 def _names_only_all(stmt: ast.stmt) -> bool:
     """``__all__.append("x")``, ``__all__.extend([...])`` or ``__all__ += [...]`` of constants."""
     if isinstance(stmt, ast.AugAssign):
@@ -307,12 +319,22 @@ class Index:
                             and f.attr in _READ_ONLY:
                         continue  # the object is read; what it is counts where it is read
                     r = _root_name(f)
-                    if r is None:
+                    if r is None or r in _ACTING_BUILTINS:
                         return False
                     t = self._name_target(m, r)
                     # a library, a builtin, or a module that computes nothing (NOT_COMPUTING:
                     # a design's frozen object, a page's helper)
                     if t[0] not in ("ext", "builtin", "opaque"):
+                        return False
+                    # ... given none of the package's objects, which it could change
+                    # (np.copyto(A, ...), dict.update(D, ...)): reading one makes it act
+                    if isinstance(n, ast.Call) and t[0] != "opaque" and not (
+                            isinstance(f, ast.Name) and t[0] == "builtin"
+                            and t[1] in _READING_BUILTINS) and any(
+                            self._name_target(m, a.id)[0] in ("units", "mod", "whole")
+                            for arg in [*n.args, *(k.value for k in n.keywords)]
+                            for a in ast.walk(arg) if isinstance(a, ast.Name)
+                            and isinstance(a.ctx, ast.Load)):
                         return False
         return True
 

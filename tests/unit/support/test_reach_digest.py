@@ -133,6 +133,25 @@ def test_what_runs_at_import_counts_though_no_name_leads_to_it(digest):
         {**files, "plug.py": deco.replace("return 1", "return 2")})
 
 
+@pytest.mark.parametrize("acts", ["setattr(helpers, 'SCALE', 3.0)",
+                                  "np.copyto(helpers.TABLE, np.ones(2))",
+                                  "dict.update(helpers.OPTS, scale=3.0)"])
+def test_a_library_call_at_import_that_can_change_the_packages_objects_counts(digest, acts):
+    """A builtin or library call in a module that runs, given one of the package's objects, may
+    change it (the skeptic's first try against 'library calls are pure')."""
+    helpers = HELPERS + "\nTABLE = np.zeros(2)\nOPTS = {}\n"
+    fake = ("from . import helpers, plug  # noqa\n\n\ndef compute(n):\n"
+            "    return {'x': helpers.scaled(range(n))}\n")
+    plug = f"import numpy as np\nfrom . import helpers\n\nX = {acts}\n"
+    files = {"fake.py": fake, "helpers.py": helpers, "plug.py": plug}
+    assert digest(files) != digest({**files, "plug.py": plug.replace("X = ", "Y = (0, ")
+                                    .rstrip("\n") + ")\n"})
+    # a reading builtin given a package object changes nothing: the unit stays out
+    reading = "from . import helpers\n\nN = len(helpers.OPTS)\n"
+    assert digest({**files, "plug.py": reading}) == digest(
+        {**files, "plug.py": reading.replace("N = ", "M = ")})
+
+
 def test_a_module_passed_on_counts_whole_and_a_local_import_counts(digest):
     helpers = {"helpers.py": HELPERS}
     by_name = ("from . import helpers\n\n\ndef compute(n, name='scaled'):\n"

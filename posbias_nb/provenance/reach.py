@@ -17,10 +17,13 @@ Reached, starting from the namespace's root modules (all of their units):
   its units;
 - each module that runs: the module of a reached unit, the modules it imports at its top level or
   inside a reached unit, and the ``__init__`` of every package on the way; and in every module that
-  runs, each unit that may act when it runs (anything but a definition or an assignment whose
-  calls are all to names outside the package: ``register(...)``, ``X.update(...)``, a decorator
-  of the package's own, an ``if``, a ``for``) -- conservatively, such a unit counts although no
-  read name leads to it.
+  runs, each unit that may act when it runs -- conservatively, such a unit counts although no
+  read name leads to it.  A unit is taken to act unless it is a definition or an assignment to
+  names whose import-time calls are each to a library, a builtin or a module that computes
+  nothing, given none of the package's objects (a builtin that only reads, ``tuple`` or
+  ``len`` called by name, and a read-only method, ``SETTINGS.items()``, may be), and never
+  ``setattr``, ``exec`` and the like: so ``register(...)``, ``X.update(...)``,
+  ``np.copyto(A, ...)``, a decorator of the package's own, an ``if`` and a ``for`` act.
 
 What a unit is: its ``ast`` dump, docstrings removed (the rule of
 :func:`posbias_nb.provenance.code.normalised_source`), with every read of a name bound in the

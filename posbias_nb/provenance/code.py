@@ -110,12 +110,7 @@ def normalised_source(source: str) -> str:
     """The source of a module as ``ast`` sees it, docstrings removed: comments, blank lines,
     formatting and docstrings leave it unchanged; any change of what runs changes it."""
     tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
+    reach.strip_docstrings(tree)
     return ast.dump(tree, annotate_fields=True, include_attributes=False)
 
 

@@ -51,7 +51,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Mapping
 
-__all__ = ["Index", "index"]
+__all__ = ["Index", "index", "strip_docstrings"]
 
 #: Names whose value depends on the module the code sits in: an edge to them names the module.
 _WHERE = frozenset({"__file__", "__name__", "__spec__", "__package__", "__path__"})
@@ -78,7 +78,9 @@ class _Module:
     top_imports: set[str]                    # package modules imported at top level
 
 
-def _strip_docstrings(tree: ast.AST) -> None:
+def strip_docstrings(tree: ast.AST) -> None:
+    """Remove the docstring of the module and of every class and function in ``tree`` (a body
+    left empty becomes ``pass``): the one rule by which a docstring is not code."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
@@ -255,7 +257,7 @@ class Index:
     # ---- modules -------------------------------------------------------------------------
     def _module(self, name: str, src: str) -> _Module:
         tree = ast.parse(src)
-        _strip_docstrings(tree)
+        strip_docstrings(tree)
         body = tree.body
         units: list[_Unit] = []
         bindings: dict[str, list[int]] = {}

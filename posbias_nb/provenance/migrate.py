@@ -124,7 +124,7 @@ def carry(manifest: dict, stamp_map: dict, references: dict,
 
 def main(argv=None, prog: str | None = None) -> int:
     """The command the module docstring shows."""
-    from .record import files_at
+    from .record import files_at_or_none
 
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--recorded", default=str(ROOT / "recorded"))
@@ -141,18 +141,12 @@ def main(argv=None, prog: str | None = None) -> int:
     st = stamps.read(rec)
     refs = json.loads(ref_f.read_text()) if ref_f.is_file() else {"entries": {}}
 
-    def at(commit):
-        try:
-            return files_at(commit)
-        except Exception:  # noqa: BLE001 - a commit this clone lacks: that digest stays
-            return None
-
     import subprocess
 
     log = subprocess.run(["git", "log", "--format=%H", "-n", "40", "--", "recorded/STAMPS.json",
                           "recorded/MANIFEST.json"], cwd=ROOT, capture_output=True, text=True)
     also = tuple(log.stdout.split()) if log.returncode == 0 else ()
-    got = carry(manifest, st, refs["entries"], at, also=also)
+    got = carry(manifest, st, refs["entries"], files_at_or_none, also=also)
     man_f.write_text(json.dumps(manifest, indent=1) + "\n")
     stamps.write(rec, st)
     if ref_f.is_file():

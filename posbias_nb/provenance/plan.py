@@ -504,16 +504,6 @@ def _today(recorded: Path):
     return manifest, digests, cpu, refs, stale
 
 
-def _files_at(commit: str):
-    """The package's files at ``commit``, or None where this checkout cannot read them."""
-    from .record import files_at
-
-    try:
-        return files_at(commit)
-    except Exception:  # noqa: BLE001 - a commit this clone lacks: the stamp vouches only as is
-        return None
-
-
 def cost_lines(c: Mapping) -> str:
     """:func:`edit_cost`'s result as the ``cost`` command prints it."""
     b, cov = c["budget"], c["cover"]
@@ -584,7 +574,9 @@ def main(argv=None, prog: str | None = None) -> int:
                 print(f"recorded/: stamps of {', '.join(blind)} not honoured: this checkout "
                       "cannot place their commits (no git history, or a shallow clone)")
                 st = {k: v for k, v in st.items() if k not in blind}
-            st = {**st, **_stamps.narrowed(st, digests, _files_at)}
+            from .record import files_at_or_none
+
+            st = {**st, **_stamps.narrowed(st, digests, files_at_or_none)}
             p = verification_plan(manifest, digests, VERIFY_BUDGET if a.budget is None
                                   else a.budget, cpu=cpu, references=refs, stamps=st)
         except ValueError as e:

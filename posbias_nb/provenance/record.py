@@ -54,8 +54,9 @@ from pathlib import Path
 
 from . import code, machine, stamps
 
-__all__ = ["NOT_MEASUREMENTS", "head_commit", "files_at", "book_chapters", "full_run",
-           "backfill_code", "fill_seconds", "fill_settings", "fill_verify_seconds", "backfill_machine", "main"]
+__all__ = ["NOT_MEASUREMENTS", "head_commit", "files_at", "files_at_or_none", "book_chapters",
+           "full_run", "backfill_code", "fill_seconds", "fill_settings", "fill_verify_seconds",
+           "backfill_machine", "main"]
 
 NOT_MEASUREMENTS = {"weights", "corpus", "describe", "verdicts", ".locks"}
 #: The checkout this package lies in (its git history, ``_toc.yml`` and ``book/``).
@@ -82,6 +83,15 @@ def files_at(commit: str) -> dict[str, str]:
                 ["git", "show", f"{commit}:{n}"], cwd=ROOT, capture_output=True, text=True,
                 check=True).stdout
     return out
+
+
+def files_at_or_none(commit: str) -> dict[str, str] | None:
+    """:func:`files_at`, or None where this checkout cannot read ``commit`` (a shallow clone, a
+    commit of another history, no git)."""
+    try:
+        return files_at(commit)
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def book_chapters() -> set[str]:

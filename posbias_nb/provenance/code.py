@@ -102,7 +102,11 @@ _PKG = Path(__file__).resolve().parents[1]
 #: The rule :func:`code_digest` follows; ``recorded/MANIFEST.json`` says which rule its digests
 #: follow (``digest_rule``), and ``python -m posbias_nb.provenance migrate-digests`` carries them
 #: over to a new one (:mod:`posbias_nb.provenance.migrate`).
-DIGEST_RULE = "reach-v1"
+DIGEST_RULE = "reach-v2"
+#: The rules :func:`code_digest` can still follow, to carry digests from one to the next:
+#: ``reach-v1`` hashed every statement by its text; ``reach-v2`` hashes a constant that is plain
+#: data by its value (:meth:`posbias_nb.provenance.reach.Index.folded`).
+RULES = ("reach-v1", "reach-v2")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -281,10 +285,13 @@ def file_digest(namespace: str, files: Mapping[str, str] | None = None,
     return h.hexdigest()
 
 
-def _reached(namespace: str, files: Mapping[str, str] | None, roots: tuple[str, ...] | None):
+def _reached(namespace: str, files: Mapping[str, str] | None, roots: tuple[str, ...] | None,
+             rule: str = DIGEST_RULE):
+    if rule not in RULES:
+        raise ValueError(f"unknown digest rule {rule!r}; one of {', '.join(RULES)}")
     roots = _roots(namespace, roots)
     srcs = package_files(files)
-    ix = reach.index(srcs, NOT_COMPUTING)
+    ix = reach.index(srcs, NOT_COMPUTING, fold=rule != "reach-v1")
     return roots, srcs, ix, ix.reach(m for m in roots if m in srcs)
 
 
@@ -301,14 +308,17 @@ def code_modules(namespace: str, files: Mapping[str, str] | None = None) -> list
 def reaches(namespace: str, module: str, name: str,
             files: Mapping[str, str] | None = None) -> bool:
     """Whether ``namespace`` reaches the top-level statement(s) of ``module`` that bind
-    ``name`` (a function, a class, a constant): an edit of them moves its digest.
+    ``name`` (a function, a class, a constant): an edit of them moves its digest.  A constant it
+    reads only through another constant computed by value (``NETWORK = tuple(r for r in TABLE
+    ...)``) counts: an edit of it moves the digest where it moves a value read.
 
     Raises
     ------
     ValueError
         ``module`` computes nothing or is not in the package, or binds no ``name``.
     """
-    _, _, ix, (units, _, _) = _reached(namespace, files, None)
+    roots, srcs, ix, (units, _, _) = _reached(namespace, files, None)
+    units = units | ix.read_by_value.get(tuple(sorted(m for m in roots if m in srcs)), set())
     if module not in ix.mods:
         raise ValueError(f"{module!r} is not a computing module of posbias_nb")
     idx = ix.mods[module].bindings.get(name)
@@ -340,15 +350,17 @@ def narrows(namespace: str, then: Mapping[str, str], files: Mapping[str, str] | 
 
 
 def code_digest(namespace: str, files: Mapping[str, str] | None = None,
-                roots: tuple[str, ...] | None = None) -> str:
+                roots: tuple[str, ...] | None = None, rule: str = DIGEST_RULE) -> str:
     """SHA-256 (hex) of what computes ``namespace`` (today's code, or ``files``: an earlier
     commit's): the top-level statements its root modules reach and the names that tie them
     (:mod:`posbias_nb.provenance.reach`), each statement normalised as
     :func:`normalised_source` does, none keyed by the module it sits in.  A declared root missing
     from the files counts (its absence changes the digest).  ``roots``: the root modules, where
-    not :data:`NAMESPACE_CODE`'s (an earlier commit's own, :func:`declared_roots`)."""
-    roots, srcs, ix, (units, edges, _) = _reached(namespace, files, roots)
+    not :data:`NAMESPACE_CODE`'s (an earlier commit's own, :func:`declared_roots`).  ``rule``:
+    one of :data:`RULES` (an older one to carry digests over, :mod:`.migrate`).  A constant that
+    is plain data counts by its value (:meth:`posbias_nb.provenance.reach.Index.folded`)."""
+    roots, srcs, ix, (units, edges, _) = _reached(namespace, files, roots, rule)
     lines = [f"missing {m}" for m in roots if m not in srcs]
     lines += sorted({f"unit {ix.unit(k).hash}" for k in units})
     lines += sorted(f"edge {a} {b} {c}" for a, b, c in edges)
-    return hashlib.sha256((DIGEST_RULE + "\n" + "\n".join(lines)).encode()).hexdigest()
+    return hashlib.sha256((rule + "\n" + "\n".join(lines)).encode()).hexdigest()

@@ -8,8 +8,9 @@ When the rule that computes digests changes (:data:`posbias_nb.provenance.code.D
 every stored digest is of the old rule, and none would ever match today's code again: every
 namespace would read as changed and be sampled in full.  This command replaces each stored digest
 by the new rule's digest **of the same code**, and only where it can show that the code is the
-same: files whose old-rule digest (:func:`posbias_nb.provenance.code.file_digest`) equals the
-stored one: the files of the commit stored beside it (``git show``), else of a commit that
+same: files whose old-rule digest equals the stored one (the manifest's ``digest_rule``, one of
+:data:`posbias_nb.provenance.code.RULES`; a manifest that names none has the module digests of
+:func:`posbias_nb.provenance.code.file_digest`): the files of the commit stored beside it (``git show``), else of a commit that
 changed ``recorded/`` (a stamp is committed with the code it vouches for), else today's.  A
 digest no such files match stays as it was: its namespace reads as changed (sampled in full) and a
 stamp that cannot be carried over is dropped, each said by name.  The stamps' manifest digests
@@ -146,7 +147,14 @@ def main(argv=None, prog: str | None = None) -> int:
     log = subprocess.run(["git", "log", "--format=%H", "-n", "40", "--", "recorded/STAMPS.json",
                           "recorded/MANIFEST.json"], cwd=ROOT, capture_output=True, text=True)
     also = tuple(log.stdout.split()) if log.returncode == 0 else ()
-    got = carry(manifest, st, refs["entries"], files_at_or_none, also=also)
+    was = manifest.get("digest_rule")
+    if was is not None and was not in code.RULES:
+        print(f"migrate-digests: {man_f} follows {was!r}, a rule this code cannot compute "
+              f"(it knows {', '.join(code.RULES)})", file=sys.stderr)
+        return 2
+    old = code.file_digest if was is None else \
+        (lambda ns, fs, roots: code.code_digest(ns, fs, roots, rule=was))
+    got = carry(manifest, st, refs["entries"], files_at_or_none, also=also, old=old)
     man_f.write_text(json.dumps(manifest, indent=1) + "\n")
     stamps.write(rec, st)
     if ref_f.is_file():

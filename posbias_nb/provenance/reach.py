@@ -25,7 +25,13 @@ Reached, starting from the namespace's root modules (all of their units):
   ``setattr``, ``exec`` and the like: so ``register(...)``, ``X.update(...)``,
   ``np.copyto(A, ...)``, a decorator of the package's own, an ``if`` and a ``for`` act.
 
-What a unit is: its ``ast`` dump, docstrings removed (the rule of
+A constant that is plain data (:meth:`Index.folded`, rule ``reach-v2``) is a unit by its name
+and its **value**, whatever expression computes it from literals and other such constants; the
+constants it reads are not reached through it (their modules still run).  So a list of names
+derived from one table is the same unit as the literal it replaced, and an edit of that table
+moves only what reads a value that moved.
+
+What any other unit is: its ``ast`` dump, docstrings removed (the rule of
 :func:`posbias_nb.provenance.code.normalised_source`), with every read of a name bound in the
 package (``scaled``, ``helpers.scaled``, ``fix.QUICK``) written ``ref#0``, ``ref#1``, ... in the
 order it is met and the package's import statements inside it dropped.  What an edge is: the
@@ -46,12 +52,13 @@ computing code.
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import hashlib
 from dataclasses import dataclass, field
 from typing import Mapping
 
-__all__ = ["Index", "index", "strip_docstrings"]
+__all__ = ["Index", "index", "plain", "strip_docstrings"]
 
 #: Names whose value depends on the module the code sits in: an edge to them names the module.
 _WHERE = frozenset({"__file__", "__name__", "__spec__", "__package__", "__path__"})
@@ -150,6 +157,97 @@ _READING_BUILTINS = frozenset({
     "isinstance", "issubclass", "round", "abs", "reversed", "iter", "hash", "type", "format"})
 
 
+#: What a constant computed by value (:meth:`Index.folded`) may call: builtins that build or read
+#: plain data, and read-only methods.
+_FOLD_BUILTINS = frozenset({"tuple", "list", "dict", "set", "frozenset", "len", "sorted", "min",
+                            "max", "sum", "any", "all", "range", "enumerate", "zip", "reversed",
+                            "str", "int", "float", "bool", "abs", "round"})
+_FOLD_METHODS = frozenset({"items", "keys", "values", "get", "copy", "format", "join", "split",
+                           "startswith", "endswith", "lower", "upper", "replace", "strip",
+                           "index", "count"})
+
+
+class _FoldFrozen(frozenset):
+    """A set while a constant is computed by value: it may be built, combined, asked for a
+    member or its size, but not iterated (its order would depend on the hash seed)."""
+
+    def __iter__(self):
+        raise TypeError("iterating a set: its order depends on the hash seed")
+
+    def _members(self):
+        return frozenset.__iter__(self)
+
+    def copy(self):
+        return type(self)(self._members())
+
+    def __deepcopy__(self, memo):
+        return type(self)(self._members())
+
+    def __or__(self, other):
+        return type(self)(frozenset.__or__(self, other))
+
+    def __and__(self, other):
+        return type(self)(frozenset.__and__(self, other))
+
+    def __sub__(self, other):
+        return type(self)(frozenset.__sub__(self, other))
+
+    def __xor__(self, other):
+        return type(self)(frozenset.__xor__(self, other))
+
+    __ror__, __rand__, __rxor__ = __or__, __and__, __xor__
+
+    def __rsub__(self, other):
+        return type(self)(frozenset.__rsub__(self, other))
+
+
+class _FoldSet(_FoldFrozen):
+    """A ``set`` (mutable at run time) while a constant is computed by value."""
+
+
+_FOLD_SCOPE = {n: getattr(builtins, n) for n in _FOLD_BUILTINS - {"set", "frozenset"}}
+_FOLD_SCOPE.update(set=_FoldSet, frozenset=_FoldFrozen)
+
+
+def plain(v) -> str:
+    """The canonical text of plain data, its types named: a set's members sorted by their text,
+    a dict's items in their order (it is the order the code iterates).  Raises TypeError for
+    anything else."""
+    if v is None or isinstance(v, bool):
+        return repr(v)
+    if type(v) in (int, float, complex, str, bytes):
+        return f"{type(v).__name__}:{v!r}"
+    if isinstance(v, (set, frozenset)):
+        tag = "set" if isinstance(v, (set, _FoldSet)) else "frozenset"
+        members = frozenset.__iter__(v) if isinstance(v, frozenset) else iter(v)
+        return tag + "{" + ",".join(sorted(plain(x) for x in members)) + "}"
+    if type(v) in (tuple, list):
+        return type(v).__name__ + "[" + ",".join(plain(x) for x in v) + "]"
+    if type(v) is dict:
+        return "dict{" + ",".join(f"{plain(k)}:{plain(x)}" for k, x in v.items()) + "}"
+    raise TypeError(f"not plain data: {type(v).__name__}")
+
+
+def _freeze(v):
+    """``v`` with every set a :class:`_FoldFrozen` (or :class:`_FoldSet`), as a constant that
+    another constant reads is given to it."""
+    if isinstance(v, _FoldFrozen):
+        return v
+    if isinstance(v, set):
+        return _FoldSet(_freeze(x) for x in v)
+    if isinstance(v, frozenset):
+        return _FoldFrozen(_freeze(x) for x in v)
+    if type(v) in (tuple, list):
+        return type(v)(_freeze(x) for x in v)
+    if type(v) is dict:
+        return {_freeze(k): _freeze(x) for k, x in v.items()}
+    return v
+
+
+def _thaw(v):
+    return copy.deepcopy(v)
+
+
 def _names_only_all(stmt: ast.stmt) -> bool:
     """``__all__.append("x")``, ``__all__.extend([...])`` or ``__all__ += [...]`` of constants."""
     if isinstance(stmt, ast.AugAssign):
@@ -175,13 +273,19 @@ class Index:
     """The units and bindings of a package's modules (``{dotted module: source}``), and what a
     namespace's root modules reach in them (:meth:`reach`)."""
 
-    def __init__(self, srcs: Mapping[str, str], not_computing: frozenset[str] = frozenset()):
+    def __init__(self, srcs: Mapping[str, str], not_computing: frozenset[str] = frozenset(),
+                 fold: bool = True):
         self.srcs = dict(srcs)
         self.known = set(self.srcs)
         self.not_computing = not_computing
+        self.fold = fold
         self.mods: dict[str, _Module] = {}
         self._memo_reads: dict[tuple[str, int], list] = {}
         self._memo_reach: dict[tuple[str, ...], tuple] = {}
+        self._memo_fold: dict[tuple[str, int], tuple | None] = {}
+        self._folding: set[tuple[str, int]] = set()
+        self._memo_value: dict[tuple[str, int], object] = {}
+        self.read_by_value: dict[tuple[str, ...], set[tuple[str, int]]] = {}
         for m in sorted(self.known):
             if m in not_computing:
                 continue
@@ -510,9 +614,140 @@ class Index:
 
     def _hash(self, mod: str, j: int) -> str:
         u = self.mods[mod].units[j]
-        if not u.hash:
+        if not u.hash and self.folded((mod, j)) is None:
             self._canon((mod, j))
         return u.hash
+
+    # ---- constants by value --------------------------------------------------------------
+    def folded(self, key: tuple[str, int]) -> tuple[str, frozenset, frozenset] | None:
+        """``(canonical value, units read, modules read)`` of a unit that binds one name to
+        plain data computed from literals and other such constants of the package (a tuple, a
+        dict of sets, ``NETWORK + PROMPT``, ``{r: ... for r in TABLE if ...}``), or None.
+
+        Such a unit is hashed by its name and the value it binds (:func:`plain`), not by its
+        text, and reaching it does not reach the constants it was computed from: two ways of
+        writing one value are one unit, and an edit of a table moves only the namespaces that
+        read a value that moved.  The modules it reads still run (what acts in them counts).
+        Refused (None): more than one statement binding the name, a statement of its module
+        that acts at import and reads it (``A.append(...)``), a call but of a reading
+        builtin or a read-only method, a library's or ``__file__``'s name, a module's name used
+        whole, a lambda, a value that is not plain data, an error while computing it, and an
+        iteration over a set (its order depends on the hash seed)."""
+        if not self.fold:
+            return None
+        if key in self._memo_fold:
+            return self._memo_fold[key]
+        if key in self._folding:
+            return None  # a cycle: not a constant
+        self._folding.add(key)
+        try:
+            got = self._fold(key)
+        finally:
+            self._folding.discard(key)
+        self._memo_fold[key] = got
+        if got is not None:
+            u = self.mods[key[0]].units[key[1]]
+            u.dump = got[0]
+            u.hash = hashlib.sha256(got[0].encode()).hexdigest()[:32]
+        return got
+
+    def _fold(self, key: tuple[str, int]) -> tuple[str, frozenset, frozenset] | None:
+        m = self.mods[key[0]]
+        u = m.units[key[1]]
+        node = u.node
+        if not u.pure:
+            return None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.value is not None:
+            name, value = node.target.id, node.value
+        else:
+            return None
+        if m.bindings.get(name) != [key[1]]:
+            return None
+        if any(not o.pure and any(isinstance(n, ast.Name) and n.id == name
+                                  for n in ast.walk(o.node)) for o in m.units):
+            return None  # a statement that acts at import reads it: it may change it
+        expr = copy.deepcopy(value)
+        local = {n.id for c in ast.walk(expr) if isinstance(c, ast.comprehension)
+                 for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+        parents: dict[int, ast.AST] = {}
+        for p in ast.walk(expr):
+            for c in ast.iter_child_nodes(p):
+                parents[id(c)] = p
+        env: dict[str, object] = {}
+        subs: dict[int, str] = {}
+        read_units: set[tuple[str, int]] = set()
+        read_mods: set[str] = set()
+        for n in ast.walk(expr):
+            if isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+                return None
+            if isinstance(n, ast.Call):
+                f = n.func
+                if isinstance(f, ast.Attribute):
+                    if f.attr not in _FOLD_METHODS:
+                        return None
+                elif not (isinstance(f, ast.Name) and f.id in _FOLD_BUILTINS):
+                    return None
+            if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+                continue
+            t = self._name_target(m, n.id)
+            if n.id in local:
+                if t[0] != "builtin":
+                    return None  # a comprehension's name that is also the package's: unclear
+                continue
+            cur = n
+            while t[0] == "mod":
+                p = parents.get(id(cur))
+                if not (isinstance(p, ast.Attribute) and p.value is cur):
+                    return None  # the module itself, passed on
+                read_mods.add(t[1])
+                t = self._attr_target(t[1], p.attr)
+                cur = p
+            if t[0] == "builtin":
+                if t[1] not in _FOLD_BUILTINS:
+                    return None
+                continue
+            if t[0] != "units" or len(t[2]) != 1:
+                return None
+            got = self.folded((t[1], t[2][0]))
+            if got is None:
+                return None
+            label = f"__fold{len(env)}"
+            env[label] = (t[1], t[2][0])
+            subs[id(cur)] = label
+            read_units |= {(t[1], t[2][0])} | got[1]
+            read_mods |= {t[1]} | got[2]
+
+        class Sub(ast.NodeTransformer):
+            def visit(self, x):
+                if id(x) in subs:
+                    return ast.copy_location(ast.Name(id=subs[id(x)], ctx=ast.Load()), x)
+                x = self.generic_visit(x)
+                if isinstance(x, ast.Set):  # a set literal: one that refuses iteration
+                    return ast.copy_location(ast.Call(
+                        func=ast.Name(id="set", ctx=ast.Load()),
+                        args=[ast.List(elts=x.elts, ctx=ast.Load())], keywords=[]), x)
+                if isinstance(x, ast.SetComp):
+                    return ast.copy_location(ast.Call(
+                        func=ast.Name(id="set", ctx=ast.Load()),
+                        args=[ast.GeneratorExp(elt=x.elt, generators=x.generators)],
+                        keywords=[]), x)
+                return x
+
+        body = ast.fix_missing_locations(ast.Expression(body=Sub().visit(expr)))
+        scope = {"__builtins__": _FOLD_SCOPE}
+        for label, k in env.items():
+            scope[label] = _thaw(self._memo_value[k])
+        try:
+            v = eval(compile(body, "<fold>", "eval"), scope)  # noqa: S307 -- plain data only
+            canon = plain(v)
+        except Exception:  # noqa: BLE001 -- anything that is not plain data is not folded
+            return None
+        self._memo_value[key] = _freeze(v)
+        return (f"fold {name} = {canon}", frozenset(read_units), frozenset(read_mods))
 
     # ---- reach ---------------------------------------------------------------------------
     def reach(self, roots) -> tuple[set[tuple[str, int]], set[tuple[str, str, str]], set[str]]:
@@ -534,6 +769,8 @@ class Index:
         running: set[str] = set()
         todo: list[tuple[str, int]] = []
         mods_todo: list[str] = []
+        by_value: set[tuple[str, int]] = set()
+        self.read_by_value[roots] = by_value
 
         def run_module(mod: str) -> None:
             parts = mod.split(".") if mod else []
@@ -576,6 +813,14 @@ class Index:
                 run_module(mod)
                 todo.extend((target[1], j) for j in target[2])
                 continue
+            got = self.folded(key)
+            if got is not None:  # a constant by value: what it was computed from is not reached
+                units.add(key)
+                run_module(mod)
+                for rm in got[2]:
+                    run_module(rm)
+                by_value.update(got[1])
+                continue
             units.add(key)
             run_module(mod)
             for t in self._unit_imports(key):  # imports inside a function run when it runs
@@ -608,9 +853,10 @@ class Index:
 _CACHE: dict[str, Index] = {}
 
 
-def index(srcs: Mapping[str, str], not_computing: frozenset[str]) -> Index:
-    """The :class:`Index` of ``srcs``, memoised on their content (a few recent ones)."""
-    h = hashlib.sha256()
+def index(srcs: Mapping[str, str], not_computing: frozenset[str], fold: bool = True) -> Index:
+    """The :class:`Index` of ``srcs``, memoised on their content (a few recent ones); ``fold``:
+    constants by value (:meth:`Index.folded`, rule ``reach-v2``), or by text (``reach-v1``)."""
+    h = hashlib.sha256(b"fold" if fold else b"text")
     for k in sorted(srcs):
         h.update(k.encode() + b"\0" + srcs[k].encode() + b"\0")
     h.update(",".join(sorted(not_computing)).encode())
@@ -618,5 +864,5 @@ def index(srcs: Mapping[str, str], not_computing: frozenset[str]) -> Index:
     if key not in _CACHE:
         if len(_CACHE) > 8:
             _CACHE.clear()
-        _CACHE[key] = Index(srcs, not_computing)
+        _CACHE[key] = Index(srcs, not_computing, fold)
     return _CACHE[key]

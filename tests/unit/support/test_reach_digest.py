@@ -341,3 +341,96 @@ def test_what_computes_nothing_calls_no_cache_and_roots_nothing():
     # the check sees a call it should refuse
     assert _cache_calls("from .. import cache\ndef f():\n    return cache.cached('ns', {}, g)\n") \
         == ["cache.cached"]
+
+
+# ---- constants by value (reach-v2) ------------------------------------------------------------
+TABLE = '''TABLE = {
+    "scale": {"kind": "network", "grid": ({"s": 0.0}, {"s": 0.5}), "help": "scales a channel"},
+    "sort": {"kind": "prompt", "grid": ({},), "help": "sorts the documents"},
+}
+'''
+BY_NAME = '''NETWORK = ("scale",)
+GRID = {"scale": ({"s": 0.0}, {"s": 0.5})}
+'''
+FROM_TABLE = '''from .table import TABLE
+
+NETWORK = tuple(n for n, r in TABLE.items() if r["kind"] == "network")
+GRID = {n: r["grid"] for n, r in TABLE.items() if n in NETWORK}
+'''
+READER = '''from .remedies import GRID, NETWORK
+
+
+def compute():
+    return [(n, s) for n in NETWORK for s in GRID[n]]
+'''
+
+
+def test_a_constant_counts_by_its_value_not_by_how_it_is_written(digest):
+    base = digest({"fake.py": READER, "remedies.py": BY_NAME})
+    derived = {"fake.py": READER, "remedies.py": FROM_TABLE, "table.py": TABLE}
+    assert digest(derived) == base
+    # a field no value read depends on (the help, a prompt remedy's grid): the same
+    assert digest({**derived, "table.py": TABLE.replace("sorts the", "sorts its")}) == base
+    assert digest({**derived, "table.py": TABLE.replace('"grid": ({},)', '"grid": ({}, {})')}) \
+        == base
+    # a value read moves: a grid point, a kind, and the order (the order the code runs them)
+    assert digest({**derived, "table.py": TABLE.replace('"s": 0.5', '"s": 0.25')}) != base
+    assert digest({**derived, "table.py": TABLE.replace('"kind": "prompt"', '"kind": "network"')}) \
+        != base
+    assert digest({"fake.py": READER, "remedies.py": BY_NAME.replace(
+        '({"s": 0.0}, {"s": 0.5})', '({"s": 0.5}, {"s": 0.0})')}) != base
+    # by text, as the rule before it, the two ways of writing differ
+    v1 = code.code_digest("fake", {"__init__.py": "", "fake.py": READER, "remedies.py": BY_NAME},
+                          rule="reach-v1")
+    assert v1 != code.code_digest("fake", {"__init__.py": "", **derived}, rule="reach-v1")
+
+
+def test_a_function_that_reads_the_table_itself_moves_with_any_edit_of_it(digest):
+    reader = "from .table import TABLE\n\n\ndef compute():\n    return sorted(TABLE)\n"
+    base = digest({"fake.py": reader, "table.py": TABLE})
+    assert digest({"fake.py": reader, "table.py": TABLE.replace("sorts the", "sorts its")}) != base
+
+
+def test_what_is_not_folded_counts_by_its_text(digest):
+    from posbias_nb.provenance import reach
+
+    def folds(src, name):
+        ix = reach.index({"": "", "m": src}, frozenset())
+        m = ix.mods["m"]
+        return ix.folded(("m", m.bindings[name][0])) is not None
+
+    assert folds("A = (1, 2)\nB = A + (3,)\n", "B")
+    assert folds("S = {'a', 'b'}\nT = {k: S for k in ('x',)}\nU = 'a' in S\n", "T")
+    assert folds("S = {'a', 'b'}\nU = 'a' in S and len(S) == 2\n", "U")
+    # iterating a set (its order is the hash seed's), a package function, a library, a lambda,
+    # two statements binding the name, a mutation at import
+    assert not folds("S = {'a', 'b'}\nT = tuple(S)\n", "T")
+    assert not folds("S = {'a', 'b'}\nT = sorted(S | {'c'})\n", "T")
+    assert not folds("def f():\n    return 1\n\n\nB = f()\n", "B")
+    assert not folds("import numpy as np\n\nB = np.pi\n", "B")
+    assert not folds("B = (lambda: 1)()\n", "B")
+    assert not folds("if True:\n    B = 1\nelse:\n    B = 2\n", "B")
+    assert not folds("A = [1]\nA.append(2)\n", "A")
+    assert not folds("A = [1]\nB = A.pop()\n", "B")
+    assert not folds("B = __file__\n", "B")
+    # what a folded constant was computed from still runs: an append to it at import counts
+    files = {"fake.py": READER, "remedies.py": FROM_TABLE, "table.py": TABLE}
+    base = digest(files)
+    acted = {**files, "table.py": TABLE + '\nTABLE["scale"]["grid"] += ({"s": 1.0},)\n'}
+    assert digest(acted) != base
+
+
+def test_plain_data_is_told_apart_by_type_and_order():
+    from posbias_nb.provenance.reach import plain
+
+    assert len({plain(x) for x in [(1,), [1], 1, 1.0, True, "1", None]}) == 7
+    assert plain({"a", "b", "c"}) == plain({"c", "b", "a"}) != plain(frozenset("abc"))
+    assert plain({"a": 1, "b": 2}) != plain({"b": 2, "a": 1})
+    with pytest.raises(TypeError):
+        plain(object())
+
+
+def test_an_edit_of_a_table_read_by_value_is_priced(monkeypatch):
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
+    files = {"__init__.py": "", "fake.py": READER, "remedies.py": FROM_TABLE, "table.py": TABLE}
+    assert code.reaches("fake", "table", "TABLE", files)

@@ -25,8 +25,8 @@ Reached, starting from the namespace's root modules (all of their units):
   ``setattr``, ``exec`` and the like: so ``register(...)``, ``X.update(...)``,
   ``np.copyto(A, ...)``, a decorator of the package's own, an ``if`` and a ``for`` act.
 
-A constant that is plain data (:meth:`Index.folded`, rule ``reach-v2``) is a unit by its name
-and its **value**, whatever expression computes it from literals and other such constants; the
+A constant that is plain data (:meth:`Index.folded`, rule ``reach-v2``) is a unit by its
+**value**, whatever expression computes it from literals and other such constants; the
 constants it reads are not reached through it (their modules still run).  So a list of names
 derived from one table is the same unit as the literal it replaced, and an edit of that table
 moves only what reads a value that moved.
@@ -624,8 +624,7 @@ class Index:
         plain data computed from literals and other such constants of the package (a tuple, a
         dict of sets, ``NETWORK + PROMPT``, ``{r: ... for r in TABLE if ...}``), or None.
 
-        Such a unit is hashed by its name and the value it binds (:func:`plain`), not by its
-        text, and reaching it does not reach the constants it was computed from: two ways of
+        Such a unit is hashed by the value it binds (:func:`plain`), not by its text or name, and reaching it does not reach the constants it was computed from: two ways of
         writing one value are one unit, and an edit of a table moves only the namespaces that
         read a value that moved.  The modules it reads still run (what acts in them counts).
         Refused (None): more than one statement binding the name, a statement of its module
@@ -747,7 +746,9 @@ class Index:
         except Exception:  # noqa: BLE001 -- anything that is not plain data is not folded
             return None
         self._memo_value[key] = _freeze(v)
-        return (f"fold {name} = {canon}", frozenset(read_units), frozenset(read_mods))
+        # by the value alone: two names bound to one value compute the same (a reader's edge
+        # says which it reads, and that is the value)
+        return (f"fold {canon}", frozenset(read_units), frozenset(read_mods))
 
     # ---- reach ---------------------------------------------------------------------------
     def reach(self, roots) -> tuple[set[tuple[str, int]], set[tuple[str, str, str]], set[str]]:

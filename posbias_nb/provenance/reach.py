@@ -627,8 +627,11 @@ class Index:
         Such a unit is hashed by the value it binds (:func:`plain`), not by its text or name, and reaching it does not reach the constants it was computed from: two ways of
         writing one value are one unit, and an edit of a table moves only the namespaces that
         read a value that moved.  The modules it reads still run (what acts in them counts).
-        Refused (None): more than one statement binding the name, a statement of its module
-        that acts at import and reads it (``A.append(...)``), a call but of a reading
+        A statement that changes the constant at import (``A.append(...)``, ``Design(..., A)``)
+        acts, so it counts by its text wherever the constant's module runs: the digest moves
+        with it, though the value hashed is the one bound before it.
+
+        Refused (None): more than one statement binding the name, a call but of a reading
         builtin or a read-only method, a library's or ``__file__``'s name, a module's name used
         whole, a lambda, a value that is not plain data, an error while computing it, and an
         iteration over a set (its order depends on the hash seed)."""
@@ -666,9 +669,6 @@ class Index:
             return None
         if m.bindings.get(name) != [key[1]]:
             return None
-        if any(not o.pure and any(isinstance(n, ast.Name) and n.id == name
-                                  for n in ast.walk(o.node)) for o in m.units):
-            return None  # a statement that acts at import reads it: it may change it
         expr = copy.deepcopy(value)
         local = {n.id for c in ast.walk(expr) if isinstance(c, ast.comprehension)
                  for n in ast.walk(c.target) if isinstance(n, ast.Name)}

@@ -410,14 +410,20 @@ def test_what_is_not_folded_counts_by_its_text(digest):
     assert not folds("import numpy as np\n\nB = np.pi\n", "B")
     assert not folds("B = (lambda: 1)()\n", "B")
     assert not folds("if True:\n    B = 1\nelse:\n    B = 2\n", "B")
-    assert not folds("A = [1]\nA.append(2)\n", "A")
     assert not folds("A = [1]\nB = A.pop()\n", "B")
     assert not folds("B = __file__\n", "B")
-    # what a folded constant was computed from still runs: an append to it at import counts
+    # what a folded constant was computed from still runs: a change of it at import counts by
+    # its text, and so does an edit of that change
     files = {"fake.py": READER, "remedies.py": FROM_TABLE, "table.py": TABLE}
     base = digest(files)
     acted = {**files, "table.py": TABLE + '\nTABLE["scale"]["grid"] += ({"s": 1.0},)\n'}
     assert digest(acted) != base
+    assert digest({**files, "table.py": TABLE + '\nTABLE["scale"]["grid"] += ({"s": 2.0},)\n'}) \
+        != digest(acted)
+    appended = {**files, "remedies.py": FROM_TABLE + "\nNETWORK += ('sort',)\n"}
+    assert digest(appended) != base
+    assert digest({**files, "remedies.py": FROM_TABLE + "\nNETWORK += ('other',)\n"}) \
+        != digest(appended)
 
 
 def test_plain_data_is_told_apart_by_type_and_order():

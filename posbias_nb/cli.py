@@ -111,13 +111,13 @@ _REMEDY_FILE_HELP = ("a remedy file (remedy.json, written by posbias fix or "
 
 
 def _remedy_flags(p) -> None:
-    from .models.remedies import REMEDIES
+    from .remedy_table import NETWORK, OURS
 
-    p.add_argument("--remedy", choices=REMEDIES, default=None,
+    papers = [n for n in NETWORK if n not in OURS]
+    p.add_argument("--remedy", choices=NETWORK, default=None,
                    help="apply an inference-time remedy (Llama-like models; ms-poe needs RoPE, "
-                        "attention-calibration the kv task's documents); hidden-scaling, "
-                        "ms-poe and attention-calibration are the papers' methods, the other "
-                        "two variants of ours")
+                        f"attention-calibration the kv task's documents); {', '.join(papers)} "
+                        f"are the papers' methods, {', '.join(OURS)} variants of ours")
     p.add_argument("--remedy-file", default=None, metavar="FILE",
                    help=f"{_REMEDY_FILE_HELP}: its remedy with its parameters, refused on a "
                         "model it was not made for")
@@ -435,6 +435,7 @@ def _cmd_retrieval(args):
 
 def _add_task(sub) -> None:
     from .experiments.task import DEFAULTS, task_run
+    from .remedy_table import PROMPT
 
     api = _api_defaults(task_run)
     k = _command(sub, "task", _cmd_task, "accuracy and answer log-probability per gold position "
@@ -463,9 +464,8 @@ def _add_task(sub) -> None:
     _seed(k, api, "the examples drawn (and of a random init)")
     k.add_argument("--remedy-file", default=api["remedy_file"], metavar="FILE",
                    help=f"{_REMEDY_FILE_HELP}: every prompt scored and generated under its "
-                        "remedy, or, for a prompt remedy (a reorder, curve-order, prior-order, "
-                        "query-aware, attention-sort), with its documents placed by it; refused "
-                        "on a model it was not made for")
+                        f"remedy, or, for a prompt remedy ({', '.join(PROMPT)}), with its "
+                        "documents placed by it; refused on a model it was not made for")
     _quiet(k)
     _common(k)
 
@@ -535,8 +535,8 @@ def _cmd_report(args):
 
 def _add_fix(sub) -> None:
     from .experiments.fix import DEFAULTS, MIN_TEST, NETWORK_REMEDIES, QUICK, RULES, fix
-    from .experiments.fix_fast import RANKED
-    from .experiments.placement import PROMPT_REMEDIES
+    from .experiments.placement import RANKED
+    from .remedy_table import PROMPT as PROMPT_REMEDIES
 
     api = _api_defaults(fix)
     f = _command(sub, "fix", _cmd_fix, "choose an inference-time remedy on one part of your "

@@ -52,7 +52,7 @@ __all__ = ["DESIGN", "RANKED", "landing_gains", "landing_slots", "landing_check"
 _DEF = "fix-fast-v1"  # bump when a definition below changes the numbers
 #: The prompt remedies the fast path searches: those that place documents by a ranking, whose
 #: prompt holds the same passages in another order (the landing slot says where the gold goes).
-RANKED = ("long-context-reorder", "lost-in-the-middle-ranker", "curve-order", "prior-order")
+RANKED = placement.RANKED
 
 #: The fast path's design (registry: ``designs.json``), fixed before its first measurement.
 DESIGN = Design("fix-fast", {

@@ -28,7 +28,7 @@ import contextlib
 
 import numpy as np
 
-from .. import cache, metrics, models, stats
+from .. import cache, metrics, models, remedy_table, stats
 from ..measure import entry
 from ..measure.jacobian import influence_profile
 from ..measure.positional import attention_rows, calibrated_attention, positional_channel, \
@@ -53,28 +53,15 @@ _DEF = "inference-v3"  # bump when a definition below changes (the design has it
 
 #: The arms: the remedy each applies, whose method it is, and which rows it changes ("last":
 #: the prompt's last token and the answer only, so the prompt is computed once for all of them).
-ARMS = {
-    "hidden-scaling": {"remedy": "hidden-scaling", "method": "Yu et al. 2024", "ours": False,
-                       "rows": "last"},
-    "hidden-scaling-all": {"remedy": "hidden-scaling-all", "method": "ours, after Yu et al.",
-                           "ours": True, "rows": "all"},
-    "ms-poe": {"remedy": "ms-poe", "method": "Zhang et al. 2024", "ours": False, "rows": "all"},
-    "attention-calibration": {"remedy": "attention-calibration", "method": "Hsieh et al. 2024",
-                              "ours": False, "rows": "last"},
-    "prior-calibration": {"remedy": "prior-calibration", "method": "ours, after Hsieh et al.",
-                          "ours": True, "rows": "last"},
-}
+#: (The design names its arms; what each is, the remedy table says.)
+ARMS = {n: {"remedy": n, "method": remedy_table.TABLE[n]["method"],
+            "ours": remedy_table.TABLE[n]["ours"], "rows": remedy_table.TABLE[n]["rows"]}
+        for n in ("hidden-scaling", "hidden-scaling-all", "ms-poe", "attention-calibration",
+                  "prior-calibration")}
 _MODELS = ("smollm2-135m", "gemma3-270m")
-#: The hyperparameter grids (the tuning examples choose one setting per arm and model).
-GRID = {
-    "hidden-scaling": ({"scale": 0.0}, {"scale": -1.0}),  # the factors of Yu et al.'s configs
-    "hidden-scaling-all": ({"scale": 0.0}, {"scale": -1.0}),
-    "ms-poe": ({"lo": 1.2, "hi": 1.8},),  # the published setting, not tuned
-    # the paper's t = 5e-5 (its prompts: ~3000 tokens), and one and two decades above it
-    "attention-calibration": ({"temperature": 5e-5}, {"temperature": 5e-4},
-                              {"temperature": 5e-3}),
-    "prior-calibration": ({"tau": 0.25}, {"tau": 0.5}, {"tau": 1.0}),
-}
+#: The hyperparameter grids (the tuning examples choose one setting per arm and model): each
+#: remedy's own, from the remedy table.
+GRID = {n: remedy_table.TABLE[n]["grid"] for n in ARMS}
 _PRIOR_ARMS = ("hidden-scaling", "hidden-scaling-all", "ms-poe", "prior-calibration")
 #: The pre-declared families of comparisons (Holm within each).
 FAMILIES = {

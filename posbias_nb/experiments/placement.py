@@ -36,19 +36,20 @@ import time
 
 import numpy as np
 
-from .. import cache, stats
+from .. import cache, remedy_table, stats
+from ..remedy_table import PROMPT as PROMPT_REMEDIES
 from ..tasks import qa, reorder
 from . import study
 from . import task as _task
 
-__all__ = ["PROMPT_REMEDIES", "BORN_ALPHA", "MEASURED_PRIOR", "THEORY", "rankers", "grid",
+__all__ = ["PROMPT_REMEDIES", "RANKED", "BORN_ALPHA", "MEASURED_PRIOR", "THEORY", "rankers", "grid",
            "theory_settings", "theory_family",
            "slot_qualities", "rank", "place", "on_tuning", "on_test", "ranker_top1"]
 
-#: The prompt remedies ``posbias fix`` searches, in its order.
-PROMPT_REMEDIES = ("long-context-reorder", "lost-in-the-middle-ranker", "query-aware",
-                   "curve-order", "prior-order", "attention-sort")
-_RANKED = ("long-context-reorder", "lost-in-the-middle-ranker", "curve-order", "prior-order")
+#: (``PROMPT_REMEDIES``: the prompt remedies ``posbias fix`` searches, in the remedy table's order.)
+#: The prompt remedies that place the documents by a ranking (they need a ranker): the same
+#: passages in another order.
+RANKED = tuple(n for n in PROMPT_REMEDIES if "ranker" in remedy_table.TABLE[n]["needs"])
 _PRIORS = ("born", "measured")
 #: The born prior's residual share, the structural theory's lambda where the attention
 #: output's norm equals the stream's (lambda = 1/2): the one value that needs no measurement.

@@ -89,19 +89,17 @@ import math
 import numpy as np
 
 from .patches import decoder_layers, register_attention, rope_modules
+from ..remedy_table import NETWORK as REMEDIES
+from ..remedy_table import OURS, TABLE as _TABLE
 from .remedy_file import NORMALISERS as _NORMALISERS
 
 __all__ = ["REMEDIES", "OURS", "NORMALISERS", "remedy", "check_applicable", "ms_poe_ratios", "outlier_share",
            "yu_layers", "ms_poe_layers", "later_layers", "row_probabilities",
            "calibration_weights"]
 
-REMEDIES = ("hidden-scaling", "ms-poe", "attention-calibration", "hidden-scaling-all",
-            "prior-calibration")
 #: The readings of eq. 5's normaliser of the attention calibration
 #: (:data:`posbias_nb.models.remedy_file.NORMALISERS`, where a remedy file's values are checked).
 NORMALISERS = _NORMALISERS
-#: The variants of ours (named apart from the papers' methods).
-OURS = ("hidden-scaling-all", "prior-calibration")
 _ATTN = "posbias_remedy"
 
 
@@ -547,12 +545,8 @@ def _start_param(v):
     return a.astype(np.int64)
 
 
-_ALLOWED = {"hidden-scaling": {"channel", "scale", "layers", "start", "context"},
-            "hidden-scaling-all": {"channel", "scale", "layers"},
-            "ms-poe": {"lo", "hi", "layers", "start", "assign", "ratios"},
-            "attention-calibration": {"spans", "relevance", "temperature", "layers", "start",
-                                      "normaliser", "attention"},
-            "prior-calibration": {"prior", "row0", "tau", "start", "layers"}}
+#: The parameters each remedy takes (the remedy table's ``call``).
+_ALLOWED = {n: set(r["call"]) for n, r in _TABLE.items() if r["kind"] == "network"}
 
 
 def _channel_weight(attns, params, torch):

@@ -46,32 +46,18 @@ import math
 import numbers
 from pathlib import Path
 
+from ..remedy_table import PROMPT as PROMPT_REMEDIES
+from ..remedy_table import TABLE as _TABLE
+
 __all__ = ["FORMAT", "FILE_REMEDIES", "PROMPT_REMEDIES", "RANKERS", "NORMALISERS", "PER_PROMPT",
            "weights_digest",
            "write", "read", "check_model", "is_remedy_file"]
 
 FORMAT = "posbias-remedy/1"
 #: The remedies a file can carry, each with its parameters and their types.
-FILE_REMEDIES = {
-    "hidden-scaling": {"channel": "int", "scale": "float", "layers": "ints"},
-    "hidden-scaling-all": {"channel": "int", "scale": "float", "layers": "ints"},
-    "ms-poe": {"lo": "float", "hi": "float", "layers": "ints", "assign": "str"},
-    "attention-calibration": {"temperature": "float", "layers": "ints", "normaliser": "str",
-                              "dummy": "str"},
-    # prompt remedies (posbias_nb.tasks.reorder): they change where the documents go, not the model
-    "long-context-reorder": {"ranker": "ranker"},
-    "lost-in-the-middle-ranker": {"ranker": "ranker"},
-    "query-aware": {},
-    "curve-order": {"ranker": "ranker", "slot_quality": "floats"},
-    "prior-order": {"ranker": "ranker", "slot_quality": "floats", "prior": "str"},
-    "attention-sort": {"rounds": "int", "best_last": "bool"},
-}
-#: The remedies of :data:`FILE_REMEDIES` that rewrite the prompt (the documents' order, or the
-#: template) instead of patching the model: ``posbias task --remedy-file`` and
-#: :func:`posbias_nb.experiments.task.reorder_documents` apply them; a command without documents
-#: refuses them.
-PROMPT_REMEDIES = ("long-context-reorder", "lost-in-the-middle-ranker", "query-aware",
-                   "curve-order", "prior-order", "attention-sort")
+#: (The remedy table's ``file``, :mod:`posbias_nb.remedy_table`; the prompt remedies change
+#: where the documents go, not the model.)
+FILE_REMEDIES = {n: dict(r["file"]) for n, r in _TABLE.items() if r["file"] is not None}
 #: What "descending relevance" means for a prompt remedy that orders by it: BM25 of the question
 #: against the prompt's documents, the order a plain task file gives them (its retriever's), or
 #: LongLLMLingua's question likelihood (:func:`posbias_nb.measure.positional.question_likelihood_ranking`).
@@ -80,18 +66,11 @@ RANKERS = ("bm25", "file", "question-likelihood")
 #: (:func:`posbias_nb.models.remedy`'s ``normaliser``): the paper's, per head and row
 #: (``per-head``), and ours, the layer-and-head mean attention to the document (``shared``).
 NORMALISERS = ("per-head", "shared")
-_REQUIRED = {"hidden-scaling": {"channel", "scale"}, "hidden-scaling-all": {"channel", "scale"},
-             "ms-poe": set(), "attention-calibration": {"temperature"},
-             "long-context-reorder": {"ranker"}, "lost-in-the-middle-ranker": {"ranker"},
-             "query-aware": set(), "curve-order": {"ranker", "slot_quality"},
-             "prior-order": {"ranker", "slot_quality", "prior"}, "attention-sort": set()}
+_REQUIRED = {n: set(r["required"]) for n, r in _TABLE.items() if r["file"] is not None}
 #: What a caller adds to a file's parameters where it applies it: the row where the prompt
 #: ends and hidden scaling's recorded context for all; each prompt's documents for the
 #: calibration.
-PER_PROMPT = {"hidden-scaling": {"start", "context"}, "hidden-scaling-all": set(),
-              "ms-poe": {"start"}, "attention-calibration": {"start", "spans", "relevance",
-                                                              "attention"},
-              **{r: set() for r in PROMPT_REMEDIES}}
+PER_PROMPT = {n: set(r["per_prompt"]) for n, r in _TABLE.items() if r["file"] is not None}
 
 
 def is_remedy_file(name) -> bool:

@@ -41,16 +41,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..remedy_table import TABLE as _TABLE
 from .qa import ANSWER_PREFIX, QA_INSTRUCTION, Document, search_results
 
 __all__ = ["PROMPT_REMEDIES", "FIXED_RULES", "long_context_reorder", "lost_in_the_middle",
            "quality_order", "slot_ranking", "prior_slot_quality", "query_aware_prompt",
            "bm25_ranking", "apply_order", "reorder"]
 
-#: The prompt remedies by name: fixed rules need only the relevance order, the curve and prior
-#: orders a slot quality, ``query-aware`` changes the template, not the order.
-FIXED_RULES = ("long-context-reorder", "lost-in-the-middle-ranker")
-PROMPT_REMEDIES = FIXED_RULES + ("query-aware", "curve-order", "prior-order")
+#: The prompt remedies :func:`reorder` applies (those of the remedy table that need no model):
+#: fixed rules need only the relevance order, the curve and prior orders a slot quality,
+#: ``query-aware`` changes the template, not the order.  (Attention sorting reads the model's
+#: attention: :func:`posbias_nb.measure.positional.attention_sort`.)
+FIXED_RULES = tuple(n for n, r in _TABLE.items() if r["kind"] == "prompt"
+                    and r["needs"] == ("ranker",))
+PROMPT_REMEDIES = tuple(n for n, r in _TABLE.items() if r["kind"] == "prompt"
+                        and "model" not in r["needs"])
 
 
 def _count(n) -> int:

@@ -23,7 +23,7 @@ LAYERS = (
              "posbias_nb.provenance_cli", "posbias_nb.provenance.__main__")),
     ("experiments", ("posbias_nb.experiments",)),
     ("measure", ("posbias_nb.measure",)),
-    ("models/tasks", ("posbias_nb.models", "posbias_nb.tasks")),
+    ("models/tasks", ("posbias_nb.models", "posbias_nb.tasks", "posbias_nb.remedy_table")),
     ("numerics", ("posbias_nb.theory", "posbias_nb.rollout", "posbias_nb.metrics",
                   "posbias_nb.stats")),
     ("support", ("posbias_nb.cache", "posbias_nb.provenance", "posbias_nb.plots",

@@ -4,8 +4,8 @@ of its cache entries.
 """
 from __future__ import annotations
 
+from ... import remedy_table
 from ...tasks import qa
-from .. import inference
 from .. import placement
 from ..design import Design
 
@@ -19,8 +19,9 @@ _CAL_DEF = "fix-calibration-v1"  # the same for the attention calibration's entr
 
 
 #: The remedies inside the network, each by its paper's own method (chapter *Fixing it at
-#: inference time*).
-NETWORK_REMEDIES = ("hidden-scaling", "ms-poe", "attention-calibration")
+#: inference time*): the remedy table's papers' methods that a remedy file can carry.
+NETWORK_REMEDIES = tuple(n for n, r in remedy_table.TABLE.items() if r["kind"] == "network"
+                         and not r["ours"] and r["file"] is not None)
 
 
 #: Every remedy searched, those inside the network first, then those in the prompt
@@ -65,25 +66,23 @@ CAL_VARIANTS = (("paper", "per-head"), ("length-matched", "per-head"), ("paper",
 _PROMPT_ONLY = ("hidden-scaling", "ms-poe")
 
 
-#: The grids searched on the tuning part.
-#: Hidden scaling: the scales of Yu et al.'s configurations (the chapter's
-#: :data:`~posbias_nb.experiments.inference.GRID`), the channel found by their search.  Ms-PoE:
-#: the published ratio range (Zhang et al.'s code ships one, 1.2 to 1.8) and two of ours beside
-#: it, one narrower and lower, one wider and higher.
-GRID = {
-    "hidden-scaling": tuple(dict(s) for s in inference.GRID["hidden-scaling"]),
-    "ms-poe": ({"lo": 1.2, "hi": 1.8}, {"lo": 1.0, "hi": 1.5}, {"lo": 1.5, "hi": 2.5}),
-    # the paper's t = 5e-5 and one and two decades above it (the inference chapter's grid), the
-    # paper's reading first; then each of ours (CAL_VARIANTS, the fourth design) at each of them
-    "attention-calibration": tuple(dict(s) for s in inference.GRID["attention-calibration"]) +
-    tuple(dict(s, dummy=d, normaliser=n) for d, n in CAL_VARIANTS[1:]
-          for s in inference.GRID["attention-calibration"]),
-}
+#: The grids searched on the tuning part: each remedy's own (the remedy table's ``grid``; hidden
+#: scaling: the scales of Yu et al.'s configurations, the channel found by their search), then
+#: what ``posbias fix`` searches beyond it: Ms-PoE's published ratio range (Zhang et al.'s code
+#: ships one, 1.2 to 1.8) and two of ours beside it, one narrower and lower, one wider and
+#: higher; the calibration's paper's reading at the paper's t = 5e-5 and one and two decades
+#: above it, then each of ours (CAL_VARIANTS, the fourth design) at each of them.
+GRID = {n: tuple(dict(s) for s in remedy_table.TABLE[n]["grid"]) + {
+    "ms-poe": ({"lo": 1.0, "hi": 1.5}, {"lo": 1.5, "hi": 2.5}),
+    "attention-calibration": tuple(
+        dict(s, dummy=d, normaliser=v) for d, v in CAL_VARIANTS[1:]
+        for s in remedy_table.TABLE["attention-calibration"]["grid"])}.get(n, ())
+    for n in NETWORK_REMEDIES}
 
 
 #: The settings of the paper's reading (its one dummy document, eq. 5 normalised per head): the
 #: first of the calibration's grid, the only ones the first design's ``middle`` rule searches.
-_CAL_PAPER = len(inference.GRID["attention-calibration"])
+_CAL_PAPER = len(remedy_table.TABLE["attention-calibration"]["grid"])
 
 
 #: The defaults of ``posbias fix`` (and of :func:`fix`).

@@ -48,7 +48,7 @@ from scipy import special as _sp
 
 from ._validate import choice, positive_int
 
-__all__ = ["VERDICTS", "proportion_interval", "unit_proportion_interval",
+__all__ = ["VERDICTS", "summarize", "proportion_interval", "unit_proportion_interval",
            "paired_proportion_interval", "mean_interval", "two_way_mean_interval",
            "interval_pvalue", "holm_family", "holm_intervals",
            "bootstrap", "bootstrap_atom", "jackknife_interval", "PairedTest", "paired_test",
@@ -1542,3 +1542,26 @@ def one_sided_bounds(x, level: float = 0.95):
     """
     level = _level(level)
     return mean_interval(x, 2 * level - 1)
+
+
+def summarize(gold_index, example, values, positions: int, kind: str = "mean") -> dict:
+    """Per gold position, the mean of ``values`` over examples with a 95% interval:
+    ``kind="proportion"`` (0/1 values): Wilson (:func:`posbias_nb.stats.proportion_interval`),
+    never zero width; ``kind="mean"``: Student t over examples
+    (:func:`posbias_nb.stats.mean_interval`); one example gives the point itself."""
+    choice("kind", kind, ("mean", "proportion"))
+    gi, ex, v = (np.asarray(x) for x in (gold_index, example, values))
+    E = int(ex.max()) + 1
+    M = np.full((E, positions), np.nan)
+    M[ex, gi] = v
+    est, lo, hi = [], [], []
+    for k in range(positions):
+        col = M[:, k][np.isfinite(M[:, k])]
+        if kind == "proportion":
+            m, l, h = proportion_interval(int(round(col.sum())), col.size)
+        elif col.size >= 2:
+            m, l, h = mean_interval(col)
+        else:
+            m = l = h = float(col[0])
+        est.append(m), lo.append(l), hi.append(h)
+    return {"mean": np.array(est), "low": np.array(lo), "high": np.array(hi), "matrix": M}

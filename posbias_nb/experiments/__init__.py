@@ -6,6 +6,8 @@
 :mod:`.study`              the shared base of the studies that score prompts: a model with its
                            codec, prompt and answer ids, the examples drawn, a remedy file read,
                            a remedy scored
+:mod:`.prompts`            the prompting helpers they share: a task file's prompts (``prepare``),
+                           a prompt remedy placing documents, the sizes several studies read
 :mod:`.claims`             the chapters' declared verdict rules (threshold, band, direction),
                            one locked table keyed by chapter and claim
 :mod:`.retrieval`          retrieval runs (key-value, needle) scored per gold position, and

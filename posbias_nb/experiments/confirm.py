@@ -39,7 +39,7 @@ from ..measure import entry
 from ..tasks import qa, reorder
 from . import placement, realqa
 from . import study
-from . import task as _task
+from . import prompts
 from .design import Design, check
 
 __all__ = ["DESIGN", "ARMS", "MARGIN", "questions", "qualities", "run", "measure", "gains", "decisions",
@@ -59,11 +59,9 @@ MARGIN = placement.THEORY["margin"]
 def _used() -> list[int]:
     """The file's questions some chapter has scored: the pilot and test questions of
     :ref:`ch-realqa`, and those ``posbias fix`` draws at its quick and full sizes (seed 0)."""
-    from . import fix
-
     n = realqa.DESIGN["data"]["qa"]["examples_in_file"]
     got = set(realqa.DESIGN["pilot"]) | set(realqa.DESIGN["test"])
-    for sizes in (fix.QUICK, fix.DEFAULTS):
+    for sizes in (prompts.FIX_QUICK, prompts.FIX_DEFAULTS):
         got |= {int(i) for i in study.choose(n, sizes["examples"], 0)}
     return sorted(int(i) for i in got)
 
@@ -154,7 +152,7 @@ def realqa_part():
     """The realqa chapter's test prompts (its questions, 10 documents, its gold slots): where
     the slot qualities are read, before this study's data."""
     d = realqa.DESIGN
-    return _task.prepare(realqa.data_path("qa"), d["documents"], list(d["positions"]), None,
+    return prompts.prepare(realqa.data_path("qa"), d["documents"], list(d["positions"]), None,
                          None, 0, "liu-qa", select=list(d["test"]))
 
 
@@ -230,7 +228,7 @@ def measure(model, select, weights: str | None = None) -> dict:
     best = int(reorder.slot_ranking(qual["curve"])[0])
     path = realqa.data_path("qa")
     select = [int(i) for i in select]
-    part = _task.prepare(path, d["documents"], d["positions"], None, None, 0, "liu-qa",
+    part = prompts.prepare(path, d["documents"], d["positions"], None, None, 0, "liu-qa",
                          select=select)
     pos = d["positions"]
     key = {"def": _DEF, "model": model, "weights": weights, "seed": d["seed"],

@@ -43,7 +43,7 @@ from ..results import Result
 from ..tasks import qa, reorder
 from . import fix as _fix
 from . import placement, study
-from . import task as _task
+from . import prompts
 from .design import Design
 
 __all__ = ["DESIGN", "RANKED", "landing_gains", "landing_slots", "landing_check", "choose",
@@ -334,7 +334,7 @@ def _test_part(model, weights, seed, part, carried, setting, qualities, sizes, k
     from ..measure.scoring import score_and_generate, score_batch
 
     positions = part["positions"]
-    n_new = int(sizes.get("max_new_tokens", _task.DEFAULTS["max_new_tokens"]))
+    n_new = int(sizes.get("max_new_tokens", prompts.TASK_DEFAULTS["max_new_tokens"]))
     timing = int(sizes["timing_prompts"])
     order = _quality_orders([(carried, setting)], qualities)[0]
     loaded: dict = {}
@@ -473,9 +473,9 @@ def _judged(res, carried, setting, part) -> dict:
 
 
 def fix(model, data, documents: int | None = None, examples: int | None = None,
-        seed: int = _fix.DEFAULTS["seed"], weights: str = "pretrained", quick: bool = False,
-        edge_loss: float = _fix.DEFAULTS["edge_loss"],
-        test_share: float = _fix.DEFAULTS["test_share"], progress: bool = False,
+        seed: int = prompts.FIX_DEFAULTS["seed"], weights: str = "pretrained", quick: bool = False,
+        edge_loss: float = prompts.FIX_DEFAULTS["edge_loss"],
+        test_share: float = prompts.FIX_DEFAULTS["test_share"], progress: bool = False,
         remedies=None, force: bool = False) -> Result:
     """:func:`posbias_nb.experiments.fix.fix` under this design (module docstring): the same
     split, sizes, grids, refusals and result, the ranked prompt remedies alone (``remedies``:
@@ -488,7 +488,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     if bad:
         raise ValueError(f"--fast searches the ranked prompt remedies ({', '.join(RANKED)}); "
                          f"{', '.join(bad)} is not one")
-    sizes = dict(_fix.QUICK if quick else _fix.DEFAULTS)
+    sizes = dict(prompts.FIX_QUICK if quick else prompts.FIX_DEFAULTS)
     path = Path(data)
     E = sizes["examples"] if examples is None else positive_int("examples", examples,
                                                                 minimum=4)
@@ -504,7 +504,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     elif fmt == "plain":
         k = None
     else:
-        k = _fix.QUICK_DOCUMENTS if quick else sizes["documents"]
+        k = prompts.QUICK_DOCUMENTS if quick else sizes["documents"]
     if k is not None:
         sizes["documents"] = k
     chosen = study.choose(len(exs), E, int(seed))
@@ -523,14 +523,14 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     key = entry.run_key(info, weights, 0, None, seed, text=False, definition=_DEF,
                         data=file_sha256(path), format=fmt, documents=k, positions=pos,
                         tune=tune_idx, test=test_idx, sizes=sizes)
-    tune_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
+    tune_part = prompts.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
                               pool_exclude=test_idx)
     choice = choose(model, tune_part, sizes, seed, weights, info, key, sel)
     live = [r for r in sel if choice[r]["chosen"] is not None]
     carried = max(live, key=lambda r: choice[r]["all_gain"][choice[r]["chosen"]], default=None)
     judged = {"n_examples": len(test_idx)}
     if carried is not None:
-        test_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
+        test_part = prompts.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
                                   pool_exclude=tune_idx)
         setting = dict(choice[carried]["setting"])
         res = _test_part(model, weights, seed, test_part, carried, setting,

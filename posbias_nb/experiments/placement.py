@@ -3,9 +3,9 @@ user's examples (chapter :ref:`ch-documents`).
 
 :mod:`posbias_nb.experiments.fix` calls :func:`on_tuning` on the tuning part and
 :func:`on_test` on the test part; this module measures, ``fix`` decides.  Each prompt of a part holds the example's
-gold passage at one gold slot among its distractors (:func:`posbias_nb.experiments.task.prepare`);
+gold passage at one gold slot among its distractors (:func:`posbias_nb.experiments.prompts.prepare`);
 a prompt remedy rewrites that prompt (:func:`place`, the same placement as
-:func:`posbias_nb.experiments.task.prompt_remedy`, which ``posbias task --remedy-file`` and a
+:func:`posbias_nb.experiments.prompts.prompt_remedy`, which ``posbias task --remedy-file`` and a
 pipeline apply), and the gold answer is scored after the rewritten prompt.  A reorder moves the
 gold passage wherever its rank sends it, so the record keeps the slot it came from: the change
 of log p is paired by example and original gold slot.
@@ -40,7 +40,7 @@ from .. import cache, remedy_table, stats
 from ..remedy_table import PROMPT as PROMPT_REMEDIES
 from ..tasks import qa, reorder
 from . import study
-from . import task as _task
+from . import prompts
 
 __all__ = ["PROMPT_REMEDIES", "RANKED", "BORN_ALPHA", "MEASURED_PRIOR", "THEORY", "rankers", "grid",
            "theory_settings", "theory_family",
@@ -402,7 +402,7 @@ def on_test(model, weights, seed, part, fmt, settings, qualities, sizes, key) ->
     ``sizes["timing_prompts"]`` examples, the seconds of one prompt each way.  Cached."""
     settings = [(n, dict(s)) for n, s in settings]
     qual = {q: np.asarray(v, dtype=float) for q, v in qualities.items()}
-    n_new = int(sizes.get("max_new_tokens", _task.DEFAULTS["max_new_tokens"]))
+    n_new = int(sizes.get("max_new_tokens", prompts.TASK_DEFAULTS["max_new_tokens"]))
     k = dict(key, part="test-prompt", settings=settings, born_alpha=BORN_ALPHA,
              slot_orders={q: reorder.slot_ranking(v) for q, v in qual.items()},
              max_new_tokens=n_new, timing=int(sizes["timing_prompts"]))

@@ -253,7 +253,7 @@ def power_n(diffs, *, target: float, alpha: float, n_max: int = 400) -> int:
 
 
 def _prepared(res) -> dict:
-    """The prompts of the QA run ``res`` (:func:`posbias_nb.experiments.task.prepare`): its
+    """The prompts of the QA run ``res`` (:func:`posbias_nb.experiments.prompts.prepare`): its
     questions, documents and gold slots, in its order."""
     if res.meta["format"] != "liu-qa":
         raise ValueError(f"a QA run is needed, got a {res.meta['format']!r} run")

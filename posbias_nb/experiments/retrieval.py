@@ -109,7 +109,7 @@ from .design import Design
 
 __all__ = [
     "DESIGN", "TASKS", "VARIANTS", "PRIORS", "KV_INSTRUCTION", "NEEDLE_INSTRUCTION", "LIU_MPT30B",
-    "LIU_DEPARTURES", "summarize", "retrieval_run", "retrieval_link", "retrieval_study",
+    "LIU_DEPARTURES", "retrieval_run", "retrieval_link", "retrieval_study",
     "link_stats", "as_matrix", "outcome_matrices", "paired_contrast", "prior_matrices",
     "edge_ratios", "region_accuracy", "region_differences", "region_pairs", "contrast_family",
     "ratio_interval", "CSV_COLUMNS", "LIU_OUTCOMES", "LIU_RETRIEVAL_ERRORS", "liu_outcome", "liu_diagnosis",
@@ -158,33 +158,8 @@ _MARGIN = 8  # generated tokens beyond the value's own token count (variant "liu
 # Summaries
 
 
-def summarize(gold_index, example, values, positions: int, kind: str = "mean") -> dict:
-    """Per gold position, the mean of ``values`` over examples with a 95% interval:
-    ``kind="proportion"`` (0/1 values): Wilson (:func:`posbias_nb.stats.proportion_interval`),
-    never zero width; ``kind="mean"``: Student t over examples
-    (:func:`posbias_nb.stats.mean_interval`); one example gives the point itself."""
-    choice("kind", kind, ("mean", "proportion"))
-    gi, ex, v = (np.asarray(x) for x in (gold_index, example, values))
-    E = int(ex.max()) + 1
-    M = np.full((E, positions), np.nan)
-    M[ex, gi] = v
-    est, lo, hi = [], [], []
-    for k in range(positions):
-        col = M[:, k][np.isfinite(M[:, k])]
-        if kind == "proportion":
-            m, l, h = stats.proportion_interval(int(round(col.sum())), col.size)
-        elif col.size >= 2:
-            m, l, h = stats.mean_interval(col)
-        else:
-            m = l = h = float(col[0])
-        est.append(m), lo.append(l), hi.append(h)
-    return {"mean": np.array(est), "low": np.array(lo), "high": np.array(hi), "matrix": M}
-
-
 # --------------------------------------------------------------------------------------------
 # Loading (through the shared entry helper: checks, cache key, loaded-model memo)
-
-
 
 
 def run_params(model, task, positions, examples, length, seed, weights, variant="hex") -> dict:
@@ -247,8 +222,6 @@ def record_arrays(P) -> dict:
             "prompt_flat": pf, "prompt_len": pl, "answer_flat": af, "answer_len": al,
             "n_items": np.array(P["n_items"] if P["n_items"] is not None else -1),
             "chat": np.array(P["chat"])}
-
-
 
 
 def _scores(model, task, positions, examples, length, seed, weights, progress,
@@ -349,7 +322,7 @@ def run_result(res, model, task, positions, examples, length, seed, weights, var
     from .. import models
 
     info = models.describe(model)
-    acc = summarize(res["gold_index"], res["example"], res["correct"].astype(float), positions,
+    acc = stats.summarize(res["gold_index"], res["example"], res["correct"].astype(float), positions,
                     kind="proportion")
     prompts = _unragged(res["prompt_flat"], res["prompt_len"])
     answers = _unragged(res["answer_flat"], res["answer_len"])
@@ -375,7 +348,7 @@ def run_result(res, model, task, positions, examples, length, seed, weights, var
         "accuracy_high": acc["high"].tolist(),
     }
     if not liu:
-        lp = summarize(res["gold_index"], res["example"], res["logprob"], positions)
+        lp = stats.summarize(res["gold_index"], res["example"], res["logprob"], positions)
         data.update(logprob=lp["mean"].tolist(), logprob_low=lp["low"].tolist(),
                     logprob_high=lp["high"].tolist())
     data["examples"] = recs

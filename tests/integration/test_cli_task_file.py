@@ -11,6 +11,7 @@ pytest.importorskip("transformers")
 
 from posbias_nb import cli  # noqa: E402
 from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
 from posbias_nb.experiments import study
 
 
@@ -77,7 +78,7 @@ def test_each_format_gives_the_table(tmp_path, capsys, BASE, rows, extra, n_pos,
 
 
 def test_only_the_gold_moves_in_the_prompts(tmp_path):
-    P = task_mod.prepare(_file(tmp_path, _qa_rows(8)), documents=4, examples=2)
+    P = prompts_mod.prepare(_file(tmp_path, _qa_rows(8)), documents=4, examples=2)
     for it in P["items"]:
         docs = [[ln for ln in p.splitlines() if ln.startswith("Document [")]
                 for p in it["prompts"]]
@@ -224,12 +225,12 @@ def test_a_plain_file_brings_its_own_document_count(tmp_path, capsys, monkeypatc
     """issue 45: a plain file of 3 documents a question runs without --documents (its own
     count, not Liu et al.'s 10); with one document a question it is refused in one line,
     exit 2, before the model is touched."""
-    P = task_mod.prepare(_file(tmp_path, _plain_rows(3)), examples=2)
+    P = prompts_mod.prepare(_file(tmp_path, _plain_rows(3)), examples=2)
     assert P["documents"] == 3 and P["positions"] == [0, 1, 2]
     # the fewest of the chosen examples': one with 4 documents beside ones with 3
     rows = _plain_rows(3)
     rows[0]["documents"] = rows[0]["documents"] + ["noise extra"]
-    assert task_mod.prepare(_file(tmp_path, rows, "mixed.jsonl.gz"), examples=3)["documents"] == 3
+    assert prompts_mod.prepare(_file(tmp_path, rows, "mixed.jsonl.gz"), examples=3)["documents"] == 3
     one = [{"question": "what is it", "answers": ["thing"], "documents": ["it is thing"],
             "gold": 0}] * 2
 

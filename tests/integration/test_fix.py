@@ -15,6 +15,7 @@ from posbias_nb import cli  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
 from posbias_nb.experiments.fix import run as fix_run  # noqa: E402
 from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
 from posbias_nb.experiments import study
 
@@ -89,7 +90,7 @@ def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
     _, test_i = fix_mod.split(len(chosen), seed=0)
     planted = f"what is item {int(chosen[test_i[0]])}"
     stage = {"chosen": False}
-    real_prompt, real_prepare = task_mod.qa.qa_prompt, task_mod.prepare
+    real_prompt, real_prepare = task_mod.qa.qa_prompt, prompts_mod.prepare
 
     def prompt(question, documents):
         if question == planted:
@@ -101,7 +102,7 @@ def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
         return real_prepare(data, *a, select=select, pool_exclude=pool_exclude, **k)
 
     monkeypatch.setattr(task_mod.qa, "qa_prompt", prompt)
-    monkeypatch.setattr(task_mod, "prepare", eager)
+    monkeypatch.setattr(prompts_mod, "prepare", eager)
     with pytest.raises(_Read, match="chosen=False"):
         fix_mod.fix(model_dir, f, **KW)
 
@@ -311,7 +312,7 @@ def test_task_under_a_remedy_file_equals_full_passes_under_the_remedy(tmp_path, 
     base = task_mod.task_run(model_dir, data, **kw)
     got = task_mod.task_run(model_dir, data, remedy_file=rf, **kw)
     assert got.meta["remedy"]["name"] == name and "remedy" not in base.meta
-    P = task_mod.prepare(data, 3, None, 3, None, 0)
+    P = prompts_mod.prepare(data, 3, None, 3, None, 0)
     codec = Codec(None, m.get_input_embeddings().num_embeddings)
     recs = got["examples"]
     i = 0

@@ -108,7 +108,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from posbias_nb import cache, models  # noqa: E402
-from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
 from posbias_nb.experiments.fix import scoring as fix_scoring  # noqa: E402
 from posbias_nb.experiments.fix import tune as fix_tune  # noqa: E402
@@ -220,7 +220,7 @@ def test_fix_searches_and_judges_the_calibration(run, model_dir):
     assert v["cost"]["nll_change"] is None and "no documents" in v["cost"]["nll_reason"]
     assert v["cost"]["latency_ratio"]["estimate"] > 0
     # one tuning prompt's score against an oracle: its documents, its dummies, a full pass
-    tune_part = task_mod.prepare(f, 4, fix_mod.fix_positions(4), None, None, 0, None,
+    tune_part = prompts_mod.prepare(f, 4, fix_mod.fix_positions(4), None, None, 0, None,
                                       select=[int(i) for i in _tune_indices(f)],
                                       pool_exclude=[int(i) for i in _test_indices(f)])
     m = entry.loaded(model_dir, weights="pretrained", seed=0)[0]
@@ -313,7 +313,7 @@ def test_task_under_a_calibration_file_equals_full_passes(tmp_path, model_dir):
                            model_dir)
     base = task_mod.task_run(model_dir, data, **kw)["examples"]
     got = task_mod.task_run(model_dir, data, remedy_file=rf, **kw)["examples"]
-    P = task_mod.prepare(data, 3, None, 3, None, 0)
+    P = prompts_mod.prepare(data, 3, None, 3, None, 0)
     codec = Codec(None, m.get_input_embeddings().num_embeddings)
     i, moved = 0, 0
     for it in P["items"]:

@@ -15,6 +15,7 @@ from posbias_nb import cli, theory  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
 from posbias_nb.experiments import placement  # noqa: E402
 from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
 from posbias_nb.measure import entry  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
 from posbias_nb.tasks import qa, reorder  # noqa: E402
@@ -45,7 +46,7 @@ DOCS = [qa.Document("Pear", "A pear is a fruit of the pear tree."),
 @pytest.mark.parametrize("name", placement.PROMPT_REMEDIES)
 def test_fix_places_as_task_and_the_pipeline_call_do(model_dir, name):
     """For every setting of every prompt remedy (each ranker, each prior), fix's placement of
-    one prompt is task.prompt_remedy's, the function behind --remedy-file and
+    one prompt is prompts.prompt_remedy's, the function behind --remedy-file and
     reorder_documents."""
     from posbias_nb.measure.positional import question_likelihood_ranking
 
@@ -101,7 +102,7 @@ def test_tuning_scores_are_those_of_the_rewritten_prompts(tmp_path, model_dir):
     res = fix_mod.fix(model_dir, f, **KW, remedies="long-context-reorder,query-aware")
     t = res["tuning"]
     m, codec = _loaded(model_dir)
-    tune = task_mod.prepare(f, 4, fix_mod.fix_positions(4), None, None, 0, "liu-qa",
+    tune = prompts_mod.prepare(f, 4, fix_mod.fix_positions(4), None, None, 0, "liu-qa",
                             select=res["split"]["tune"], pool_exclude=res["split"]["test"])
 
     def lp(text, it):

@@ -11,6 +11,7 @@ pytest.importorskip("transformers")
 
 from posbias_nb import cli  # noqa: E402
 from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
 from posbias_nb.measure import entry  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
 from posbias_nb.tasks import qa, reorder  # noqa: E402
@@ -48,7 +49,7 @@ def test_task_places_each_prompt_by_the_file(tmp_path, model_dir, name, params):
     got = task_mod.task_run(model_dir, data, remedy_file=rf, **kw)
     base = task_mod.task_run(model_dir, data, **kw)
     assert got.meta["remedy"]["name"] == name and got.meta["documents"] == 4
-    P = task_mod.prepare(data, None, None, 2, None, 0)
+    P = prompts_mod.prepare(data, None, None, 2, None, 0)
     m, tok, _ = entry.loaded(model_dir, weights="pretrained", seed=0)
     codec = Codec(tok, m.get_input_embeddings().num_embeddings)
     ex = got["examples"]

@@ -4,7 +4,7 @@ judge it on another part that the choice never saw.
 Chapter :ref:`ch-documents` (it runs this on the zoo's pretrained models).  The
 steps, in order (:func:`fix`):
 
-1. **The split.**  The examples of the task file (:func:`posbias_nb.experiments.task.prepare`:
+1. **The split.**  The examples of the task file (:func:`posbias_nb.experiments.prompts.prepare`:
    Liu et al.'s QA or key-value format, or the plain one; ``examples`` of them drawn by
    ``seed``) are split by example, never by prompt, into a tuning part and a test part
    (:func:`split`: a seeded permutation, recorded in the output).  Each part's prompts are built

@@ -7,6 +7,9 @@ from __future__ import annotations
 from ... import remedy_table
 from ...tasks import qa
 from .. import placement
+from ..prompts import FIX_DEFAULTS as DEFAULTS
+from ..prompts import FIX_QUICK as QUICK
+from ..prompts import QUICK_DOCUMENTS
 from ..design import Design
 
 __all__ = ["NETWORK_REMEDIES", "REMEDIES", "RULES", "DEFAULT_RULE", "QUICK_DOCUMENTS", "MIN_TEST", "CAL_VARIANTS", "GRID", "DEFAULTS", "QUICK", "DESIGN", "select_remedies"]
@@ -44,12 +47,6 @@ RULES = ("select-one", "all-slots", "middle")
 DEFAULT_RULE = "select-one"
 
 
-#: The documents of ``--quick`` for a question-answering file.  An even count, where
-#: LangChain's rule (the top document last) and Haystack's (the top document first) give
-#: different prompts.
-QUICK_DOCUMENTS = 6
-
-
 #: The smallest test part ``posbias fix`` runs without ``--force``.  It is the fewest
 #: questions whose one-sided t test at 5% detects, with 80% power, a gain of one standard
 #: deviation of the per-question gain (:func:`posbias_nb.stats.units_needed`).
@@ -83,20 +80,6 @@ GRID = {n: tuple(dict(s) for s in remedy_table.TABLE[n]["grid"]) + {
 #: The settings of the paper's reading (its one dummy document, eq. 5 normalised per head): the
 #: first of the calibration's grid, the only ones the first design's ``middle`` rule searches.
 _CAL_PAPER = len(remedy_table.TABLE["attention-calibration"]["grid"])
-
-
-#: The defaults of ``posbias fix`` (and of :func:`fix`).
-DEFAULTS = {"examples": 48, "documents": 10, "test_share": 2 / 3, "seed": 0,
-            "edge_loss": 0.25, "cost_windows": 8, "cost_length": 512, "timing_prompts": 8,
-            "channel_samples": 8, "channel_length": 1000}
-
-
-#: The settings of ``--quick``.  The same grids and rules on 24 examples of 6 documents
-#: (prompts about half as long; the book's run of the third design used 5, :data:`DESIGN`
-#: ``["sizes"]``), a smaller channel search and cost (Yu et al.'s search skips the first 300
-#: positions, so its sequences stay longer than that).
-QUICK = dict(DEFAULTS, examples=24, documents=QUICK_DOCUMENTS, cost_windows=4, cost_length=256,
-             timing_prompts=4, channel_samples=4, channel_length=512)
 
 
 #: The book's run of ``posbias fix`` (chapter :ref:`ch-documents`),

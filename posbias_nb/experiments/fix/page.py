@@ -197,7 +197,7 @@ def _page(obj, png) -> str:
             "with each prompt's document spans and their relevance (measure.positional."
             "calibrated_attention), or <code>--remedy-file remedy.json</code> for posbias "
             "task, retrieval and report") if win == "attention-calibration" else \
-        ("experiments.task.reorder_documents(\"remedy.json\", question, documents, model)"
+        ("experiments.prompts.reorder_documents(\"remedy.json\", question, documents, model)"
          "</code> on a pipeline's own documents, or <code>--remedy-file remedy.json</code> for "
          "posbias task") if win in placement.PROMPT_REMEDIES else \
         "models.remedy(model, \"remedy.json\")</code>, or <code>--remedy-file remedy.json</code>"

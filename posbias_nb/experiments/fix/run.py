@@ -16,7 +16,7 @@ from ...results import Result
 from ...tasks import qa
 from .. import placement
 from .. import study
-from .. import task as _task
+from .. import prompts
 from .config import DEFAULTS, DEFAULT_RULE, GRID, MIN_TEST, NETWORK_REMEDIES, QUICK, QUICK_DOCUMENTS, REMEDIES, RULES, select_remedies, _DEF, _PROMPT_ONLY
 from .judge import evaluate, select_one
 from .scoring import _key
@@ -80,7 +80,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     Raises
     ------
     ValueError
-        Every refusal of :func:`posbias_nb.experiments.task.prepare`, a split that leaves fewer
+        Every refusal of :func:`posbias_nb.experiments.prompts.prepare`, a split that leaves fewer
         than 2 examples in a part, a test part below :data:`MIN_TEST` without ``force``,
         prompts beyond the model's context, a negative edge loss, an unknown or repeated
         remedy.
@@ -148,13 +148,13 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     try:
         # the tuning part alone is read here; the test part's prompts are built after the choice
         bar.set_description("fix: tuning part")
-        tune_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
+        tune_part = prompts.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
                                   pool_exclude=test_idx)
         choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key, sel,
                         measured)
         bar.update()
         bar.set_description("fix: test part")
-        test_part = _task.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
+        test_part = prompts.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
                                   pool_exclude=tune_idx)
         judged = evaluate(model, test_part, choice, sizes, seed, weights, info, key, sel,
                           measured)

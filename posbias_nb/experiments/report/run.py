@@ -108,9 +108,9 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         extra["remedy"] = remedy_key(spec)
     if task_data is not None:
         from ...models.weights import file_sha256
-        from .. import task as _task_mod
+        from .. import prompts
 
-        _task_mod.prepare(task_data, task_documents, None, s["examples"], None, seed)  # checks
+        prompts.prepare(task_data, task_documents, None, s["examples"], None, seed)  # checks
         extra = {"task_data": file_sha256(Path(task_data)),
                  "task_documents": task_documents}
     key = entry.run_key(info, weights, length, s["windows"], seed, definition=DEFINITION,

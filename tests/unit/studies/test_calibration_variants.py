@@ -85,7 +85,7 @@ torch = pytest.importorskip("torch")
 
 from posbias_nb import models  # noqa: E402
 from posbias_nb.experiments import fix as fix_mod  # noqa: E402
-from posbias_nb.experiments import task as task_mod  # noqa: E402
+from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
 from posbias_nb.experiments.fix import scoring as fix_scoring  # noqa: E402
 from posbias_nb.measure import positional  # noqa: E402
 from posbias_nb.measure.scoring import score_batch  # noqa: E402
@@ -116,7 +116,7 @@ def test_variant_scores_equal_full_passes_under_the_remedy(data, llama4_dir):
     from posbias_nb.experiments.study import prompt_documents
     from posbias_nb.measure import entry
 
-    part = task_mod.prepare(data, 4, fix_mod.fix_positions(4), 2, None, 0, None)
+    part = prompts_mod.prepare(data, 4, fix_mod.fix_positions(4), 2, None, 0, None)
     m, _, codec, rec = fix_scoring._records(llama4_dir, "pretrained", 0, part)
     text = part["items"][0]["prompts"][2]
     i = 2
@@ -180,7 +180,7 @@ def test_a_variant_file_applied_by_task_equals_the_remedy(tmp_path, data, llama4
                            llama4_dir)
     kw = dict(documents=3, examples=2, max_new_tokens=3)
     got = task_mod.task_run(llama4_dir, data, remedy_file=rf, **kw)["examples"]
-    P = task_mod.prepare(data, 3, None, 2, None, 0)
+    P = prompts_mod.prepare(data, 3, None, 2, None, 0)
     codec = Codec(None, m.get_input_embeddings().num_embeddings)
     it = P["items"][0]
     t = it["prompts"][1]

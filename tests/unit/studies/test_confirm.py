@@ -5,7 +5,7 @@ import pytest
 
 from posbias_nb import stats
 from posbias_nb.experiments import confirm, realqa
-from posbias_nb.experiments import task as task_mod
+from posbias_nb.experiments import prompts as prompts_mod
 from posbias_nb.tasks import reorder
 from posbias_nb.experiments import study
 
@@ -26,7 +26,7 @@ def test_questions_are_new_and_fixed():
 @pytest.fixture(scope="module")
 def item():
     d = realqa.DESIGN
-    part = task_mod.prepare(realqa.data_path("qa"), 10, list(d["positions"]), None, None, 0,
+    part = prompts_mod.prepare(realqa.data_path("qa"), 10, list(d["positions"]), None, None, 0,
                             "liu-qa", select=list(d["pilot"])[:1])
     return part["items"][0]
 

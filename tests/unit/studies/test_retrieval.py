@@ -191,13 +191,13 @@ def test_summarize_intervals():
     gi = np.tile(np.arange(3), 6)
     ex = np.repeat(np.arange(6), 3)
     v = np.array([1, 0, 1] * 6, dtype=float)
-    s = R.summarize(gi, ex, v, 3, kind="proportion")
+    s = stats.summarize(gi, ex, v, 3, kind="proportion")
     assert s["mean"].tolist() == [1, 0, 1]
     assert (s["low"] <= s["mean"]).all() and (s["mean"] <= s["high"]).all()
     # 6/6 is never reported as [1, 1] (the percentile bootstrap did): Wilson gives [0.61, 1]
     assert s["low"][0] == pytest.approx(0.61, abs=0.01) and s["high"][1] > 0.3
     assert (s["high"] - s["low"] > 0.3).all()
-    m = R.summarize(gi, ex, gi + np.repeat(np.arange(6.0), 3), 3)  # t interval over examples
+    m = stats.summarize(gi, ex, gi + np.repeat(np.arange(6.0), 3), 3)  # t interval over examples
     assert m["mean"].tolist() == [2.5, 3.5, 4.5] and (m["low"] < m["mean"]).all()
 
 

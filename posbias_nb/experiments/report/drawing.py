@@ -5,7 +5,7 @@ import base64
 
 import numpy as np
 
-from ..base.pages import png
+from ..pages import png
 
 
 def draw_figures(data: dict) -> dict:

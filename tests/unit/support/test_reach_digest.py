@@ -440,3 +440,20 @@ def test_an_edit_of_a_table_read_by_value_is_priced(monkeypatch):
     monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
     files = {"__init__.py": "", "fake.py": READER, "remedies.py": FROM_TABLE, "table.py": TABLE}
     assert code.reaches("fake", "table", "TABLE", files)
+
+
+def test_the_older_rule_is_computed_as_it_was(monkeypatch):
+    """``reach-v1`` stays computable exactly (migrate-digests matches stored digests by it): the
+    digest of a small package by the code that introduced the rule (commit 0a00c8d, before
+    constants by value), an oracle kept as a literal; reach-v2 differs from it."""
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
+    monkeypatch.setattr(code, "NOT_COMPUTING", code.NOT_COMPUTING | {"page"})
+    files = {"__init__.py": "", "page.py": "def title(n):\n    return f'<h1>{n}</h1>'\n",
+             "table.py": "TABLE = {'a': {'kind': 'n'}, 'b': {'kind': 'p'}}\n"
+                         "NETWORK = tuple(k for k, r in TABLE.items() if r['kind'] == 'n')\n",
+             "fake.py": "import numpy as np\nfrom .page import title\nfrom .table import NETWORK"
+                        "\n\n\ndef compute(n):\n    return {'t': title(n), 'x': np.arange(n), "
+                        "'r': NETWORK}\n"}
+    assert code.code_digest("fake", files, rule="reach-v1") == \
+        "ffe64d974b706083f2166eb06e56a7d070260cb46599a3822b4e5153a9eaef5a"
+    assert code.code_digest("fake", files) != code.code_digest("fake", files, rule="reach-v1")

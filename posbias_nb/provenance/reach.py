@@ -162,9 +162,7 @@ _READING_BUILTINS = frozenset({
 _FOLD_BUILTINS = frozenset({"tuple", "list", "dict", "set", "frozenset", "len", "sorted", "min",
                             "max", "sum", "any", "all", "range", "enumerate", "zip", "reversed",
                             "str", "int", "float", "bool", "abs", "round"})
-_FOLD_METHODS = frozenset({"items", "keys", "values", "get", "copy", "format", "join", "split",
-                           "startswith", "endswith", "lower", "upper", "replace", "strip",
-                           "index", "count"})
+_FOLD_METHODS = _READ_ONLY - {"__getitem__"}
 
 
 class _FoldFrozen(frozenset):

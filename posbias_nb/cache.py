@@ -115,7 +115,8 @@ def entry_path(namespace: str, k: str) -> Path | None:
 
 
 def store(namespace: str, params: Mapping, arrays: Mapping[str, np.ndarray],
-          seconds: float | None = None) -> None:
+          seconds: float | None = None,
+          compare: Callable[[Mapping, Mapping], list] | None = None) -> dict[str, np.ndarray]:
     """Write ``arrays`` under the key of ``(namespace, params)``, atomically.  Where a recorded
     entry of the same key exists (a verified namespace, computed anew), the two must agree
     (:func:`~posbias_nb.provenance.verify.agree`), or
@@ -123,14 +124,22 @@ def store(namespace: str, params: Mapping, arrays: Mapping[str, np.ndarray],
 
     ``seconds``: what computing ``arrays`` took, for a caller that computes outside
     :func:`cached` (several entries from one loaded model): logged as the entry's ``computed``
-    event, so that ``make record`` writes its cost into ``recorded/MANIFEST.json``."""
+    event, so that ``make record`` writes its cost into ``recorded/MANIFEST.json``.
+
+    ``compare``: the entry's own comparison, ``compare(recorded, fresh)`` -> the differences (an
+    empty list when they agree), in place of :func:`~posbias_nb.provenance.verify.agree`: for an
+    entry whose computation is right in more than one value (a ranking of near-tied scores,
+    :func:`posbias_nb.tasks.corpus.ranking_agrees`).  Where it is given and agrees, the
+    *recorded* entry is written and returned: the fresh value is one of the values the
+    computation allows, the record the one the book prints.  Returns what was written."""
     k = key(namespace, params)
     if seconds is not None:
         _log("computed", namespace, k, float(seconds), setting=entry_setting(params))
+    arrays = {n: np.asarray(v) for n, v in arrays.items()}
     rec = load_recorded(namespace, params)
     if rec is not None:
-        diff = _verify.agree(rec, {n: np.asarray(v) for n, v in arrays.items()},
-                             _verify.rtol_for(namespace))
+        diff = _verify.agree(rec, arrays, _verify.rtol_for(namespace)) if compare is None \
+            else list(compare(rec, arrays))
         _log("mismatch" if diff else "verified", namespace, k, setting=entry_setting(params))
         if diff:
             raise RecordedMismatch(
@@ -138,7 +147,10 @@ def store(namespace: str, params: Mapping, arrays: Mapping[str, np.ndarray],
                 f"recorded value: {'; '.join(diff[:3])}. The code that computes it changed; if "
                 f"the change is meant, re-record the namespace: make record-new "
                 f"REMEASURE={namespace}")
+        if compare is not None:
+            arrays = dict(rec)
     _write(namespace, k, arrays)
+    return arrays
 
 
 def _write(namespace: str, k: str, arrays: Mapping[str, np.ndarray]) -> None:
@@ -324,6 +336,7 @@ def _recorded_hook(namespace: str, k: str, params: Mapping, compute: Callable,
 def cached(
     namespace: str, params: Mapping, compute: Callable[[], Mapping[str, np.ndarray]],
     parts: Parts | None = None,
+    compare: Callable[[Mapping, Mapping], list] | None = None,
 ) -> dict[str, np.ndarray]:
     """Return the stored result for ``(namespace, params)``, computing and storing it if absent
     (a recorded entry, see the module docstring, counts as present unless its namespace is
@@ -334,6 +347,9 @@ def cached(
     anew (:func:`~posbias_nb.provenance.verify.part_sample`: the first, one the code digest
     chooses, and one of every kind its ``kinds`` declares) and compared with theirs in the
     recorded entry, which is then returned; everywhere else the whole is computed.
+
+    ``compare``: the entry's own comparison with its record where it is computed whole (see
+    :func:`store`, which then keeps the recorded value).
 
     The computation holds :func:`lock` on its key, so a second process asking for the same
     result meanwhile waits and reads it instead of computing it again."""
@@ -353,5 +369,5 @@ def cached(
         out = {n: np.asarray(v) for n, v in compute().items()}
         _log("computed", namespace, k, time.perf_counter() - t0,
              setting=entry_setting(params))
-        store(namespace, params, out)
+        out = store(namespace, params, out, compare=compare)
     return out

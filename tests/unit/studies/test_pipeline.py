@@ -108,3 +108,50 @@ def test_verdict_phrases_name_the_claim():
     assert "0.42 nats" in pipeline.verdict_phrase("inconclusive", "log p", 0.42)
     with pytest.raises(ValueError, match="claim must be"):
         pipeline.verdict_phrase("holds", "accuracy")
+
+
+def test_a_retrieval_is_checked_against_its_record_up_to_ties(tmp_path, monkeypatch):
+    """Sampled by make test, pipeline-retrieve's recorded BM25 ranking is computed anew and
+    checked up to ties (corpus.ranking_agrees): today's code verifies it and the recorded
+    ranking is returned; a changed ranker (its scores moved by noise) fails by name."""
+    import json
+    from pathlib import Path
+
+    from posbias_nb import cache
+    from posbias_nb.measure import entry
+    from posbias_nb.provenance import verify
+    from posbias_nb.tasks import corpus
+
+    recorded = Path(__file__).resolve().parents[3] / "recorded"
+    passages, _, _ = pipeline.corpus()
+    params = {"def": pipeline._DEF, "retriever": "bm25",
+              "corpus": pipeline._corpus_digest(passages), "k": pipeline._K_MAX,
+              "library": entry.library_versions()}
+    k = cache.key("pipeline-retrieve", params)
+    if not (recorded / "cache" / "pipeline-retrieve" / f"{k}.npz").is_file():
+        pytest.skip(f"no recorded BM25 retrieval for this library stack ({k[:12]})")
+    monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(recorded / "cache"))
+    (tmp_path / "keys.txt").write_text(f"pipeline-retrieve/{k}\n")
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(tmp_path / "keys.txt"))
+    rec = cache.load_recorded("pipeline-retrieve", params)
+
+    def run(name):
+        monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / name))
+        monkeypatch.setenv("POSBIAS_CACHE_LOG", str(tmp_path / f"{name}.jsonl"))
+        try:
+            out = pipeline.retrieve("bm25")
+        except verify.RecordedMismatch as e:
+            out = e
+        log = (tmp_path / f"{name}.jsonl").read_text().splitlines()
+        return out, [json.loads(x)["event"] for x in log]
+
+    out, events = run("today")
+    assert events[-1] == "verified", events
+    np.testing.assert_array_equal(out["retrieved"], rec["retrieved"])
+    scores = corpus.BM25Index.scores
+    noise = np.random.default_rng(0)
+    monkeypatch.setattr(corpus.BM25Index, "scores", lambda self, q: scores(self, q)
+                        + noise.normal(0, 1.0, (len(q), len(self))))
+    out, events = run("changed")
+    assert isinstance(out, verify.RecordedMismatch) and events[-1] == "mismatch"
+    assert "pipeline-retrieve" in str(out) and "ranks lie more than 0" in str(out)

@@ -920,3 +920,40 @@ def test_a_verified_namespace_re_measures_one_part_and_a_changed_one_its_whole_s
     (tmp_path / "other.txt").write_text("p/aa:2\n")
     with pytest.raises(ValueError, match="namespace/key:1"):
         cache.verify_keys()
+
+
+def test_an_entry_compared_by_its_own_rule_keeps_its_record(tmp_path, monkeypatch, fake_ns):
+    """``cached(..., compare=)``: where a sampled entry is computed whole, its own comparison
+    replaces agree(); when it agrees, the recorded value is what the cache holds and returns
+    (a ranking right in more than one order: the book prints the record); when it does not,
+    RecordedMismatch names the namespace and nothing is written."""
+    ns = fake_ns
+    monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "rec"))
+    cache.cached(ns, {"n": 1}, lambda: {"order": np.array([0, 1, 2])})
+    k = cache.key(ns, {"n": 1})
+    monkeypatch.setenv("POSBIAS_RECORDED_DIR", str(tmp_path / "rec"))
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"{ns}/{k}\n")
+    monkeypatch.setenv("POSBIAS_RECORDED_VERIFY_KEYS", str(keys))
+    now = {"order": np.array([1, 0, 2])}  # another order of a tie
+
+    def run(name, compare):
+        monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / name))
+        log = tmp_path / f"{name}.jsonl"
+        monkeypatch.setenv("POSBIAS_CACHE_LOG", str(log))
+        try:
+            out = cache.cached(ns, {"n": 1}, lambda: now, compare=compare)
+        except verify.RecordedMismatch as e:
+            out = e
+        return out, [json.loads(x)["event"] for x in log.read_text().splitlines()]
+
+    seen = []
+    out, events = run("tied", lambda rec, fresh: seen.append((rec, fresh)) or [])
+    assert events[-1] == "verified" and seen[0][1]["order"].tolist() == [1, 0, 2]
+    assert out["order"].tolist() == [0, 1, 2] == cache.load(ns, {"n": 1})["order"].tolist()
+    # the default comparison would have failed it
+    out, events = run("default", None)
+    assert isinstance(out, verify.RecordedMismatch) and events[-1] == "mismatch"
+    out, events = run("refused", lambda rec, fresh: ["order: not a tie"])
+    assert isinstance(out, verify.RecordedMismatch) and "order: not a tie" in str(out)
+    assert ns in str(out) and cache.load(ns, {"n": 1}) is None

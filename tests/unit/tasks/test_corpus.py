@@ -129,3 +129,95 @@ def test_dense_index_search():
     assert ix.search(["Which city is the capital of Italy?"], 2)[0].tolist()[0] == 2
     with pytest.raises(ValueError, match="larger than the corpus"):
         ix.search(["x"], 4)
+
+
+# --- a ranking checked against scores, up to ties (pipeline-retrieve's check) ---------------
+
+def _scores(seed=0, q=6, n=40):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=(q, n))
+    s[:, 3] = s[:, 7] = 5.0  # a passage and its twin: tied first in every question
+    return s
+
+
+def test_ranking_gaps_are_zero_for_top_k_and_count_a_displaced_passage():
+    s = _scores()
+    r = corpus.top_k(s, 10)
+    assert np.all(corpus.ranking_gaps(r, s) == 0)
+    bad = r.copy()
+    bad[0, [0, 5]] = bad[0, [5, 0]]  # the best and the sixth swapped
+    g = corpus.ranking_gaps(bad, s)
+    assert g[0, 0] > 0 and g[0, 5] > 0 and np.all(g[1:] == 0)
+    with pytest.raises(ValueError, match="passage indices"):
+        corpus.ranking_gaps(np.full((6, 10), 40), s)
+    with pytest.raises(ValueError, match="questions, k"):
+        corpus.ranking_gaps(r[:, :, None], s)
+
+
+def test_a_ranking_agrees_with_its_record_up_to_ties_and_no_further():
+    """The record agrees where another CPU's rounding orders near-tied passages the other way;
+    it fails where a passage is displaced by more than the tolerance, a passage is retrieved
+    twice, the gold rank is not the gold's rank, or the arrays are not a retrieval's."""
+    s = _scores()
+    gold = np.array([3, 7, 0, 1, 2, 5])
+    r = corpus.top_k(s, 10)
+    rec = {"retrieved": r, "gold_rank": corpus.gold_ranks(r, gold)}
+    assert corpus.ranking_agrees(rec, s, gold, tol=0.0) == []
+    # another CPU: the twin (7) scores 1e-9 above its passage (3), so top_k orders them the
+    # other way; the record still agrees at a tolerance above that rounding, not at zero
+    moved = s.copy()
+    moved[:, 7] += 1e-9
+    r2 = corpus.top_k(moved, 10)
+    assert not np.array_equal(r2, r)
+    assert corpus.ranking_agrees(rec, moved, gold, tol=1e-8) == []
+    assert corpus.ranking_agrees(rec, moved, gold, tol=0.0)
+    # the gold's rank follows the record's order (question 1's gold is the twin)
+    assert not np.array_equal(corpus.gold_ranks(r2, gold), rec["gold_rank"])
+    # counterexamples, each failing at the same tolerance
+    bad = r.copy()
+    bad[2, [1, 4]] = bad[2, [4, 1]]
+    got = corpus.ranking_agrees({**rec, "retrieved": bad,
+                                 "gold_rank": corpus.gold_ranks(bad, gold)}, moved, gold, 1e-8)
+    assert len(got) == 1 and "2 of 60 ranks" in got[0] and "question 2" in got[0]
+    twice = r.copy()
+    twice[4, 9] = twice[4, 0]
+    got = corpus.ranking_agrees({**rec, "retrieved": twice}, s, gold, 1e-8)
+    assert any("a passage twice" in m for m in got)
+    tampered = rec["gold_rank"].copy()
+    tampered[0] += 1
+    got = corpus.ranking_agrees({**rec, "gold_rank": tampered}, s, gold, 1e-8)
+    assert got == ["gold_rank: 1 entries are not the gold passage's rank in retrieved"]
+    assert "a retrieval holds" in corpus.ranking_agrees({"retrieved": r}, s, gold, 1e-8)[0]
+    assert "passage indices" in corpus.ranking_agrees(
+        {**rec, "retrieved": r + 100}, s, gold, 1e-8)[0]
+    with pytest.raises(ValueError, match="non-negative"):
+        corpus.ranking_agrees(rec, s, gold, tol=-1.0)
+
+
+def test_the_dense_rankings_tolerance_is_derived_from_its_measured_rounding():
+    """pipeline-retrieve's tolerance is 100 x the largest move other CPUs' kernels (and another
+    batch size) gave any score of the corpus, rounded up to a power of ten
+    (bench/bench_rank_rounding.py); the recorded ranking agrees with the scores of every
+    variant at it; every deliberate change of the retriever moves a rank by at least 10 x it,
+    and fails the check."""
+    import math
+
+    from posbias_nb.measure import dense
+
+    rr = dense.rank_rounding()
+    largest = max(rr["rounding"].values())
+    assert largest == rr["largest_rounding"] > 0
+    tol = 10.0 ** math.ceil(math.log10(rr["headroom"] * largest))
+    assert dense.rank_tolerance() == tol == rr["tolerance"]
+    assert rr["recorded_agrees_native"] and all(rr["recorded_agrees_by_variant"].values())
+    assert max(rr["recorded_gap_by_variant"].values()) <= tol
+    assert rr["caught"] and all(rr["caught"].values())
+    assert all(g >= rr["margin"] * tol for g in rr["change_gap"].values())
+    # the counterexample: the smallest change's gap fails ranking_agrees at this tolerance,
+    # the largest rounding passes
+    smallest = min(rr["change_gap"].values())
+    s = np.array([[0.9, 0.8, 0.1]])
+    rec = {"retrieved": np.array([[0, 1]]), "gold_rank": np.array([0])}
+    assert corpus.ranking_agrees(rec, s, [0], tol) == []
+    assert corpus.ranking_agrees(rec, s + [[0.0, largest, 0.0]], [0], tol) == []
+    assert corpus.ranking_agrees(rec, s + [[0.0, 0.1 + smallest, 0.0]], [0], tol)

@@ -225,7 +225,7 @@ sweep: setup
 # (the live cache, else recorded/)
 readme-figure: setup
 	POSBIAS_RECORDED_DIR=$(RECORDED_DIR) MPLBACKEND=Agg $(PY) -c "from posbias_nb import plots; \
-	  from posbias_nb.experiments import headline; \
+	  from posbias_nb.experiments.prompt import headline; \
 	  plots.headline_figure(headline.headline_data())[0].savefig('docs/headline.png')"
 
 clean:

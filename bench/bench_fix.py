@@ -2,7 +2,7 @@
 5 minutes for a 135M model with 24 examples on two cores), with every remedy and with the
 calibration left out (``--remedies hidden-scaling,ms-poe``), and the prompt remedies' fast path
 a user on a laptop takes (``--fast --remedies long-context-reorder,curve-order,prior-order``:
-design ``fix-fast`` since 2026-12-06, :mod:`posbias_nb.experiments.fix_fast`; before it, the
+design ``fix-fast`` since 2026-12-06, :mod:`posbias_nb.experiments.remedy.fix_fast`; before it, the
 same remedies under the fifth design, 1.96 times its floor).  Issue
 53 retired issue 45's 3-minute target (below the floor of the locked design) for a ratio: the
 fast path at most :data:`FAST_RATIO` times its floor, measured **in the same run** on the same
@@ -41,7 +41,7 @@ TARGETS = {FAST_RUN: None}
 
 
 def _quick_documents() -> int:
-    from posbias_nb.experiments import fix as F
+    from posbias_nb.experiments.remedy import fix as F
 
     return int(F.QUICK["documents"])
 
@@ -55,7 +55,9 @@ def floor() -> dict:
     judges a remedy on a held-out part costs at least this, plus the model's loading; and the
     fast path's ``prior-order`` adds its measured prior, the model's Jacobian profile (timed
     here as the fix computes it, with an empty measurement cache)."""
-    from posbias_nb.experiments import fix as F, placement, study, task as T
+    from posbias_nb.experiments.remedy import fix as F
+    from posbias_nb.experiments.prompt import placement, user_task as T
+    from posbias_nb.experiments.base import study
     from posbias_nb.measure.scoring import score_and_generate, score_batch
 
     sizes = F.QUICK

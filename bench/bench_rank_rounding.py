@@ -103,7 +103,7 @@ def _apply_change(name: str | None) -> None:
 
 
 def worker(out: str, change: str | None, batch: int | None) -> None:
-    from posbias_nb.experiments import pipeline
+    from posbias_nb.experiments.remedy import pipeline
     from posbias_nb.measure import dense
 
     passages, gold, examples = pipeline.corpus()  # checks the design before any change
@@ -127,7 +127,7 @@ def _run(tmp: Path, name: str, env: dict, change: str | None, batch: int | None)
 
 def main() -> int:
     from posbias_nb.cache import read_entry
-    from posbias_nb.experiments import pipeline
+    from posbias_nb.experiments.remedy import pipeline
     from posbias_nb.provenance.machine import machine_id
     from posbias_nb.tasks.corpus import ranking_agrees, ranking_gaps
 

@@ -9,7 +9,7 @@ Another CPU is emulated on this one by the kernels it would get: torch's CPU dis
 
 * the recorded float32 run of the remedies chapter's cheapest entry (the ``weighted`` arm, seed 4,
   200 steps) -- how far rounding carries a float32 run (held-out answers flip);
-* its float64 twin (:func:`posbias_nb.experiments.training.train_twin`) at 10, 25, 50 and 100
+* its float64 twin (:func:`posbias_nb.experiments.remedy.lab.train_twin`) at 10, 25, 50 and 100
   steps -- how the twin's deviation grows with the steps.
 
 Deliberate changes of the training step (:data:`CHANGES`: the learning rate, the remedy's middle
@@ -24,7 +24,7 @@ any variant, rounded up to a power of ten; the twin *catches* a change that move
 10 times that, and the length *holds* where the twin catches every change the float32 check
 catches.  The twin runs the most steps that hold (the more steps, the more of training it
 exercises); the script exits 1 where none holds or where
-:data:`~posbias_nb.experiments.training.TWIN_STEPS` is not that length.  Results:
+:data:`~posbias_nb.experiments.remedy.lab.TWIN_STEPS` is not that length.  Results:
 ``posbias_nb/data/twin_rounding.json`` (the package reads its tolerance from there; a unit test
 recomputes it) and a copy in ``bench/results/``.
 
@@ -44,8 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from posbias_nb.experiments import training as T
-from posbias_nb.experiments.training import TWIN_STEPS
+from posbias_nb.experiments.remedy import lab as T
+from posbias_nb.experiments.remedy.lab import TWIN_STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "posbias_nb" / "data" / "twin_rounding.json"
@@ -227,7 +227,7 @@ def main() -> int:
     OUT.write_text(text)
     if chosen != TWIN_STEPS:
         print(f"the twin should run {chosen} steps (TWIN_STEPS is {TWIN_STEPS}): set it in "
-              f"posbias_nb/experiments/training.py and re-record the train-twin namespace")
+              f"posbias_nb/experiments/remedy/lab.py and re-record the train-twin namespace")
         return 1
     return 0
 

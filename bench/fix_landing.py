@@ -1,5 +1,5 @@
 """How well the fast path's landing-slot estimate (design ``fix-fast``,
-:func:`posbias_nb.experiments.fix_fast.landing_check`) tracks the gains the full path scored, on
+:func:`posbias_nb.experiments.remedy.fix_fast.landing_check`) tracks the gains the full path scored, on
 one run of the full path (``posbias fix --quick --remedies ... --out DIR``, without ``--fast``):
 
     python bench/fix_landing.py DIR/fix.json [FAST/fix.json]   # -> bench/results/fix-landing.json
@@ -7,7 +7,7 @@ one run of the full path (``posbias fix --quick --remedies ... --out DIR``, with
 The full path's ``fix.json`` holds, per ranked setting, the scored gain of every tuning
 question and where each scored prompt put the gold passage; this script rebuilds the same tuning
 part (its split and sizes from that file), computes the model as it is on it under the fast
-path's own code (:func:`posbias_nb.experiments.fix_fast.choose`, in the measurement cache of
+path's own code (:func:`posbias_nb.experiments.remedy.fix_fast.choose`, in the measurement cache of
 ``$POSBIAS_CACHE_DIR``) and compares.  Given the fast path's own ``fix.json`` of the same file,
 seed and sizes too, it also records what each path carried and its test-part gain (the same
 test questions).  A description, not a claim: one model, one file, the tuning part's few
@@ -27,7 +27,8 @@ def main(argv=None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (1, 2):
         raise SystemExit("usage: python bench/fix_landing.py FULL_PATH_FIX_JSON [FAST_FIX_JSON]")
-    from posbias_nb.experiments import fix_fast as ff, task as T
+    from posbias_nb.experiments.remedy import fix_fast as ff
+    from posbias_nb.experiments.prompt import user_task as T
     from posbias_nb.measure import entry
     from posbias_nb.models.weights import file_sha256
     from posbias_nb.tasks import qa

@@ -6,7 +6,7 @@
     python bench/gpu_born.py import DIR                 # here: checked, into recorded/
 
 ``make gpu-born`` prepares and prints the command for the device.  The run follows
-``experiments.scale.DESIGN["gpu"]``: each (configuration, length) item in order, at the
+``experiments.born.scale.DESIGN["gpu"]``: each (configuration, length) item in order, at the
 published width, float32 with TF32 off, no item started after ``start_by`` seconds nor one whose
 predicted end falls after ``end_by``; the floor timing after ``floor_after`` items.  After every
 item it rewrites ``gpu-<L>.npz`` (every entry of that length so far) and ``run.json`` (the
@@ -51,7 +51,7 @@ def _source_sha() -> str:
 
 
 def prepare(out: Path) -> None:
-    from posbias_nb.experiments import scale
+    from posbias_nb.experiments.born import scale
     from posbias_nb.provenance import code
 
     out.mkdir(parents=True, exist_ok=True)
@@ -84,9 +84,9 @@ def run(inputs: Path, out: Path, dry: bool, only=()) -> int:
     import torch
 
     from posbias_nb import cache
-    from posbias_nb.experiments import scale
+    from posbias_nb.experiments.born import scale
 
-    from posbias_nb.experiments import design
+    from posbias_nb.experiments.base import design
 
     # the design by its hash (JSON, the same on any Python); the verdict code's hash is an ast
     # dump, which differs between Pythons: the raw-source check below stands for it here
@@ -186,7 +186,7 @@ def run(inputs: Path, out: Path, dry: bool, only=()) -> int:
 
 def import_run(folder: Path, recorded: Path, results: Path) -> int:
     from posbias_nb import cache, models
-    from posbias_nb.experiments import scale
+    from posbias_nb.experiments.born import scale
     from posbias_nb.models.configs import ARCH_KEYS
     from posbias_nb.provenance import code
 
@@ -263,7 +263,7 @@ def main(argv=None) -> int:
     r.add_argument("--dry-run", action="store_true")
     r.add_argument("--graph-budget", type=float, default=None, metavar="GIB",
                    help="bytes of autograd graph kept before layers are recomputed, in GiB "
-                   "(default experiments.scale.GPU_GRAPH_BUDGET; changes only float rounding)")
+                   "(default experiments.born.scale.GPU_GRAPH_BUDGET; changes only float rounding)")
     r.add_argument("--only", default="", help="items CONFIG/LENGTH,... of the design (a rerun "
                    "of items a run lost), in the design's order and time rule")
     i = sub.add_parser("import")
@@ -276,7 +276,7 @@ def main(argv=None) -> int:
         return 0
     if a.cmd == "run":
         if a.graph_budget is not None:
-            from posbias_nb.experiments import scale
+            from posbias_nb.experiments.born import scale
 
             scale.GPU_GRAPH_BUDGET = int(a.graph_budget * 2**30)
         return run(Path(a.inputs), Path(a.out), a.dry_run,

@@ -1,6 +1,6 @@
 """The remedies lab at a bigger size (chapter ``book/remedies.md``), for machines with more time or a GPU.
 
-Every arm of :data:`posbias_nb.experiments.training.ARMS` (uniform, start- and edge-biased data, the
+Every arm of :data:`posbias_nb.experiments.remedy.lab.ARMS` (uniform, start- and edge-biased data, the
 three remedies, the residual lever at 0.5 and 2), trained for more seeds and steps than the
 chapter can afford on 2 CPU cores, at the chapter's size or a deeper and longer one.  Each run is
 cached (``posbias_nb.cache``), so an interrupted sweep resumes.  Writes one JSON with, per arm and
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     from posbias_nb import metrics, stats
-    from posbias_nb.experiments import training as train
+    from posbias_nb.experiments.remedy import lab as train
 
     arms = list(train.ARMS) if a.arms == "all" else a.arms.split(",")
     cfg = dict(task=a.task, layers=a.layers, width=a.width, length=a.length, steps=a.steps,

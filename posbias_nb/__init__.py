@@ -24,8 +24,8 @@ from . import metrics, theory  # noqa: E402,F401  (light, pure numerics)
 FRONT_DOOR = {
     "profile": ("posbias_nb.measure.runs", "profile_run"),
     "report": ("posbias_nb.experiments.report", "report"),
-    "task": ("posbias_nb.experiments.task", "task_run"),
-    "fix": ("posbias_nb.experiments.fix", "fix"),
+    "task": ("posbias_nb.experiments.prompt.user_task", "task_run"),
+    "fix": ("posbias_nb.experiments.remedy.fix", "fix"),
 }
 
 __all__ = ["theory", "metrics", "__version__", *FRONT_DOOR]

@@ -41,8 +41,8 @@ import numpy as np
 from .provenance import code as _code
 from .provenance import machine as _machine
 from .provenance import verify as _verify
-# names the package's computing code and the chapters use from here (experiments.fix,
-# experiments.scale, book/reproduce.md); their home is posbias_nb.provenance
+# names the package's computing code and the chapters use from here (experiments.remedy.fix,
+# experiments.born.scale, book/reproduce.md); their home is posbias_nb.provenance
 from .provenance.code import NAMESPACE_CODE, code_digest  # noqa: F401
 from .provenance.machine import cpu_model  # noqa: F401
 from .provenance.plan import VERIFY_BUDGET, entry_setting, verification_plan  # noqa: F401

@@ -269,7 +269,7 @@ def _cmd_profile(args):
     fixed = args.exact or args.no_rope or _changed(args, profile_run, "batch", "target",
                                                    "source")
     if args.remedy_file:
-        from .experiments.inference import remedy_run
+        from .experiments.remedy.inference import remedy_run
 
         if args.remedy or args.remedy_param:
             raise UsageError("--remedy-file carries its remedy and parameters: drop --remedy "
@@ -281,7 +281,7 @@ def _cmd_profile(args):
         return remedy_run(args.model, None, weights=args.weights, length=args.length,
                           progress=not args.quiet, file=args.remedy_file)
     if args.remedy:
-        from .experiments.inference import remedy_run
+        from .experiments.remedy.inference import remedy_run
 
         if fixed:
             raise UsageError("--remedy profiles the last hidden state of one text window with "
@@ -374,7 +374,7 @@ def _cmd_rollout(args):
 
 
 def _add_retrieval(sub) -> None:
-    from .experiments.retrieval import retrieval_run
+    from .experiments.prompt.retrieval import retrieval_run
     from .tasks.kv_needle import TASKS, VARIANTS
 
     api = _api_defaults(retrieval_run)
@@ -402,10 +402,10 @@ def _add_retrieval(sub) -> None:
 
 
 def _cmd_retrieval(args):
-    from .experiments.retrieval import retrieval_run
+    from .experiments.prompt.retrieval import retrieval_run
 
     if args.remedy_file:
-        from .experiments.inference import retrieval_remedy_run
+        from .experiments.remedy.inference import retrieval_remedy_run
 
         if args.remedy or args.remedy_param:
             raise UsageError("--remedy-file carries its remedy and parameters: drop --remedy "
@@ -418,7 +418,7 @@ def _cmd_retrieval(args):
                                     weights=args.weights, progress=not args.quiet,
                                     file=args.remedy_file)
     if args.remedy:
-        from .experiments.inference import retrieval_remedy_run
+        from .experiments.remedy.inference import retrieval_remedy_run
 
         if _changed(args, retrieval_run, "variant"):
             raise UsageError("--remedy scores the hex variant (teacher-forced): drop --variant")
@@ -434,7 +434,7 @@ def _cmd_retrieval(args):
 
 
 def _add_task(sub) -> None:
-    from .experiments.task import DEFAULTS, task_run
+    from .experiments.prompt.user_task import DEFAULTS, task_run
     from .remedy_table import PROMPT
 
     api = _api_defaults(task_run)
@@ -471,7 +471,7 @@ def _add_task(sub) -> None:
 
 
 def _cmd_task(args):
-    from .experiments.task import task_run
+    from .experiments.prompt.user_task import task_run
 
     pos = None
     if args.positions is not None:
@@ -490,7 +490,7 @@ def _cmd_task(args):
 
 def _add_report(sub) -> None:
     from .experiments.report import SETTINGS, report
-    from .experiments.task import DEFAULTS as TASK
+    from .experiments.prompt.user_task import DEFAULTS as TASK
 
     api, q = _api_defaults(report), SETTINGS["quick"]
     r = _command(sub, "report", _cmd_report, "one model's position bias, born and trained: a "
@@ -534,8 +534,8 @@ def _cmd_report(args):
 
 
 def _add_fix(sub) -> None:
-    from .experiments.fix import DEFAULTS, MIN_TEST, NETWORK_REMEDIES, QUICK, RULES, fix
-    from .experiments.placement import RANKED
+    from .experiments.remedy.fix import DEFAULTS, MIN_TEST, NETWORK_REMEDIES, QUICK, RULES, fix
+    from .experiments.prompt.placement import RANKED
     from .remedy_table import PROMPT as PROMPT_REMEDIES
 
     api = _api_defaults(fix)
@@ -589,10 +589,10 @@ def _add_fix(sub) -> None:
 
 
 def _cmd_fix(args):
-    from .experiments.fix import fix, write_fix
+    from .experiments.remedy.fix import fix, write_fix
 
     if args.fast:
-        from .experiments.fix_fast import fix as fix_fast
+        from .experiments.remedy.fix_fast import fix as fix_fast
 
         if args.rule != "select-one":
             raise ValueError(f"--fast runs the select-one rule; got --rule {args.rule}")
@@ -621,7 +621,7 @@ def _cmd_fix(args):
 
 
 def _add_train(sub) -> None:
-    from .experiments.training import CHAPTER, REMEDIES, train_run
+    from .experiments.remedy.lab import CHAPTER, REMEDIES, train_run
     from .tasks.synthetic import PLACEMENTS, TASKS
 
     api = _api_defaults(train_run)
@@ -650,7 +650,7 @@ def _add_train(sub) -> None:
 
 
 def _cmd_train(args):
-    from .experiments.training import train_run
+    from .experiments.remedy.lab import train_run
 
     return train_run(args.task, args.layers, args.width, args.length, args.steps,
                      seed=args.seed, answer_positions=args.answer_positions, remedy=args.remedy,
@@ -728,7 +728,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("a command is required: " + ", ".join(
                 sorted(parser._subparsers._group_actions[0].choices)))
         if getattr(args, "out_dir", False):
-            from .experiments.pages import check_out_dir
+            from .experiments.base.pages import check_out_dir
 
             created = _first_missing(args.out)
             check_out_dir(args.out)  # a directory, before any computation

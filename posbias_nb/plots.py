@@ -176,7 +176,7 @@ def positions(L: int) -> np.ndarray:
 
 def headline_figure(data: dict):
     """The book's headline figure (chapter :ref:`ch-intro` and the README), from
-    :func:`posbias_nb.experiments.headline.headline_data`.
+    :func:`posbias_nb.experiments.prompt.headline.headline_data`.
 
     Left, at birth: the measured influence of each input on the last position of a randomly
     initialised model (solid) and the exact row of :math:`N^H` at the fitted :math:`\\alpha`

@@ -39,7 +39,7 @@ __all__ = ["FINDERS", "train_arguments", "train_key", "cpu_reference", "main"]
 def train_arguments():
     """Every ``train_run`` call the chapters make: the chapter's configuration with each arm
     (residual scales among them), seed and depth of its design."""
-    from .experiments import training as r
+    from .experiments.remedy import lab as r
 
     d = r.DESIGN.spec
     for arm, seed, layers in itertools.product(r.ARMS, range(max(d["seeds"], 10)),
@@ -49,7 +49,7 @@ def train_arguments():
 
 def train_key(kw) -> str:
     """The cache key of the ``train_run`` call ``kw`` (today's code)."""
-    from .experiments import training as r
+    from .experiments.remedy import lab as r
 
     return cache.key("train", r.run_params(**kw))
 
@@ -60,7 +60,7 @@ def train_key(kw) -> str:
 #: call's keyword arguments); :data:`posbias_nb.provenance.reference.Finder`.
 FINDERS: dict[str, reference.Finder] = {
     "train": (train_arguments, train_key,
-              "from posbias_nb.experiments.training import train_run; train_run(**kw)"),
+              "from posbias_nb.experiments.remedy.lab import train_run; train_run(**kw)"),
 }
 
 

@@ -28,7 +28,7 @@ A row of :data:`TABLE`, by remedy name:
     the prompt is computed once for every setting) or ``"all"``.
 ``grid``
     the remedy's own settings: the published ones and those the inference chapter tunes over
-    (``posbias fix`` widens some of them, :data:`posbias_nb.experiments.fix.GRID`).
+    (``posbias fix`` widens some of them, :data:`posbias_nb.experiments.remedy.fix.GRID`).
 ``needs``
     what applying it needs beyond the documents: ``"channel"`` (a searched hidden channel),
     ``"spans"`` (where each document is), ``"prior"`` (an influence prior), ``"ranker"`` (a

@@ -1,6 +1,6 @@
 """After the chapters ran (``make notebooks``): every study's digest, just written by its chapter
 to ``bench/results/digests/``, was made under the design and verdict code that the committed
-digest records, so the committed record is current (``posbias_nb.experiments.design``).
+digest records, so the committed record is current (``posbias_nb.experiments.base.design``).
 
 A study whose design or verdict code changed needs its new registry entry *and* its new digest
 committed; until the digest is, this check fails and says which.  A study with no committed
@@ -25,7 +25,7 @@ def committed(rel: str):
 
 
 def main() -> int:
-    from posbias_nb.experiments import design
+    from posbias_nb.experiments.base import design
 
     inside = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--git-dir"],
                             capture_output=True).returncode == 0

@@ -13,7 +13,7 @@ before the prompt builder::
     pipe.run({"retriever": {"query": q}, "reorder": {"query": q}, ...})
 
 The placement is :class:`posbias_nb.integrations.langchain.RemedyReorder`'s rule, through the
-same :func:`posbias_nb.experiments.prompts.reorder_documents`; this module maps Haystack's
+same :func:`posbias_nb.experiments.base.prompts.reorder_documents`; this module maps Haystack's
 ``Document`` (``content``, ``meta["title"]``) to the package's and back by position, so the very
 objects come back.  Unlike ``LostInTheMiddleRanker`` it neither deduplicates nor truncates: a
 reorder keeps every document.  ``tests/integration/test_haystack.py`` checks it against Haystack's own
@@ -30,7 +30,7 @@ except ImportError as e:  # the optional dependency is missing
     raise ImportError("posbias_nb.integrations.haystack needs haystack-ai: pip install "
                       "haystack-ai (in a checkout of the project: make setup)") from e
 
-from ..experiments.prompts import reorder_documents
+from ..experiments.base.prompts import reorder_documents
 from . import prompt_remedy
 from ..tasks import qa
 

@@ -23,7 +23,7 @@ a remedy that ranks by the question (the ``bm25`` and ``question-likelihood`` ra
 attention sorting) needs the compressor; :class:`RemedyReorder` serves the rest (the ``file``
 ranker: the retriever's own order is the relevance order).
 
-The ordering is :func:`posbias_nb.experiments.prompts.reorder_documents`'s, the one call for a
+The ordering is :func:`posbias_nb.experiments.base.prompts.reorder_documents`'s, the one call for a
 retrieval pipeline; this module only maps LangChain's ``Document`` to the package's documents
 (title from ``metadata["title"]``, text from ``page_content``) and back by position, so the
 very objects the retriever returned come back, metadata and duplicates included.
@@ -45,7 +45,7 @@ except ImportError as e:  # the optional extra is missing
                       "pip install 'posbias-nb[langchain]' (in a checkout of the project: "
                       "make setup)") from e
 
-from ..experiments.prompts import reorder_documents
+from ..experiments.base.prompts import reorder_documents
 from . import prompt_remedy
 from ..tasks import qa
 
@@ -84,7 +84,7 @@ class RemedyReorder(BaseDocumentTransformer):
                             **kwargs: Any) -> list[Document]:
         """``documents`` (LangChain ``Document`` objects in the retriever's order, the most
         relevant first) in prompt order: the same objects, placed by
-        :func:`posbias_nb.experiments.prompts.reorder_documents` (the ``file`` ranker reads the
+        :func:`posbias_nb.experiments.base.prompts.reorder_documents` (the ``file`` ranker reads the
         given order as the relevance order).  ``query``: the question, needed by the ``bm25``
         and ``question-likelihood`` rankers and attention sorting (ValueError without it).
         An empty list gives an empty list (after that check); a slot quality for another

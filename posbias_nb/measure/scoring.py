@@ -2,7 +2,7 @@ r"""Teacher-forced scoring of an answer (log-probability and greedy exact match)
 generation scored by substring match.
 
 Chapter *From prior to behaviour*, eq. ``eq-ret-logprob``.  Used by
-:mod:`posbias_nb.experiments.retrieval`; torch is imported when a score is computed.
+:mod:`posbias_nb.experiments.prompt.retrieval`; torch is imported when a score is computed.
 
 :func:`score_batch` scores many prompts in few forward passes: the sequences are **right**-padded
 and stacked.  In a causal model a token never attends to a later one, so the padding after a

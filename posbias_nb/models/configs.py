@@ -255,7 +255,7 @@ def minilm_l6(**overrides):
 # --------------------------------------------------------------------------------------------
 # Small layout stacks (chapter :ref:`ch-layouts`): the layouts of Mistral, GPT-OSS and Llama 4
 # at a width the CPU affords (128, 8 layers), random init only; windows and chunks are set by
-# the study (experiments/born_layouts.py).
+# the study (experiments/born/born_layouts.py).
 
 _SMALL = dict(vocab_size=300, hidden_size=128, intermediate_size=256, num_hidden_layers=8,
               num_attention_heads=4, num_key_value_heads=2, head_dim=32,

@@ -35,7 +35,7 @@ prompt, not the model: where each document goes (by a ranker, :data:`RANKERS`, a
 rule or the slot quality it learnt, one number a slot) or the template (``query-aware``).  Its
 file carries the same model block, so it is refused on another model; ``posbias task
 --remedy-file`` applies it to every prompt, and
-:func:`posbias_nb.experiments.prompts.reorder_documents` to the caller's own question and
+:func:`posbias_nb.experiments.base.prompts.reorder_documents` to the caller's own question and
 documents.  :func:`posbias_nb.models.remedy` and the commands without documents refuse it.
 """
 from __future__ import annotations

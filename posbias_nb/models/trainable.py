@@ -2,7 +2,7 @@
 
 Chapter :ref:`ch-remedies`.  Built here, beside the zoo, so that every model the package trains or
 measures comes from :mod:`posbias_nb.models`; the training loop lives in
-:mod:`posbias_nb.experiments.training`.  Importing this module loads no torch.
+:mod:`posbias_nb.experiments.remedy.lab`.  Importing this module loads no torch.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ earlier rule (:func:`file_digest`: every imported module hashed whole) were carr
 only where the files of its commit, or today's, digest to it by that rule.
 
 **A study's verdict code.**  :func:`normalised_code` is what counts of one function, class or
-constant by the same rule; :func:`posbias_nb.experiments.design.code_hash` hashes the verdict
+constant by the same rule; :func:`posbias_nb.experiments.base.design.code_hash` hashes the verdict
 code of a study with it.
 """
 from __future__ import annotations
@@ -47,55 +47,58 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "profile": ("measure.cached",),
     "profile-shared": ("measure.cached",),
     "init-logits": ("measure.logits",),
-    "fix-test": ("experiments.fix.config", "experiments.fix.parts", "experiments.fix.scoring",
-                 "experiments.fix.tune", "experiments.fix.cost", "experiments.fix.judge",
-                 "experiments.fix.words", "experiments.fix.run", "experiments.placement"),
-    "fix-tune": ("experiments.fix.config", "experiments.fix.parts", "experiments.fix.scoring",
-                 "experiments.fix.tune", "experiments.fix.cost", "experiments.fix.judge",
-                 "experiments.fix.words", "experiments.fix.run", "experiments.placement"),
-    "fix-fast": ("experiments.fix_fast",),
-    "inference-channel": ("experiments.inference",),
-    "inference-channel-cli": ("experiments.inference",),
-    "inference-cost": ("experiments.inference",),
-    "inference-diagnostic": ("experiments.inference",),
-    "inference-prior": ("experiments.inference",),
-    "inference-prior-fit": ("experiments.inference",),
-    "inference-retrieval": ("experiments.inference",),
-    "inference-task": ("experiments.inference",),
-    "layouts-ablation": ("experiments.born_layouts",),
-    "layouts-layout": ("experiments.born_layouts",),
-    "realqa-jacobian": ("experiments.realqa",),
-    "replay": ("experiments.replay",),
+    "fix-test": ("experiments.remedy.fix.config", "experiments.remedy.fix.parts", "experiments.remedy.fix.scoring",
+                 "experiments.remedy.fix.tune", "experiments.remedy.fix.cost", "experiments.remedy.fix.judge",
+                 "experiments.remedy.fix.words", "experiments.remedy.fix.run", "experiments.prompt.placement"),
+    "fix-tune": ("experiments.remedy.fix.config", "experiments.remedy.fix.parts", "experiments.remedy.fix.scoring",
+                 "experiments.remedy.fix.tune", "experiments.remedy.fix.cost", "experiments.remedy.fix.judge",
+                 "experiments.remedy.fix.words", "experiments.remedy.fix.run", "experiments.prompt.placement"),
+    "fix-fast": ("experiments.remedy.fix_fast",),
+    "inference-channel": ("experiments.remedy.inference",),
+    "inference-channel-cli": ("experiments.remedy.inference",),
+    "inference-cost": ("experiments.remedy.inference",),
+    "inference-diagnostic": ("experiments.remedy.inference",),
+    "inference-prior": ("experiments.remedy.inference",),
+    "inference-prior-fit": ("experiments.remedy.inference",),
+    "inference-retrieval": ("experiments.remedy.inference",),
+    "inference-task": ("experiments.remedy.inference",),
+    "layouts-ablation": ("experiments.born.born_layouts",),
+    "layouts-layout": ("experiments.born.born_layouts",),
+    "realqa-jacobian": ("experiments.prompt.realqa",),
+    "replay": ("experiments.born.replay",),
     "report": ("experiments.report.run",),
     "report-remedy": ("experiments.report.measurements",),
     "report-spans": ("experiments.report.measurements",),
-    "retrieval": ("experiments.retrieval",),
-    "retrieval-link": ("experiments.retrieval",),
-    "born-scales-arch": ("experiments.born_scales",),
-    "scale-gpu": ("experiments.scale",),
-    "scale-layout": ("experiments.scale",),
-    "confirm": ("experiments.confirm",),
-    "pipeline": ("experiments.pipeline",),
-    "pipeline-retrieve": ("experiments.pipeline",),
-    "task": ("experiments.task",),
-    "train": ("experiments.training",),
-    "train-init": ("experiments.training",),
-    "train-twin": ("experiments.training",),
+    "retrieval": ("experiments.prompt.retrieval",),
+    "retrieval-link": ("experiments.prompt.retrieval",),
+    "born-scales-arch": ("experiments.born.born_scales",),
+    "scale-gpu": ("experiments.born.scale",),
+    "scale-layout": ("experiments.born.scale",),
+    "confirm": ("experiments.remedy.confirm",),
+    "pipeline": ("experiments.remedy.pipeline",),
+    "pipeline-retrieve": ("experiments.remedy.pipeline",),
+    "task": ("experiments.prompt.user_task",),
+    "train": ("experiments.remedy.lab",),
+    "train-init": ("experiments.remedy.lab",),
+    "train-twin": ("experiments.remedy.lab",),
 }
 
 #: Modules that present, store, register or check results and compute none of them: a change
 #: there moves no recorded number, so it does not count as a change of any namespace's code.
 #: The provenance room is among them: it hashes, compares and plans, and computes no entry.
-NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "experiments.design",
-                           "rollout.explorer", "experiments.pages",
+NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "experiments.base.design",
+                           "rollout.explorer", "experiments.base.pages",
                            "experiments.report.drawing", "experiments.report.page",
-                           "experiments.fix.page",
+                           "experiments.remedy.fix.page",
                            "provenance", "provenance.code",
                            "provenance.verify", "provenance.machine", "provenance.plan",
                            "provenance.record", "provenance.reference", "provenance_cli",
                            "provenance.entries",
                            "provenance.stamps", "provenance.fanout", "provenance.reach", "provenance.migrate",
-                           "provenance.__main__"})
+                           "provenance.__main__",
+                           # their paths before the studies moved to floors (issue 65): an
+                           # earlier commit's code is read with them
+                           "experiments.design", "experiments.pages", "experiments.fix.page"})
 
 _PKG = Path(__file__).resolve().parents[1]
 
@@ -105,7 +108,8 @@ _PKG = Path(__file__).resolve().parents[1]
 DIGEST_RULE = "reach-v2"
 #: The rules :func:`code_digest` can still follow, to carry digests from one to the next:
 #: ``reach-v1`` hashed every statement by its text; ``reach-v2`` hashes a constant that is plain
-#: data by its value (:meth:`posbias_nb.provenance.reach.Index.folded`).
+#: data by its value (:meth:`posbias_nb.provenance.reach.Index.folded`), and a read of what
+#: computes nothing (:data:`NOT_COMPUTING`) by the name read, not the module it lives in.
 RULES = ("reach-v1", "reach-v2")
 
 
@@ -121,7 +125,7 @@ def normalised_source(source: str) -> str:
 def normalised_code(obj) -> str:
     """What counts of ``obj``: a function's or class's source by :func:`normalised_source`
     (dedented; docstrings and comments dropped), or the ``repr`` of a constant (the design
-    registry's verdict code, :func:`posbias_nb.experiments.design.code_hash`)."""
+    registry's verdict code, :func:`posbias_nb.experiments.base.design.code_hash`)."""
     if inspect.isfunction(obj) or inspect.isclass(obj):
         return normalised_source(textwrap.dedent(inspect.getsource(obj)))
     return repr(obj)
@@ -208,15 +212,39 @@ def declared_roots(files: Mapping[str, str]) -> dict[str, tuple[str, ...]] | Non
 
 #: The roots namespaces had in commits that declared none themselves (before this table lived in
 #: the code), where a module has been renamed since: ``experiments/remedies.py`` is today's
-#: ``experiments/training.py``, ``experiments/layouts.py`` today's ``born_layouts.py``.  A digest
+#: ``experiments/remedy/lab.py``, ``experiments/layouts.py`` today's ``born/born_layouts.py`` (a
+#: commit that declares its roots is read with its own); and the roots every namespace had before
+#: the studies moved to floors of ``experiments/`` (issue 65).  A digest
 #: of such a commit's code is tried from these as well as from today's roots
 #: (:func:`candidate_roots`); a wrong guess matches no stored digest, it cannot fake one.
 FORMER_ROOTS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "train": (("experiments.remedies",),),
-    "train-init": (("experiments.remedies",),),
-    "train-twin": (("experiments.remedies",),),
-    "layouts-ablation": (("experiments.layouts",),),
-    "layouts-layout": (("experiments.layouts",),),
+    "train": (("experiments.remedies",), ("experiments.training",)),
+    "train-init": (("experiments.remedies",), ("experiments.training",)),
+    "train-twin": (("experiments.remedies",), ("experiments.training",)),
+    "layouts-ablation": (("experiments.layouts",), ("experiments.born_layouts",)),
+    "layouts-layout": (("experiments.layouts",), ("experiments.born_layouts",)),
+    "fix-test": (("experiments.fix.config", "experiments.fix.parts", "experiments.fix.scoring", "experiments.fix.tune", "experiments.fix.cost", "experiments.fix.judge", "experiments.fix.words", "experiments.fix.run", "experiments.placement"),),
+    "fix-tune": (("experiments.fix.config", "experiments.fix.parts", "experiments.fix.scoring", "experiments.fix.tune", "experiments.fix.cost", "experiments.fix.judge", "experiments.fix.words", "experiments.fix.run", "experiments.placement"),),
+    "fix-fast": (("experiments.fix_fast",),),
+    "inference-channel": (("experiments.inference",),),
+    "inference-channel-cli": (("experiments.inference",),),
+    "inference-cost": (("experiments.inference",),),
+    "inference-diagnostic": (("experiments.inference",),),
+    "inference-prior": (("experiments.inference",),),
+    "inference-prior-fit": (("experiments.inference",),),
+    "inference-retrieval": (("experiments.inference",),),
+    "inference-task": (("experiments.inference",),),
+    "realqa-jacobian": (("experiments.realqa",),),
+    "replay": (("experiments.replay",),),
+    "retrieval": (("experiments.retrieval",),),
+    "retrieval-link": (("experiments.retrieval",),),
+    "born-scales-arch": (("experiments.born_scales",),),
+    "scale-gpu": (("experiments.scale",),),
+    "scale-layout": (("experiments.scale",),),
+    "confirm": (("experiments.confirm",),),
+    "pipeline": (("experiments.pipeline",),),
+    "pipeline-retrieve": (("experiments.pipeline",),),
+    "task": (("experiments.task",),),
 }
 
 

@@ -292,7 +292,7 @@ def unknown_modules(modules) -> str | None:
     bad = [m for m in modules if m.split(":")[0] not in known]
     if bad or not modules:
         return (f"not a module of posbias_nb: {', '.join(bad) or '(none given)'} "
-                "(dotted and relative to the package, e.g. experiments.inference, or "
+                "(dotted and relative to the package, e.g. experiments.remedy.inference, or "
                 "MODULE:NAME for one function, class or constant of it)")
     return None
 
@@ -312,7 +312,7 @@ def edit_cost(manifest: dict, digests: dict[str, str], modules, budget: float = 
               cpu: str | None = None, references: set[str] | frozenset = frozenset(),
               stamps: Mapping[str, Mapping] | None = None) -> dict:
     """What an edit of ``modules`` (dotted, relative to the package, e.g.
-    ``"experiments.inference"``, or ``"experiments.fix:choose"`` for the statements that bind one
+    ``"experiments.remedy.inference"``, or ``"experiments.remedy.fix:choose"`` for the statements that bind one
     name) would cost ``make test`` before its stamps are earned: the namespaces whose code it
     moves (:func:`posbias_nb.provenance.code.code_modules`,
     :func:`posbias_nb.provenance.code.reaches`), and the
@@ -536,7 +536,7 @@ def main(argv=None, prog: str | None = None) -> int:
     a3 = sub.add_parser("cost", help="what an edit of these modules would cost make test "
                                      "before its stamps are earned")
     a3.add_argument("modules", nargs="+", metavar="MODULE",
-                    help="dotted, relative to the package, e.g. experiments.inference, "
+                    help="dotted, relative to the package, e.g. experiments.remedy.inference, "
                          "or MODULE:NAME (one function, class or constant of it)")
     a3.add_argument("--recorded", default=str(ROOT / "recorded"))
     a3.add_argument("--budget", type=float, default=None)

@@ -841,6 +841,10 @@ class Index:
                 if t[1] in self.mods else f"module:{t[1]}"
         if t[0] == "mod":
             return f"module:{t[1]}"
+        if t[0] == "opaque" and self.fold:
+            # reach-v2: what computes nothing counts by the name read, not by where it lives (a
+            # page or a design helper moved to another module moves no digest)
+            return "opaque:" + t[1].rsplit(".", 1)[-1]
         return f"{t[0]}:{t[1]}"
 
     def unit(self, key: tuple[str, int]) -> _Unit:

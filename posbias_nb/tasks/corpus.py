@@ -1,6 +1,6 @@
 r"""A retrieval corpus and a sparse retriever over it: pure data, no torch.
 
-Chapter :ref:`ch-practice` (the pipeline study, :mod:`posbias_nb.experiments.pipeline`).
+Chapter :ref:`ch-practice` (the pipeline study, :mod:`posbias_nb.experiments.remedy.pipeline`).
 
 * **The corpus** (:func:`oracle_corpus`): every distinct passage of Liu et al.'s NQ-open oracle
   file (one gold passage a question, 2655 questions), in the file's order, each question's gold

@@ -1,7 +1,7 @@
 r"""Retrieval prompts: key-value (Liu et al. 2023) and needle in a haystack, pure data.
 
 Chapter *From prior to behaviour* (``book/retrieval.md``); the experiment that scores them is
-:mod:`posbias_nb.experiments.retrieval` (its module docstring states the prompt formats, the
+:mod:`posbias_nb.experiments.prompt.retrieval` (its module docstring states the prompt formats, the
 length rule and the answer leads).  Each prompt set is built so that **only the position of the
 gold item changes** from one prompt to the next.  This module imports no torch: a tokenizer is
 only called, and a model without one reads UTF-8 bytes.

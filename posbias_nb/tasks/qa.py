@@ -2,7 +2,7 @@ r"""Real questions over real passages (Liu et al. 2023's multi-document QA), and
 users' task files: pure data, no torch.
 
 Chapter *Lost in the middle on real questions* (``book/real_questions.md``); the experiment
-that scores the prompts is :mod:`posbias_nb.experiments.task`.
+that scores the prompts is :mod:`posbias_nb.experiments.prompt.user_task`.
 
 * **Task files** (:func:`read_task_file`): one JSON object a line, plain or gzipped, in one of
   three formats (:data:`FORMATS`), every line checked before anything runs:

@@ -2,7 +2,7 @@ r"""Remedies in the prompt: where each document goes, as pure functions on a lis
 No torch, no model: what a practitioner changes in a retrieval-augmented pipeline.
 
 Chapter :ref:`ch-documents`; ``posbias fix`` chooses among them
-(:mod:`posbias_nb.experiments.fix`).
+(:mod:`posbias_nb.experiments.remedy.fix`).
 
 Every reorder takes the documents **in descending relevance** (the first is the most relevant,
 as a retriever or a ranker returns them) and returns the same documents in prompt order.

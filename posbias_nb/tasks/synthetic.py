@@ -1,7 +1,7 @@
 r"""The synthetic training data of the remedies lab: token layout, answer placement, batches.
 
 Chapter :ref:`ch-remedies`; the experiment that trains on it is
-:mod:`posbias_nb.experiments.training` (its module docstring explains why these settings).  A
+:mod:`posbias_nb.experiments.remedy.lab` (its module docstring explains why these settings).  A
 sequence of length ``L`` is ``BOS``, a haystack of filler tokens, the answer-bearing token at the
 **answer position** ``p`` (``1 <= p <= L - 3``), ``distractors`` look-alike tokens at other random
 positions, and a final query token at ``L - 1``; the one trained target is the next token after
@@ -62,7 +62,7 @@ def middle_range(L: int) -> tuple[int, int]:
     is the book's one middle, :func:`posbias_nb.metrics.regions` (the central half), applied to the
     ``L - 3`` answer positions, so the remedies act where the chapter measures the middle (the
     central half of the evaluated positions,
-    :func:`posbias_nb.experiments.training.middle_and_edges`).
+    :func:`posbias_nb.experiments.remedy.lab.middle_and_edges`).
     Before version ``train-v4`` it was the middle third.
 
     >>> middle_range(64)

@@ -50,10 +50,10 @@ _BROKEN_ROLE = re.compile(r":(?:func|mod|class|meth|data|attr|ref):`[^`\n]*\n")
 
 
 def test_the_role_check_catches_a_target_broken_across_lines():
-    assert _BROKEN_ROLE.search("scored under it (:func:`posbias_nb.experiments.inference.\n"
+    assert _BROKEN_ROLE.search("scored under it (:func:`posbias_nb.experiments.remedy.inference.\n"
                                "        retrieval_remedy_run`)")
     assert not _BROKEN_ROLE.search("scored under it\n"
-                                   "(:func:`~posbias_nb.experiments.inference.x`); next line")
+                                   "(:func:`~posbias_nb.experiments.remedy.inference.x`); next line")
 
 
 def test_no_cross_reference_of_the_package_breaks_across_lines():
@@ -115,7 +115,7 @@ def test_every_package_docstring_lists_what_is_there():
 def test_the_listing_check_finds_an_unlisted_module():
     import types
 
-    import posbias_nb.experiments as ex
+    import posbias_nb.experiments.remedy as ex
 
     pkg = types.SimpleNamespace(__path__=ex.__path__, __doc__=":mod:`.fix` only")
     assert "confirm" in _unlisted(pkg) and "fix" not in _unlisted(pkg)

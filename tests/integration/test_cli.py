@@ -121,8 +121,8 @@ def test_every_cli_default_is_the_apis(command):
 #: where ``theory_run`` takes 12.
 OTHER_COMMANDS = {"theory": ("posbias_nb.measure.runs", "theory_run", {"depth"}),
                   "rollout": ("posbias_nb.measure.runs", "rollout_run", set()),
-                  "retrieval": ("posbias_nb.experiments.retrieval", "retrieval_run", set()),
-                  "train": ("posbias_nb.experiments.training", "train_run", set())}
+                  "retrieval": ("posbias_nb.experiments.prompt.retrieval", "retrieval_run", set()),
+                  "train": ("posbias_nb.experiments.remedy.lab", "train_run", set())}
 
 
 @pytest.mark.parametrize("command", sorted(OTHER_COMMANDS))
@@ -154,7 +154,7 @@ def test_the_front_door_is_lazy_and_returns_results():
     import sys
 
     code = ("import sys, posbias_nb; assert 'torch' not in sys.modules, 'torch'; "
-            "f = posbias_nb.fix; assert f.__module__ == 'posbias_nb.experiments.fix.run'; "
+            "f = posbias_nb.fix; assert f.__module__ == 'posbias_nb.experiments.remedy.fix.run'; "
             "print(sorted(n for n in posbias_nb.FRONT_DOOR if n in dir(posbias_nb)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

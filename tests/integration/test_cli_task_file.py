@@ -10,9 +10,9 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from posbias_nb import cli  # noqa: E402
-from posbias_nb.experiments import task as task_mod  # noqa: E402
-from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
-from posbias_nb.experiments import study
+from posbias_nb.experiments.prompt import user_task as task_mod  # noqa: E402
+from posbias_nb.experiments.base import prompts as prompts_mod  # noqa: E402
+from posbias_nb.experiments.base import study
 
 
 @pytest.fixture(autouse=True)

@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from posbias_nb.experiments import training as T
+from posbias_nb.experiments.remedy import lab as T
 from posbias_nb.provenance import fanout
 
 #: the remedies lab's model at init, measured (namespace train-init): small, and cached
 TINY = dict(layers=2, width=32, length=32)
-AT_INIT = "posbias_nb.experiments.training:at_init"
+AT_INIT = "posbias_nb.experiments.remedy.lab:at_init"
 #: three entries, one of them asked for by two units
 UNITS = [fanout.Unit("a", AT_INIT, dict(TINY, seed=0)),
          fanout.Unit("b", AT_INIT, dict(TINY, seed=1)),

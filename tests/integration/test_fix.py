@@ -12,12 +12,12 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from posbias_nb import cli  # noqa: E402
-from posbias_nb.experiments import fix as fix_mod  # noqa: E402
-from posbias_nb.experiments.fix import run as fix_run  # noqa: E402
-from posbias_nb.experiments import task as task_mod  # noqa: E402
-from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
+from posbias_nb.experiments.remedy import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments.remedy.fix import run as fix_run  # noqa: E402
+from posbias_nb.experiments.prompt import user_task as task_mod  # noqa: E402
+from posbias_nb.experiments.base import prompts as prompts_mod  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
-from posbias_nb.experiments import study
+from posbias_nb.experiments.base import study
 
 
 def _qa_rows(n):
@@ -301,7 +301,7 @@ def test_task_under_a_remedy_file_equals_full_passes_under_the_remedy(tmp_path, 
     import torch
 
     from posbias_nb import models
-    from posbias_nb.experiments.study import score_remedy
+    from posbias_nb.experiments.base.study import score_remedy
     from posbias_nb.measure import entry
     from posbias_nb.tasks.codec import Codec
 

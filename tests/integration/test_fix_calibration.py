@@ -83,7 +83,7 @@ def test_token_spans_are_disjoint_and_cover_each_document():
 
 
 def test_calibration_recall_counts_the_gold_ranked_first():
-    from posbias_nb.experiments.fix import calibration_recall
+    from posbias_nb.experiments.remedy.fix import calibration_recall
 
     R = np.array([[0.3, 0.1, 0.0], [0.0, 0.2, 0.1], [0.5, 0.1, 0.2], [0.0, 0.1, 0.4]])
     got = calibration_recall(R, [0, 1, 1, 0], [0, 2])  # gold documents 0, 2, 2, 0
@@ -108,16 +108,16 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from posbias_nb import cache, models  # noqa: E402
-from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
-from posbias_nb.experiments import fix as fix_mod  # noqa: E402
-from posbias_nb.experiments.fix import scoring as fix_scoring  # noqa: E402
-from posbias_nb.experiments.fix import tune as fix_tune  # noqa: E402
-from posbias_nb.experiments.study import score_remedy  # noqa: E402
+from posbias_nb.experiments.base import prompts as prompts_mod  # noqa: E402
+from posbias_nb.experiments.remedy import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments.remedy.fix import scoring as fix_scoring  # noqa: E402
+from posbias_nb.experiments.remedy.fix import tune as fix_tune  # noqa: E402
+from posbias_nb.experiments.base.study import score_remedy  # noqa: E402
 from posbias_nb.measure import positional  # noqa: E402
 from posbias_nb.measure.prefix import Prefix  # noqa: E402
 from posbias_nb.measure.scoring import score_batch  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
-from posbias_nb.experiments import study
+from posbias_nb.experiments.base import study
 
 
 @pytest.fixture(scope="module")
@@ -299,7 +299,7 @@ def test_task_under_a_calibration_file_equals_full_passes(tmp_path, model_dir):
     and greedy generation equal full passes under the calibration with that prompt's spans and
     its relevance (eq. 4 from its dummy prompts); the closed-book and oracle prompts (fewer
     than two documents) are the unpatched run's."""
-    from posbias_nb.experiments import task as task_mod
+    from posbias_nb.experiments.prompt import user_task as task_mod
     from posbias_nb.measure import entry
 
     data = tmp_path / "t.jsonl.gz"

@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from posbias_nb.experiments import fix_fast as ff
+from posbias_nb.experiments.remedy import fix_fast as ff
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from posbias_nb import cli  # noqa: E402
-from posbias_nb.experiments import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments.remedy import fix as fix_mod  # noqa: E402
 from test_cli_task_file import _file, no_cache  # noqa: E402,F401  (the cache off in every test)
 from test_fix import KW, _qa_rows  # noqa: E402
 
@@ -177,7 +177,7 @@ def test_a_question_likelihood_setting_ranks_each_test_example_once(model_dir, t
     """A carried setting that ranks by the question likelihood: one ranking pass per test
     example (a document's likelihood does not depend on its slot) and one per timed prompt,
     and the prompts it scores are those of a ranking made afresh at every gold slot."""
-    from posbias_nb.experiments import placement, task as T
+    from posbias_nb.experiments.prompt import placement, user_task as T
     from posbias_nb.measure import positional
 
     monkeypatch.setenv("POSBIAS_CACHE_DIR", str(tmp_path / "cache"))
@@ -199,7 +199,7 @@ def test_a_question_likelihood_setting_ranks_each_test_example_once(model_dir, t
                         sizes, {"test": "ql-once"})
     assert calls["ql"] == len(part["items"]) + 1
     # the gold passage lands where a ranking made afresh at each gold slot puts it
-    from posbias_nb.experiments import study
+    from posbias_nb.experiments.base import study
 
     m, tok, _ = study.load(model_dir, "pretrained", 0)
     codec = study.codec(m, tok)

@@ -12,14 +12,14 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from posbias_nb import cli, theory  # noqa: E402
-from posbias_nb.experiments import fix as fix_mod  # noqa: E402
-from posbias_nb.experiments import placement  # noqa: E402
-from posbias_nb.experiments import task as task_mod  # noqa: E402
-from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
+from posbias_nb.experiments.remedy import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments.prompt import placement  # noqa: E402
+from posbias_nb.experiments.prompt import user_task as task_mod  # noqa: E402
+from posbias_nb.experiments.base import prompts as prompts_mod  # noqa: E402
 from posbias_nb.measure import entry  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
 from posbias_nb.tasks import qa, reorder  # noqa: E402
-from posbias_nb.experiments import study
+from posbias_nb.experiments.base import study
 from test_cli_task_file import _file, no_cache  # noqa: E402,F401  (the cache off in every test)
 from test_fix import KW, _qa_rows  # noqa: E402
 

@@ -182,7 +182,7 @@ def test_a_missing_extra_names_the_install_command(monkeypatch):
 # --- the compressor inside a real retrieval chain (issue 62) ---------------------------------
 def _corpus_docs():
     from posbias_nb.tasks import corpus as _corpus
-    from posbias_nb.experiments import realqa
+    from posbias_nb.experiments.prompt import realqa
 
     passages, _, examples = _corpus.oracle_corpus(realqa.data_path("qa"))
     docs = [Document(page_content=p.text, metadata={"title": p.title}) for p in passages[:300]]

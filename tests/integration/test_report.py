@@ -266,7 +266,7 @@ def test_out_is_created_with_its_parents_and_removed_after_a_failure(tmp_path, c
 
 
 def test_train_refuses_an_unwritable_out_before_training(monkeypatch, capsys):
-    from posbias_nb.experiments import training
+    from posbias_nb.experiments.remedy import lab as training
 
     monkeypatch.setattr(training, "train_run", functools.wraps(training.train_run)(
         lambda *a, **k: pytest.fail("trained first")))
@@ -286,7 +286,7 @@ def test_structural_section_beyond_its_maximum_measures_at_the_cap(monkeypatch):
 def test_heatmap_reuses_the_main_run_at_its_length_exactly():
     """The heatmap cell at the report's own length is the main run cut to the heatmap's
     examples: equal to a run with that many examples (examples are seeded one by one)."""
-    from posbias_nb.experiments import retrieval as RR
+    from posbias_nb.experiments.prompt import retrieval as RR
 
     kw = dict(task="kv", positions=3, length=200, seed=0, weights="random")
     big = RR.retrieval_run("gpt2-tiny", examples=4, **kw)

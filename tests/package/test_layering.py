@@ -146,10 +146,10 @@ def layer_violations(graph) -> list[tuple[str, str]]:
 
 
 def test_layer_checker_rejects_an_upward_import():
-    g = {"posbias_nb.measure.cached": {"posbias_nb.experiments.retrieval"},
+    g = {"posbias_nb.measure.cached": {"posbias_nb.experiments.prompt.retrieval"},
          "posbias_nb.tasks.text": {"posbias_nb.measure.entry"},
-         "posbias_nb.experiments.retrieval": {"posbias_nb.measure.entry"}}
-    assert layer_violations(g) == [("posbias_nb.measure.cached", "posbias_nb.experiments.retrieval"),
+         "posbias_nb.experiments.prompt.retrieval": {"posbias_nb.measure.entry"}}
+    assert layer_violations(g) == [("posbias_nb.measure.cached", "posbias_nb.experiments.prompt.retrieval"),
                                    ("posbias_nb.tasks.text", "posbias_nb.measure.entry")]
 
 
@@ -224,7 +224,7 @@ def test_the_provenance_room_floors():
                 assert not _reaches(g, m, layer), f"{m} reaches {layer}"
     users = sorted(m for m, deps in g.items() if not _module_is(m, "posbias_nb.provenance")
                    and any(_module_is(d, "posbias_nb.provenance") for d in deps))
-    assert users == ["posbias_nb.cache", "posbias_nb.experiments.design",
+    assert users == ["posbias_nb.cache", "posbias_nb.experiments.base.design",
                      "posbias_nb.provenance_cli"], users
     # and the store keeps to its size: the provenance went to its room
     assert len((PKG / "cache.py").read_text().splitlines()) <= 400
@@ -305,7 +305,7 @@ def test_the_sibling_private_check_catches_one():
 
 
 def test_no_study_uses_another_studys_private_names():
-    """Issue 56: what studies share is public (experiments.study and each module's public
+    """Issue 56: what studies share is public (experiments.base.study and each module's public
     functions); none reaches into another's underscore names."""
     folder = PKG / "experiments"
     sib = {f.stem for f in folder.glob("*.py") if f.stem != "__init__"}
@@ -386,3 +386,55 @@ def test_no_sys_path_edits_in_tests_bench_or_book():
            if n and f.name != "test_layering.py"}
     assert set(bad) <= SYS_PATH_PENDING, {k: v for k, v in bad.items()
                                           if k not in SYS_PATH_PENDING}
+
+
+#: The floors inside ``experiments``, from the top down (issue 65): a study imports only its own
+#: floor or lower ones; ``born`` and ``prompt`` stand side by side on the same level and import
+#: neither each other nor anything above the base.
+FLOORS = (("report", ("posbias_nb.experiments.report",)),
+          ("remedy", ("posbias_nb.experiments.remedy",)),
+          ("born/prompt", ("posbias_nb.experiments.born", "posbias_nb.experiments.prompt")),
+          ("base", ("posbias_nb.experiments.base",)))
+
+
+def _floor_of(module: str):
+    for i, (_, prefixes) in enumerate(FLOORS):
+        for p in prefixes:
+            if module == p or module.startswith(p + "."):
+                return i, p
+    return None
+
+
+def floor_violations(graph) -> list[tuple[str, str]]:
+    """Edges between studies that go up the floors of :data:`FLOORS`, or across from ``born``
+    to ``prompt`` (or back)."""
+    bad = []
+    for m, deps in graph.items():
+        fm = _floor_of(m)
+        if fm is None:
+            continue
+        for d in deps:
+            fd = _floor_of(d)
+            if fd is None:
+                continue
+            if fd[0] < fm[0] or (fd[0] == fm[0] and fd[1] != fm[1]):
+                bad.append((m, d))
+    return sorted(bad)
+
+
+def test_floor_checker_rejects_an_upward_and_a_sideways_import():
+    g = {"posbias_nb.experiments.base.study": {"posbias_nb.experiments.prompt.retrieval"},
+         "posbias_nb.experiments.born.scale": {"posbias_nb.experiments.prompt.realqa",
+                                              "posbias_nb.experiments.base.design"},
+         "posbias_nb.experiments.remedy.fix.run": {"posbias_nb.experiments.prompt.placement"}}
+    assert floor_violations(g) == [
+        ("posbias_nb.experiments.base.study", "posbias_nb.experiments.prompt.retrieval"),
+        ("posbias_nb.experiments.born.scale", "posbias_nb.experiments.prompt.realqa")]
+
+
+def test_every_study_sits_on_a_floor_and_imports_flow_down_them():
+    g = import_graph()
+    loose = [m for m in g if m.startswith("posbias_nb.experiments.")
+             and _floor_of(m) is None]
+    assert loose == [], loose
+    assert floor_violations(g) == []

@@ -2,7 +2,7 @@
 against one (``parametrize_with_checks``).
 
 A study is a module of ``posbias_nb.experiments`` that declares a frozen design (a module-level
-``DESIGN``, :class:`posbias_nb.experiments.design.Design`); the studies are found by that, not
+``DESIGN``, :class:`posbias_nb.experiments.base.design.Design`); the studies are found by that, not
 listed here, so a new one is checked the moment it exists.  Each must have:
 
 1. its design as the latest entry of the registry (``posbias_nb/data/designs.json``);
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from posbias_nb import experiments
-from posbias_nb.experiments import design
+from posbias_nb.experiments.base import design
 from posbias_nb.provenance import code
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,53 +38,64 @@ ROOT = Path(__file__).resolve().parents[2]
 #: would change the code digests of recorded namespaces).  The list may only shrink: a new
 #: private name fails the contract, and so does a listed one that is gone (take it out here).
 PRIVATE_TODAY = {
-    "born-scales": {"posbias_nb.experiments.born_scales._claims",
-                    "posbias_nb.experiments.born_scales._cell_stats",
-                    "posbias_nb.experiments.born_scales._DEF", "posbias_nb.stats._t_power_d"},
-    "confirm": {"posbias_nb.experiments.confirm._used",
-                "posbias_nb.experiments.confirm._placements",
-                "posbias_nb.experiments.confirm._ceiling",
-                "posbias_nb.experiments.confirm._GENERATED",
-                "posbias_nb.experiments.confirm._DEF", "posbias_nb.stats._t_power_d"},
-    "fix": {"posbias_nb.experiments.fix._slots", "posbias_nb.experiments.fix._DEF",
-            "posbias_nb.experiments.fix._CAL_DEF", "posbias_nb.experiments.fix._PROMPT_ONLY",
-            "posbias_nb.stats._t_power_d", "posbias_nb.experiments.fix._prompt_params",
-            "posbias_nb.experiments.placement._curve", "posbias_nb.experiments.placement._born",
-            "posbias_nb.experiments.placement._measured"},
-    "fix-fast": {"posbias_nb.experiments.fix_fast._quality_orders",
-                 "posbias_nb.experiments.fix_fast._test_part",
-                 "posbias_nb.experiments.fix_fast._judged", "posbias_nb.experiments.fix_fast._DEF",
-                 "posbias_nb.experiments.fix_fast._iv", "posbias_nb.experiments.fix_fast._gold_slots",
-                 "posbias_nb.experiments.fix_fast._by_slot", "posbias_nb.experiments.fix_fast._params",
+    "born-scales": {"posbias_nb.experiments.born.born_scales._claims",
+                    "posbias_nb.experiments.born.born_scales._cell_stats",
+                    "posbias_nb.experiments.born.born_scales._DEF", "posbias_nb.stats._t_power_d"},
+    "confirm": {"posbias_nb.experiments.remedy.confirm._used",
+                "posbias_nb.experiments.remedy.confirm._placements",
+                "posbias_nb.experiments.remedy.confirm._ceiling",
+                "posbias_nb.experiments.remedy.confirm._GENERATED",
+                "posbias_nb.experiments.remedy.confirm._DEF", "posbias_nb.stats._t_power_d"},
+    "fix": {"posbias_nb.experiments.remedy.fix._slots", "posbias_nb.experiments.remedy.fix._DEF",
+            "posbias_nb.experiments.remedy.fix._CAL_DEF", "posbias_nb.experiments.remedy.fix._PROMPT_ONLY",
+            "posbias_nb.stats._t_power_d", "posbias_nb.experiments.remedy.fix._prompt_params",
+            "posbias_nb.experiments.prompt.placement._curve", "posbias_nb.experiments.prompt.placement._born",
+            "posbias_nb.experiments.prompt.placement._measured"},
+    "fix-fast": {"posbias_nb.experiments.remedy.fix_fast._quality_orders",
+                 "posbias_nb.experiments.remedy.fix_fast._test_part",
+                 "posbias_nb.experiments.remedy.fix_fast._judged", "posbias_nb.experiments.remedy.fix_fast._DEF",
+                 "posbias_nb.experiments.remedy.fix_fast._iv", "posbias_nb.experiments.remedy.fix_fast._gold_slots",
+                 "posbias_nb.experiments.remedy.fix_fast._by_slot", "posbias_nb.experiments.remedy.fix_fast._params",
                  "posbias_nb.stats._t_power_d"},
-    "inference": {"posbias_nb.experiments.inference._control_moved"},
-    "layouts": {"posbias_nb.experiments.born_layouts._rule", "posbias_nb.experiments.born_layouts._agree",
-                "posbias_nb.experiments.born_layouts._DEF"},
-    "pipeline": {"posbias_nb.experiments.pipeline._mcnemar", "posbias_nb.experiments.pipeline._SHUFFLES",
-                 "posbias_nb.experiments.pipeline._GENERATED", "posbias_nb.experiments.pipeline._used",
-                 "posbias_nb.experiments.pipeline._placements", "posbias_nb.experiments.pipeline._DEF",
+    "inference": {"posbias_nb.experiments.remedy.inference._control_moved"},
+    "layouts": {"posbias_nb.experiments.born.born_layouts._rule", "posbias_nb.experiments.born.born_layouts._agree",
+                "posbias_nb.experiments.born.born_layouts._DEF"},
+    "pipeline": {"posbias_nb.experiments.remedy.pipeline._mcnemar", "posbias_nb.experiments.remedy.pipeline._SHUFFLES",
+                 "posbias_nb.experiments.remedy.pipeline._GENERATED", "posbias_nb.experiments.remedy.pipeline._used",
+                 "posbias_nb.experiments.remedy.pipeline._placements", "posbias_nb.experiments.remedy.pipeline._DEF",
                  "posbias_nb.stats._t_power_d"},
-    "realqa": {"posbias_nb.experiments.realqa._prepared", "posbias_nb.experiments.realqa._link_family",
-               "posbias_nb.experiments.realqa._JAC_DEF", "posbias_nb.experiments.task._DEF"},
-    "remedies": {"posbias_nb.experiments.training._rule"},
-    "scale": {"posbias_nb.experiments.scale._DEF"},
+    "realqa": {"posbias_nb.experiments.prompt.realqa._prepared", "posbias_nb.experiments.prompt.realqa._link_family",
+               "posbias_nb.experiments.prompt.realqa._JAC_DEF", "posbias_nb.experiments.prompt.user_task._DEF"},
+    "remedies": {"posbias_nb.experiments.remedy.lab._rule"},
+    "scale": {"posbias_nb.experiments.born.scale._DEF"},
 }
 #: Private names that every study's rules share (``design._COMMON``, ``design._RULES``).
-_SHARED_PRIVATE = {"posbias_nb.stats._units_interval", "posbias_nb.experiments.design._given_name",
-                   "posbias_nb.experiments.design._resolved"}
+_SHARED_PRIVATE = {"posbias_nb.stats._units_interval", "posbias_nb.experiments.base.design._given_name",
+                   "posbias_nb.experiments.base.design._resolved"}
+
+
+#: The floors of ``experiments`` (sub-packages of studies, not studies).
+FLOORS = ("base", "born", "prompt", "remedy")
 
 
 def declared_studies(package=experiments) -> dict[str, str]:
-    """``{study: module}``: every module of ``package`` with a module-level ``DESIGN``."""
+    """``{study: module}``: every module of ``package`` (and of its floors) with a module-level
+    ``DESIGN``."""
     out: dict[str, str] = {}
     for info in pkgutil.iter_modules(package.__path__):
         name = f"{package.__name__}.{info.name}"
-        d = getattr(importlib.import_module(name), "DESIGN", None)
-        if isinstance(d, design.Design):
-            if d.study in out:
-                raise ValueError(f"two modules declare the study {d.study!r}: "
-                                 f"{out[d.study]} and {name}")
-            out[d.study] = name
+        found = {}
+        if getattr(info, "ispkg", False) and info.name in FLOORS:
+            found = declared_studies(importlib.import_module(name))
+        else:
+            d = getattr(importlib.import_module(name), "DESIGN", None)
+            if isinstance(d, design.Design):
+                found = {d.study: name}
+        for study_name, where in found.items():
+            if study_name in out:
+                raise ValueError(f"two modules declare the study {study_name!r}: "
+                                 f"{out[study_name]} and {where}")
+            out[study_name] = where
     return out
 
 
@@ -146,9 +157,9 @@ def contract_problems(study: str, module: str, *, verdict_code=None, namespace_c
     if has_digest and study in no_digest:
         out.append(f"digest: {study}.json exists but design.NO_DIGEST gives a reason for none")
     # 5. a test file of its own
-    short = module.rsplit(".", 1)[1]
-    pat = re.compile(rf"(from posbias_nb\.experiments import [^\n]*\b{short}\b"
-                     rf"|posbias_nb\.experiments\.{short}\b)")
+    parent, short = module.rsplit(".", 1)
+    pat = re.compile(rf"(from {re.escape(parent)} import [^\n]*\b{short}\b"
+                     rf"|{re.escape(module)}\b)")
     if not any(pat.search(src) for src in test_files.values()):
         out.append(f"tests: no file under tests/ imports {module}")
     return out

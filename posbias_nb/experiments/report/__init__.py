@@ -14,7 +14,7 @@ by the functions the chapters use (nothing is re-implemented here):
    ``theory.influence(L, H, alpha)`` is overlaid with both ``H`` and ``alpha`` fitted
    (:func:`posbias_nb.metrics.fit_theory`).  Headline numbers, each computed **per window** and
    summarized over windows with a *t* interval (ratios on the log scale,
-   :func:`posbias_nb.experiments.retrieval.ratio_interval`):
+   :func:`posbias_nb.experiments.prompt.retrieval.ratio_interval`):
 
    * ``ptv`` -- the robust peak-to-valley (:func:`posbias_nb.metrics.robust_peak_to_valley`,
      ``ends = 0.02``);
@@ -34,14 +34,14 @@ by the functions the chapters use (nothing is re-implemented here):
    hooks do not know gets the hooks' own one-line reason instead of numbers.
 
 3. **The task** (chapter *From prior to behaviour*).  Key-value retrieval
-   (:func:`posbias_nb.experiments.retrieval.retrieval_run`): accuracy (Wilson) and answer
+   (:func:`posbias_nb.experiments.prompt.retrieval.retrieval_run`): accuracy (Wilson) and answer
    log-probability (*t* over examples) by gold position, the pre-declared edge-vs-middle
-   contrasts with Holm's correction (:func:`~posbias_nb.experiments.retrieval.contrast_family`),
+   contrasts with Holm's correction (:func:`~posbias_nb.experiments.prompt.retrieval.contrast_family`),
    and a depth x length heatmap as needle-in-a-haystack tools draw it (prompt lengths up to
    about ``0.85 L``).
 
 4. **Span view**.  The influence on the answer position of each prompt of one example
-   (:func:`~posbias_nb.experiments.retrieval.retrieval_link`, hidden-state prior), summed over
+   (:func:`~posbias_nb.experiments.prompt.retrieval.retrieval_link`, hidden-state prior), summed over
    every key-value pair (:func:`posbias_nb.measure.span_profile`): the prior read at the unit the
    task retrieves.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 
-from ..design import Design
+from ..base.design import Design
 
 
 DEFINITION = "report-v7"  # bump when a definition below changes the numbers (v7: reasons of ratios not formed)
@@ -23,7 +23,7 @@ SETTINGS = {
 
 
 #: The report's design, locked: the registry's latest entry for "report"
-#: (:mod:`posbias_nb.experiments.design`): its sizes and the constants its claims use.
+#: (:mod:`posbias_nb.experiments.base.design`): its sizes and the constants its claims use.
 DESIGN = Design("report", {
     "settings": {k: dict(v) for k, v in SETTINGS.items()},
     "ends": ENDS,

@@ -5,7 +5,7 @@ import base64
 
 import numpy as np
 
-from ..pages import png
+from ..base.pages import png
 
 
 def draw_figures(data: dict) -> dict:

@@ -13,7 +13,7 @@ from ...measure import entry
 from ...measure.cached import capture, predict, profile, shared_profile
 from ...measure.spans import span_profile
 from ...tasks.kv_needle import slot_items
-from .. import retrieval as _ret
+from ..prompt import retrieval as _ret
 from .config import DEFINITION, ENDS, STRUCTURAL_MAX, TWINS
 from .statistics import (as_interval, change, curve, headline, per_window, twins_headline,
                          window_stats)
@@ -202,13 +202,13 @@ def too_short(model, weights, length: int, L: int, E: int, seed: int, reason: st
 
 
 def _retrieval(model, P, E, L, seed, progress, weights, remedy_path=None) -> dict:
-    """:func:`~posbias_nb.experiments.retrieval.retrieval_run`, or with a remedy file
-    :func:`~posbias_nb.experiments.inference.retrieval_remedy_run` (the same columns, every
+    """:func:`~posbias_nb.experiments.prompt.retrieval.retrieval_run`, or with a remedy file
+    :func:`~posbias_nb.experiments.remedy.inference.retrieval_remedy_run` (the same columns, every
     prompt scored under the remedy from its last row)."""
     if remedy_path is None:
         return _ret.retrieval_run(model, task="kv", positions=P, examples=E, length=L,
                                   seed=seed, progress=progress, weights=weights)
-    from ..inference import retrieval_remedy_run
+    from ..remedy.inference import retrieval_remedy_run
 
     return retrieval_remedy_run(model, None, task="kv", positions=P, examples=E, length=L,
                                 seed=seed, weights=weights, progress=progress,
@@ -268,10 +268,10 @@ def kv_task(model, weights, length, s, seed, progress, remedy_path=None) -> dict
 
 
 def file_task(model, weights, path, documents, s, seed) -> dict:
-    """Section 3 on the user's task file (``posbias task``, :mod:`posbias_nb.experiments.task`):
+    """Section 3 on the user's task file (``posbias task``, :mod:`posbias_nb.experiments.prompt.user_task`):
     the same curves and the same pre-declared contrasts (first and last gold slot against the
     middle region, log p, Holm), examples as the unit; no heatmap and no span view."""
-    from .. import task as _task_mod
+    from ..prompt import user_task as _task_mod
 
     E = s["examples"]
     try:

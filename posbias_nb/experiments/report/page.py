@@ -7,7 +7,7 @@ import json
 
 
 from ...results import Result
-from ..pages import STYLE, check_out_dir
+from ..base.pages import STYLE, check_out_dir
 from .drawing import draw_figures
 from .words import RATIO_PARTS, fmt, options_as_code, pct
 

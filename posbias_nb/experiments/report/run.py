@@ -52,7 +52,7 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         A bar per stage on stderr.
     task_data : path or None
         A task file (:func:`posbias_nb.tasks.qa.read_task_file`: Liu et al.'s QA or key-value
-        format, or the plain one): section 3 is then :func:`posbias_nb.experiments.task.task_run`
+        format, or the plain one): section 3 is then :func:`posbias_nb.experiments.prompt.user_task.task_run`
         on it (the settings' number of examples, ``task_documents`` documents) in place of the
         synthetic key-value task, with the same claims.  Checked before anything is measured.
     remedy_file : path or None
@@ -60,7 +60,7 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         pretrained model patched by it.  Section 1's trained profile is measured under the
         remedy on the same windows (the unpatched profile shown beside it), section 3's
         prompts are scored under it
-        (:func:`~posbias_nb.experiments.inference.retrieval_remedy_run`); the structural
+        (:func:`~posbias_nb.experiments.remedy.inference.retrieval_remedy_run`); the structural
         prediction and the span view describe the unpatched model and are left out.  Refused
         before any measurement on a model whose
         fingerprint differs, after loading on other weights.
@@ -108,7 +108,7 @@ def report(model, weights: str = "pretrained", length: int = 512, quick: bool = 
         extra["remedy"] = remedy_key(spec)
     if task_data is not None:
         from ...models.weights import file_sha256
-        from .. import prompts
+        from ..base import prompts
 
         prompts.prepare(task_data, task_documents, None, s["examples"], None, seed)  # checks
         extra = {"task_data": file_sha256(Path(task_data)),

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import metrics, stats
-from .. import retrieval as _ret
+from ..prompt import retrieval as _ret
 from .config import ENDS
 from .words import RATIO_PARTS, ZERO_REASON, unformed_reason
 

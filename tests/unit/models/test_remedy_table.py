@@ -56,7 +56,8 @@ def test_the_table_is_well_formed_and_the_check_rejects_a_bad_row():
 
 def test_the_lists_are_the_tables():
     from posbias_nb import models
-    from posbias_nb.experiments import fix, inference, placement
+    from posbias_nb.experiments.remedy import fix, inference
+    from posbias_nb.experiments.prompt import placement
     from posbias_nb.models import remedy_file as rf
     from posbias_nb.tasks import reorder
 
@@ -85,7 +86,8 @@ import contextlib, io, json
 from posbias_nb import cli, models
 from posbias_nb.models import remedy_file as rf
 from posbias_nb.tasks import reorder
-from posbias_nb.experiments import fix, inference, placement
+from posbias_nb.experiments.remedy import fix, inference
+from posbias_nb.experiments.prompt import placement
 assert models.__file__.startswith(%r), models.__file__
 out = {"models": list(models.REMEDIES), "file": sorted(rf.FILE_REMEDIES),
        "per_prompt": sorted(rf.PER_PROMPT), "prompt": list(rf.PROMPT_REMEDIES),
@@ -138,7 +140,7 @@ def test_a_toy_remedy_added_to_the_table_alone_is_found_everywhere(toy):
 
 
 def test_a_toy_remedy_leaves_a_design_that_names_its_arms_and_moves_fix_s_search(toy):
-    from posbias_nb.experiments import fix, inference
+    from posbias_nb.experiments.remedy import fix, inference
 
     assert "toy-scale" not in toy["inference_arms"]
     assert toy["inference_design"] == inference.DESIGN.hash
@@ -155,6 +157,6 @@ def test_the_walk_in_contributing_names_every_file_a_remedy_touches():
                  "posbias_nb/tasks/reorder.py", "tests/unit/models/test_remedy_oracles.py",
                  "posbias_nb/data/designs.json", "tests/data/cli_options.json",
                  "tests/unit/models/test_remedy_table.py",
-                 "posbias_nb/experiments/fix/tune.py"):
+                 "posbias_nb/experiments/remedy/fix/tune.py"):
         assert item in walk, item
         assert (ROOT / item).exists(), item

@@ -382,7 +382,7 @@ def test_each_gemma3_switch_changes_the_model_and_only_where_it_says(switch):
     """Issue 34, item 16: each ablation of the layouts study changes the random-init Gemma-3's
     output (checked by behaviour), on the parts it names."""
     import torch
-    from posbias_nb.experiments import born_layouts as study
+    from posbias_nb.experiments.born import born_layouts as study
 
     m = _tiny_gemma3()
     ids = torch.arange(1, 13).unsqueeze(0)
@@ -404,7 +404,7 @@ def test_each_gemma3_switch_changes_the_model_and_only_where_it_says(switch):
 
 def test_a_switch_is_refused_on_a_model_without_its_parts():
     import torch
-    from posbias_nb.experiments import born_layouts as study
+    from posbias_nb.experiments.born import born_layouts as study
 
     with pytest.raises(ValueError, match="unknown switch 'rope'"):
         study.switch_off(_tiny_gemma3(), "rope")
@@ -422,7 +422,7 @@ def test_a_recorded_layout_agrees_across_float_rounding_of_its_sinks(tmp_path, m
     from pathlib import Path
 
     from posbias_nb import cache
-    from posbias_nb.experiments import born_layouts as study
+    from posbias_nb.experiments.born import born_layouts as study
 
     found = {"now": T.parse_layout("sliding:16@0.014936589462354138,full@-0.0017153004222846")}
     monkeypatch.setattr(study.entry, "profile_model", lambda *a, **k: (None, None, None))

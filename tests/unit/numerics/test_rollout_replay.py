@@ -7,7 +7,7 @@ util.plot_last_row_distribution) loop for loop, so faithful=True is checked agai
 
 The packaged data is pinned to its source by digests recorded in tests/data (see the README
 there): no test reads a file outside the repository.  The cached replay of the chapter,
-posbias_nb.experiments.replay, is tested at the end.
+posbias_nb.experiments.born.replay, is tested at the end.
 """
 import copy
 import hashlib
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from posbias_nb import cache, rollout
-from posbias_nb.experiments import replay as exp_replay
+from posbias_nb.experiments.born import replay as exp_replay
 
 DIGESTS = json.loads((Path(__file__).resolve().parents[2] / "data" / "ml-uhh-rollout-configs.sha256.json")
                      .read_text())
@@ -297,7 +297,7 @@ def test_replayed_rejects_unknown_keys():
 
 def test_sum_lambda_is_a_t_interval_over_windows():
     from posbias_nb import metrics, stats
-    from posbias_nb.experiments.replay import sum_lambda
+    from posbias_nb.experiments.born.replay import sum_lambda
 
     rng = np.random.default_rng(0)
     lam_win = rng.uniform(0.05, 0.3, size=(6, 8))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from posbias_nb import cli, models, theory
-from posbias_nb.experiments import born_scales as bs
+from posbias_nb.experiments.born import born_scales as bs
 from posbias_nb.models import init_scales
 
 

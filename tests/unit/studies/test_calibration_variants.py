@@ -73,7 +73,7 @@ def test_length_matched_dummy_refusals():
     short = qa.qa_prompt("who?", [qa.Document("A", "x."), qa.Document("B", "y.")])
     with pytest.raises(ValueError, match="no cut of the dummy filler"):  # shorter than a header
         qa.length_matched_dummies(codec, short)
-    from posbias_nb.experiments.study import prompt_documents
+    from posbias_nb.experiments.base.study import prompt_documents
     with pytest.raises(ValueError, match="dummy must be one of"):
         prompt_documents(codec, qa.qa_prompt("who?", _docs(3)), dummy="short")
 
@@ -84,13 +84,13 @@ def test_length_matched_dummy_refusals():
 torch = pytest.importorskip("torch")
 
 from posbias_nb import models  # noqa: E402
-from posbias_nb.experiments import fix as fix_mod  # noqa: E402
-from posbias_nb.experiments import prompts as prompts_mod  # noqa: E402
-from posbias_nb.experiments.fix import scoring as fix_scoring  # noqa: E402
+from posbias_nb.experiments.remedy import fix as fix_mod  # noqa: E402
+from posbias_nb.experiments.base import prompts as prompts_mod  # noqa: E402
+from posbias_nb.experiments.remedy.fix import scoring as fix_scoring  # noqa: E402
 from posbias_nb.measure import positional  # noqa: E402
 from posbias_nb.measure.scoring import score_batch  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
-from posbias_nb.experiments import study
+from posbias_nb.experiments.base import study
 
 
 def _rows(n):
@@ -113,7 +113,7 @@ def test_variant_scores_equal_full_passes_under_the_remedy(data, llama4_dir):
     """_calibration_record under each of the four combinations: the relevance of each dummy is
     eq. 4 from its own dummy prompts, and each score is one full pass under the remedy with
     that relevance (and, shared, the documents' mean attention)."""
-    from posbias_nb.experiments.study import prompt_documents
+    from posbias_nb.experiments.base.study import prompt_documents
     from posbias_nb.measure import entry
 
     part = prompts_mod.prepare(data, 4, fix_mod.fix_positions(4), 2, None, 0, None)
@@ -170,8 +170,8 @@ def test_a_variant_file_applied_by_task_equals_the_remedy(tmp_path, data, llama4
     measures each prompt's relevance with that dummy and applies the shared normaliser with
     the documents' mean attention (one prompt against a full pass by hand); a bad dummy name
     in a file is refused."""
-    from posbias_nb.experiments import task as task_mod
-    from posbias_nb.experiments.study import prompt_documents
+    from posbias_nb.experiments.prompt import user_task as task_mod
+    from posbias_nb.experiments.base.study import prompt_documents
     from posbias_nb.measure import entry
 
     m = entry.loaded(llama4_dir, weights="pretrained", seed=0)[0]
@@ -208,8 +208,8 @@ def test_retrieval_under_a_variant_file(tmp_path, llama4_dir):
     """posbias retrieval --remedy-file on its key-value prompts: a shared-normaliser file scores
     each prompt with its records' mean attention (every prompt against a pass by hand); a
     length-matched file is refused in one line (key-value records have no free text)."""
-    from posbias_nb.experiments import inference
-    from posbias_nb.experiments import retrieval as ret
+    from posbias_nb.experiments.remedy import inference
+    from posbias_nb.experiments.prompt import retrieval as ret
     from posbias_nb.measure import entry
     from posbias_nb.tasks.kv_needle import dummy_prompts
 

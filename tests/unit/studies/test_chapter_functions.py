@@ -117,7 +117,7 @@ def test_headline_data_fits_the_born_row_and_pairs_the_real_curves(monkeypatch):
     profile (its alpha recovered), its minimum is at L - 1 (the valley the figure marks), and
     each model's real curve is realqa.paired_by_slot of its run."""
     from posbias_nb import measure
-    from posbias_nb.experiments import headline, realqa
+    from posbias_nb.experiments.prompt import headline, realqa
 
     L, H = 64, 12
     row = theory.influence(L, H, 0.2)

@@ -1,6 +1,6 @@
 """Every verdict rule under the lock (issue 56, item 4): no chapter decides a claim with a
-threshold of its own; the declared rules (experiments.claims, the studies' ``rules``) and the
-one function that applies them (experiments.design.decide_rule)."""
+threshold of its own; the declared rules (experiments.base.claims, the studies' ``rules``) and the
+one function that applies them (experiments.base.design.decide_rule)."""
 from __future__ import annotations
 
 import ast
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from posbias_nb import stats
-from posbias_nb.experiments import born_layouts as layouts, claims, design, training as remedies
+from posbias_nb.experiments.born import born_layouts as layouts
+from posbias_nb.experiments.base import claims, design
+from posbias_nb.experiments.remedy import lab as remedies
 
 BOOK = Path(__file__).resolve().parents[3] / "book"
 
@@ -110,7 +112,7 @@ def test_no_chapter_decides_with_a_threshold_of_its_own():
     for p in sorted(BOOK.glob("*.md")):
         for i, src in code_cells(p.read_text()):
             found += [f"{p.name}, cell {i}: {code}" for _, code in direct_decisions(src)]
-    assert not found, ("decide through a declared rule (experiments.claims or the study's "
+    assert not found, ("decide through a declared rule (experiments.base.claims or the study's "
                        "DESIGN['rules']), not stats.decide:\n" + "\n".join(found))
 
 
@@ -179,7 +181,7 @@ def test_rule_effect_redecides_to_the_same_word():
 
 
 # --------------------------------------------------------------------------------------------
-# experiments.claims: the chapters' table
+# experiments.base.claims: the chapters' table
 
 def _cases():
     for chapter, rules in claims.DESIGN.as_dict().items():

@@ -1,13 +1,14 @@
-"""The confirmatory study of the prompt remedies (posbias_nb.experiments.confirm, issue 53):
+"""The confirmatory study of the prompt remedies (posbias_nb.experiments.remedy.confirm, issue 53):
 its questions, its placements and its decision rule, without a model."""
 import numpy as np
 import pytest
 
 from posbias_nb import stats
-from posbias_nb.experiments import confirm, realqa
-from posbias_nb.experiments import prompts as prompts_mod
+from posbias_nb.experiments.remedy import confirm
+from posbias_nb.experiments.prompt import realqa
+from posbias_nb.experiments.base import prompts as prompts_mod
 from posbias_nb.tasks import reorder
-from posbias_nb.experiments import study
+from posbias_nb.experiments.base import study
 
 
 def test_questions_are_new_and_fixed():

@@ -5,15 +5,20 @@ from types import MappingProxyType
 
 import pytest
 
-from posbias_nb.experiments import design
-from posbias_nb.experiments.design import Design, check, history, registry
+from posbias_nb.experiments.base import design
+from posbias_nb.experiments.base.design import Design, check, history, registry
 
 STUDIES = {}
 
 
 def _studies():
-    from posbias_nb.experiments import born_layouts, born_scales, claims, confirm, fix, \
-        fix_fast, inference, pipeline, realqa, report, retrieval, scale, training
+    from posbias_nb.experiments.born import born_layouts, born_scales
+    from posbias_nb.experiments.base import claims
+    from posbias_nb.experiments.remedy import confirm, fix
+    from posbias_nb.experiments import report
+    from posbias_nb.experiments.born import scale
+    from posbias_nb.experiments.prompt import realqa, retrieval
+    from posbias_nb.experiments.remedy import fix_fast, inference, lab as training, pipeline
     return {"claims": claims.DESIGN,
             "inference": inference.DESIGN, "retrieval": retrieval.DESIGN,
             "remedies": training.DESIGN, "report": report.DESIGN, "layouts": born_layouts.DESIGN,
@@ -154,7 +159,7 @@ def test_digest_of_verdict_rows(tmp_path):
 
 def _stale(study, path):
     """None when the digest at ``path`` was made under today's design and verdict code of
-    ``study``, else what differs (:func:`posbias_nb.experiments.design.digest_mismatch`)."""
+    ``study``, else what differs (:func:`posbias_nb.experiments.base.design.digest_mismatch`)."""
     return design.digest_mismatch(study, json.loads(path.read_text()),
                                   (_studies()[study].hash, design.code_hash(study)))
 

@@ -1,4 +1,4 @@
-"""The rules of ``posbias fix`` on made-up numbers (posbias_nb.experiments.fix): the seeded
+"""The rules of ``posbias fix`` on made-up numbers (posbias_nb.experiments.remedy.fix): the seeded
 split, the slots, the choice of the one remedy carried to the test part and its verdict words,
 the test part's power, the slot figure.  The runs on a tiny model are in
 tests/integration/test_fix.py."""
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from posbias_nb import stats
-from posbias_nb.experiments import fix as fix_mod
-from posbias_nb.experiments.fix import parts as fix_parts
+from posbias_nb.experiments.remedy import fix as fix_mod
+from posbias_nb.experiments.remedy.fix import parts as fix_parts
 
 
 def test_split_is_seeded_disjoint_and_complete():
@@ -110,7 +110,7 @@ def test_slot_figure_draws_identical_series_once_labelled_for_both():
 
     matplotlib.use("Agg")
     from posbias_nb import plots
-    from posbias_nb.experiments import fix
+    from posbias_nb.experiments.remedy import fix
     from posbias_nb.results import Result
 
     def ivs(e):

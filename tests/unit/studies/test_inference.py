@@ -1,4 +1,4 @@
-"""Inference-time remedies (models.remedies, measure.positional, experiments.inference): exact restoration, each remedy changes what it should and nothing else, checks
+"""Inference-time remedies (models.remedies, measure.positional, experiments.remedy.inference): exact restoration, each remedy changes what it should and nothing else, checks
 against independent references, bad parameters, determinism (the --remedy flags of the command:
 tests/integration/test_inference_cli.py)."""
 import numpy as np
@@ -305,7 +305,7 @@ def test_random_ascii_batch_is_yu_et_als_corpus():
 
 def test_verdict_effect_reads_the_claims_rule():
     from posbias_nb import stats
-    from posbias_nb.experiments.inference import verdict_effect
+    from posbias_nb.experiments.remedy.inference import verdict_effect
 
     above = {"claim": {"direction": "greater", "threshold": 0.0}, "adjusted": (0.3, 0.1, 0.5),
              "testable": True}
@@ -321,7 +321,7 @@ def test_verdict_effect_reads_the_claims_rule():
 
 
 def test_setting_text():
-    from posbias_nb.experiments.fix import setting_text
+    from posbias_nb.experiments.remedy.fix import setting_text
 
     assert setting_text({"ranker": "bm25", "tau": 0.25, "slot_quality": [1, 2]}) == \
         "ranker = bm25, tau = 0.25"

@@ -1,10 +1,12 @@
-"""The pipeline study (posbias_nb.experiments.pipeline, issue 62): its questions, its
+"""The pipeline study (posbias_nb.experiments.remedy.pipeline, issue 62): its questions, its
 placements, its retrieval and its decision rule, without a language model."""
 import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from posbias_nb.experiments import confirm, design, pipeline
+from posbias_nb.experiments.remedy import confirm, pipeline
+
+from posbias_nb.experiments.base import design
 from posbias_nb.tasks import qa, reorder
 
 

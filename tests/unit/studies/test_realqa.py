@@ -1,12 +1,12 @@
-"""The real-questions study (experiments/realqa.py): its locked design, the power rule that
+"""The real-questions study (experiments/prompt/realqa.py): its locked design, the power rule that
 chose its size, the tables it decides on.  No model runs here."""
 import numpy as np
 import pytest
 from scipy import stats as st
 
-from posbias_nb.experiments import realqa
+from posbias_nb.experiments.prompt import realqa
 from posbias_nb.results import Result
-from posbias_nb.experiments import study
+from posbias_nb.experiments.base import study
 
 
 def test_the_pilot_and_the_test_questions_are_disjoint_and_in_the_file():

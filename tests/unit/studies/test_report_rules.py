@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from posbias_nb import metrics, theory
-from posbias_nb.experiments import retrieval as _ret
+from posbias_nb.experiments.prompt import retrieval as _ret
 from posbias_nb.experiments.report import statistics as RS, words as RW
 from posbias_nb.measure import span_profile
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from posbias_nb import metrics, stats
-from posbias_nb.experiments import retrieval as R
+from posbias_nb.experiments.prompt import retrieval as R
 from posbias_nb.tasks import kv_needle as T
 from posbias_nb.measure import entry
 from posbias_nb.measure.scoring import score
-from posbias_nb.experiments import study
+from posbias_nb.experiments.base import study
 
 VOCAB = 300  # the -tiny twins' vocabulary: byte-level prompts
 
@@ -474,7 +474,7 @@ def test_liu_run_on_a_tiny_model(monkeypatch, long_tiny, tmp_path):
 
 def test_liu_substring_match_counts_a_correct_generation(monkeypatch, long_tiny):
     """A model that copies the value is scored correct: force it by patching the generator."""
-    from posbias_nb.experiments import retrieval as mod
+    from posbias_nb.experiments.prompt import retrieval as mod
 
     monkeypatch.setenv("POSBIAS_CACHE_DIR", "off")
 
@@ -515,7 +515,7 @@ def test_study_one_pass_equals_run_and_link(monkeypatch):
 def test_region_accuracy_pools_the_middle_and_refuses_non_binary():
     import numpy as np
 
-    from posbias_nb.experiments.retrieval import region_accuracy
+    from posbias_nb.experiments.prompt.retrieval import region_accuracy
 
     M = np.array([[1, 0, 0, 0, 0, 0, 1], [1, 1, 1, 1, 0, 0, 1]])  # middle: slots 2..4
     est, lo, hi = region_accuracy(M)

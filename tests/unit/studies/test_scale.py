@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from posbias_nb import models, theory
-from posbias_nb.experiments import scale
+from posbias_nb.experiments.born import scale
 from posbias_nb.provenance import plan
 
 # published values (the config.json each configs function names)
@@ -235,7 +235,7 @@ def gb_head():
 
 
 def test_verdict_rows_count_the_family_and_refuse_an_unknown_initialiser():
-    from posbias_nb.experiments import scale
+    from posbias_nb.experiments.born import scale
 
     s = {"words": {"a:x": "holds", "b:x": "fails", "c:x": "holds"}, "verdict": "fails"}
     rows = scale.verdict_rows({"hf": s, "fan-in": dict(s, verdict="inconclusive")})

@@ -1,4 +1,4 @@
-"""The remedies lab (posbias_nb.experiments.training, posbias_nb.tasks.synthetic): tasks, determinism, a tiny run, bad input."""
+"""The remedies lab (posbias_nb.experiments.remedy.lab, posbias_nb.tasks.synthetic): tasks, determinism, a tiny run, bad input."""
 from __future__ import annotations
 
 import io
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from posbias_nb import results
-from posbias_nb.experiments import training as train
+from posbias_nb.experiments.remedy import lab as train
 from posbias_nb.tasks import synthetic
 
 TINY = dict(task="kv", layers=2, width=32, length=32, steps=3, checkpoints=2, batch=4,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from posbias_nb import cache
-from posbias_nb.experiments import training as T
+from posbias_nb.experiments.remedy import lab as T
 from posbias_nb.provenance import machine, plan, verify
 
 #: a twin small enough for a unit test: every code path of the weighted remedy on edge-biased
@@ -96,7 +96,7 @@ def test_the_twin_agrees_under_another_cpus_kernels(recorded_twin, tmp_path):
     vector unit): it passes, and the kernels really moved the twin (else the test is empty)."""
     out = tmp_path / "other.npz"
     code = ("import json, sys, numpy as np\n"
-            "from posbias_nb.experiments import training as T\n"
+            "from posbias_nb.experiments.remedy import lab as T\n"
             f"kw = json.loads({json.dumps(json.dumps(TINY))})\n"
             "T.train_twin(**kw)\n"   # verified against the recorded twin: raises on a mismatch
             "np.savez(sys.argv[1], **T.train_twin(**kw, cache=False))\n")

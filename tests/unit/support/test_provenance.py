@@ -79,7 +79,7 @@ def test_code_modules_follow_imports_not_presentation():
     mods = code.code_modules("profile")
     assert {"measure.cached", "measure.jacobian", "models.zoo", "tasks.text"} <= set(mods)
     assert not set(mods) & code.NOT_COMPUTING
-    assert "experiments.realqa" not in mods  # measure does not import experiments
+    assert "experiments.prompt.realqa" not in mods  # measure does not import experiments
     assert "measure.jacobian" in code.code_modules("realqa-jacobian")
     with pytest.raises(ValueError, match="nope"):
         code.code_modules("nope")
@@ -383,7 +383,7 @@ def test_reference_holds_only_for_the_recording_it_was_made_for():
 
 def test_cpu_reference_finds_the_training_call_of_a_key_and_refuses_what_it_cannot_make(
         tmp_path, capsys):
-    from posbias_nb.experiments import training as r
+    from posbias_nb.experiments.remedy import lab as r
     from posbias_nb import provenance_cli as cli
     from posbias_nb.provenance import reference
 
@@ -466,7 +466,7 @@ def test_an_entry_of_parts_is_re_measured_by_a_sample_of_its_parts(tmp_path, mon
     code digest chooses), compares each with its part of the recorded whole, logs their seconds
     as computed-part (never as the entry's own cost) and returns the recorded whole; a part
     that differs fails, naming the part and the command that re-records."""
-    monkeypatch.setitem(code.NAMESPACE_CODE, "fake-parts", ("experiments.task",))
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake-parts", ("experiments.prompt.user_task",))
     err, asked, ev = _parts_run(tmp_path, monkeypatch, lambda i: {"x": np.arange(3.0) + i}, "ok")
     assert err is None and asked == verify.part_sample("fake-parts", cache.key(
         "fake-parts", {"n": 5}), 5) and len(asked) == verify.VERIFY_PARTS and asked[0] == 0
@@ -553,7 +553,7 @@ def test_a_change_that_moves_only_answers_of_several_tokens_is_caught(tmp_path, 
     under the mean: with the kinds declared the sample meets such a prompt and fails, naming
     it; the old sample (the first part and the digest's choice) agreed with it."""
     ns = "fake-answers"
-    monkeypatch.setitem(code.NAMESPACE_CODE, ns, ("experiments.task",))
+    monkeypatch.setitem(code.NAMESPACE_CODE, ns, ("experiments.prompt.user_task",))
     params = {"n": 28}
     k = cache.key(ns, params)
     count = 28

@@ -195,8 +195,8 @@ def test_the_books_namespaces_are_told_apart_by_what_they_reach():
     report's page module computes nothing; the inference study's code is inside its
     namespaces and not inside the born profile's."""
     mods = code.code_modules("inference-task")
-    assert "experiments.inference" in mods and "experiments.report.page" not in mods
-    assert "experiments.inference" not in code.code_modules("profile")
+    assert "experiments.remedy.inference" in mods and "experiments.report.page" not in mods
+    assert "experiments.remedy.inference" not in code.code_modules("profile")
     assert code.code_digest("inference-task") == code.code_digest("inference-cost")
     assert code.code_digest("inference-task") != code.code_digest("profile")
 
@@ -442,10 +442,25 @@ def test_an_edit_of_a_table_read_by_value_is_priced(monkeypatch):
     assert code.reaches("fake", "table", "TABLE", files)
 
 
+def test_what_computes_nothing_counts_by_the_name_read_not_where_it_lives(monkeypatch):
+    """A reader of a module that computes nothing (a page's, a design's helper) keeps its digest
+    when that module moves (the floors of issue 65); reading another of its names moves it."""
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
+    monkeypatch.setattr(code, "NOT_COMPUTING", code.NOT_COMPUTING | {"page", "base.page"})
+    reader = "from .page import title\n\n\ndef compute(n):\n    return {'t': title(n), 'n': n}\n"
+    then = {"__init__.py": "", "fake.py": reader, "page.py": PAGE.replace("page_title", "title")}
+    moved = {"__init__.py": "", "base/__init__.py": "", "base/page.py": then["page.py"],
+             "fake.py": reader.replace(".page", ".base.page")}
+    assert code.code_digest("fake", moved) == code.code_digest("fake", then)
+    other = {**then, "fake.py": reader.replace("import title", "import title as _t, heading")
+             .replace("title(n)", "heading(n)")}
+    assert code.code_digest("fake", other) != code.code_digest("fake", then)
+
+
 def test_the_older_rule_is_computed_as_it_was(monkeypatch):
     """``reach-v1`` stays computable exactly (migrate-digests matches stored digests by it): the
     digest of a small package by the code that introduced the rule (commit 0a00c8d, before
-    constants by value), an oracle kept as a literal; reach-v2 differs from it."""
+    constants by value and what computes nothing by its name), an oracle kept as a literal."""
     monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
     monkeypatch.setattr(code, "NOT_COMPUTING", code.NOT_COMPUTING | {"page"})
     files = {"__init__.py": "", "page.py": "def title(n):\n    return f'<h1>{n}</h1>'\n",

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from posbias_nb.experiments import realqa
+from posbias_nb.experiments.prompt import realqa
 from posbias_nb.tasks import corpus, qa
 
 

@@ -1,0 +1,14 @@
+"""The base floor of the studies: what they share and compute no verdict of their own with.
+
+=================  ==============================================================
+:mod:`.design`     designs and verdict code locked before their data (the registry)
+:mod:`.claims`     the chapters' declared verdict rules, one locked table
+:mod:`.study`      a model with its codec, prompt and answer ids, examples drawn, a
+                   remedy file read, a remedy scored
+:mod:`.prompts`    a task file's prompts, a prompt remedy placing documents, the sizes
+                   several studies read
+:mod:`.pages`      the HTML pages' stylesheet, PNG helper and ``--out`` check
+=================  ==============================================================
+
+It imports no study: every floor above imports it.
+"""

@@ -56,7 +56,8 @@ UNIT_N       := $(if $(filter-out 1,$(UNIT_WORKERS)),-n $(UNIT_WORKERS),)
 unit: unit-tests doctests
 
 unit-tests: setup
-	HYPOTHESIS_PROFILE=ci $(UNIT_PAR) $(PY) -m pytest tests/ -q -p no:cacheprovider $(UNIT_N)
+	HYPOTHESIS_PROFILE=ci $(UNIT_PAR) $(PY) -m pytest tests/ -q -p no:cacheprovider $(UNIT_N) \
+	  --durations=25 --durations-min=5
 
 doctests: setup
 	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules posbias_nb

@@ -122,7 +122,7 @@ def fix_falcon_eager_alibi(model) -> bool:
     (:math:`(QK^\top + \mathrm{ALiBi})/\sqrt{d_h} + \text{mask}`), so eager attention carries
     the bias twice while SDPA (and the original Falcon code) carries it once.  A forward
     pre-hook on every attention module replaces its ``alibi`` argument by zeros, leaving the
-    bias in the mask only: eager and SDPA then agree (``tests/test_capture.py`` checks it).
+    bias in the mask only: eager and SDPA then agree (``tests/unit/measure/test_hooks.py`` checks it).
     Idempotent.  Returns True if the model needs the fix (a Falcon model with ALiBi in eager
     mode).
     """

@@ -32,7 +32,6 @@ unit test recomputes it) and a copy in ``bench/results/``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import subprocess
@@ -42,6 +41,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from posbias_nb.provenance.verify import rounding_tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "posbias_nb" / "data" / "rank_rounding.json"
@@ -59,13 +60,6 @@ CHANGES = ("truncation at 128 tokens", "first token, not the mean", "passages wi
            "no L2 normalisation")
 HEADROOM, MARGIN = 100.0, 10.0
 RETRIEVE_KEY = "5ed582bae3defacc0af04123f0240a935c90cf7bbe7e3be49b9135ee348b135b"
-
-
-def tolerance(largest_rounding: float) -> float:
-    """:data:`HEADROOM` times the largest rounding, rounded up to a power of ten."""
-    if not largest_rounding > 0:
-        raise ValueError(f"the largest rounding must be positive, got {largest_rounding!r}")
-    return 10.0 ** math.ceil(math.log10(HEADROOM * largest_rounding))
 
 
 def _apply_change(name: str | None) -> None:
@@ -147,7 +141,7 @@ def main() -> int:
             agrees[name] = s
         changed = {name: _run(tmp, name, {}, name, None) for name in CHANGES}
     largest = max(rounding.values())
-    tol = tolerance(largest)
+    tol = rounding_tolerance(largest, HEADROOM)
     native_gap = float(ranking_gaps(rec["retrieved"], native).max())
     recorded_vs_native = ranking_agrees(rec, native, gold, tol)
     agrees = {name: not ranking_agrees(rec, s, gold, tol) for name, s in agrees.items()}

@@ -33,7 +33,6 @@ recomputes it) and a copy in ``bench/results/``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import subprocess
@@ -46,6 +45,7 @@ import numpy as np
 
 from posbias_nb.experiments.remedy import lab as T
 from posbias_nb.experiments.remedy.lab import TWIN_STEPS
+from posbias_nb.provenance.verify import rounding_tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "posbias_nb" / "data" / "twin_rounding.json"
@@ -140,10 +140,9 @@ CHANGES = ("learning rate x 1.01", "middle weight x 1.01", "weight decay x 2",
 
 
 def tolerance(rounding: float) -> float:
-    """``HEADROOM`` times the largest rounding deviation, rounded up to a power of ten."""
-    if not (math.isfinite(rounding) and rounding >= 0):
-        raise ValueError(f"a rounding deviation must be a finite number >= 0, got {rounding!r}")
-    return 10.0 ** math.ceil(math.log10(max(rounding, 1e-300) * HEADROOM))
+    """``HEADROOM`` times the largest rounding deviation, rounded up to a power of ten
+    (:func:`posbias_nb.provenance.verify.rounding_tolerance`)."""
+    return rounding_tolerance(rounding, HEADROOM)
 
 
 def _run(env_extra: dict) -> dict:

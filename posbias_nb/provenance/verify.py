@@ -23,7 +23,7 @@ from . import code
 from .machine import machine_id
 
 __all__ = ["RecordedMismatch", "MACHINE_FIELDS", "RTOL", "NAMESPACE_RTOL", "rtol_for",
-           "twin_rounding", "agree", "VERIFY_PARTS", "part_sample", "one_part",
+           "rounding_tolerance", "twin_rounding", "agree", "VERIFY_PARTS", "part_sample", "one_part",
            "PART_FIELDS", "part_kinds", "by_parts", "against_reference"]
 
 
@@ -40,6 +40,22 @@ MACHINE_FIELDS = ("seconds", "peak_mib", "peak_kb", "wall", "wall_s", "latency_s
 #: The tolerance of :func:`agree` where a namespace declares none: the same code on another
 #: machine rounds differently, a changed computation moves numbers by far more.
 RTOL = 1e-3
+
+
+def rounding_tolerance(rounding: float, headroom: float = 100.0) -> float:
+    """A tolerance derived from measured rounding, not guessed: ``headroom`` times the largest
+    deviation another CPU's kernels gave a computation, rounded up to a power of ten (the rule
+    behind the float64 twins' tolerance and the dense ranking's,
+    ``bench/bench_twin_rounding.py`` and ``bench/bench_rank_rounding.py``).
+
+    >>> rounding_tolerance(5.8e-7)
+    0.0001
+    """
+    import math
+
+    if not (math.isfinite(rounding) and rounding >= 0):
+        raise ValueError(f"a rounding deviation must be a finite number >= 0, got {rounding!r}")
+    return 10.0 ** math.ceil(math.log10(max(rounding, 1e-300) * headroom))
 
 
 @functools.lru_cache(maxsize=1)

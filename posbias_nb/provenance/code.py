@@ -105,12 +105,16 @@ _PKG = Path(__file__).resolve().parents[1]
 #: The rule :func:`code_digest` follows; ``recorded/MANIFEST.json`` says which rule its digests
 #: follow (``digest_rule``), and ``python -m posbias_nb.provenance migrate-digests`` carries them
 #: over to a new one (:mod:`posbias_nb.provenance.migrate`).
-DIGEST_RULE = "reach-v2"
+DIGEST_RULE = "reach-v3"
 #: The rules :func:`code_digest` can still follow, to carry digests from one to the next:
 #: ``reach-v1`` hashed every statement by its text; ``reach-v2`` hashes a constant that is plain
 #: data by its value (:meth:`posbias_nb.provenance.reach.Index.folded`), and a read of what
-#: computes nothing (:data:`NOT_COMPUTING`) by the name read, not the module it lives in.
-RULES = ("reach-v1", "reach-v2")
+#: computes nothing (:data:`NOT_COMPUTING`) by the name read, not the module it lives in;
+#: ``reach-v3`` hashes a top-level function by its code, not its name (every read of it is
+#: already an edge to its code), unless the package reads a function's name as data
+#: (:attr:`posbias_nb.provenance.reach.Index.reflects`): a function renamed with its readers
+#: is the same code.
+RULES = ("reach-v1", "reach-v2", "reach-v3")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -319,7 +323,8 @@ def _reached(namespace: str, files: Mapping[str, str] | None, roots: tuple[str, 
         raise ValueError(f"unknown digest rule {rule!r}; one of {', '.join(RULES)}")
     roots = _roots(namespace, roots)
     srcs = package_files(files)
-    ix = reach.index(srcs, NOT_COMPUTING, fold=rule != "reach-v1")
+    ix = reach.index(srcs, NOT_COMPUTING, fold=rule != "reach-v1",
+                     names=rule in ("reach-v1", "reach-v2"))
     return roots, srcs, ix, ix.reach(m for m in roots if m in srcs)
 
 

@@ -44,6 +44,13 @@ module is renamed, and when a unit that no namespace reaches changes; it moves w
 unit's text changes (a local variable keeps its name), and when a name comes to mean another
 statement of the same text only elsewhere (each read's edge names the content it means).
 
+A top-level function is a unit by its code, not its name (rule ``reach-v3``): every read of it
+is already an edge to its code, so a function renamed together with its readers is the same code
+and moves no digest.  Its parameters, a class's name (data: ``type(x).__name__``, a
+dataclass's ``repr``) and a constant bound by text still count by name; and where the package's
+computing code reads a function's name (``f.__name__``, ``f.__qualname__``, ``f.__code__``:
+:attr:`Index.reflects`), every function's name counts again.
+
 Not seen, as before this module (the module-level digest followed import statements only): code
 reached by a string alone (``importlib.import_module(f"...")``, a registry filled by a module that
 nothing imports).  The package's ``__init__`` resolves its front door that way and is not
@@ -94,6 +101,19 @@ def strip_docstrings(tree: ast.AST) -> None:
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                     and isinstance(body[0].value.value, str):
                 node.body = body[1:] or [ast.Pass()]
+
+
+#: Attributes through which code can read what a function is called (its name as data).
+_OWN_NAME = frozenset({"__name__", "__qualname__", "__code__"})
+
+
+def _reads_own_name(n: ast.AST) -> bool:
+    """Whether ``n`` reads an object's own name (``f.__name__``), except a type's name read as
+    ``type(x).__name__`` (an error message's): the one way a function's name can be data."""
+    if not (isinstance(n, ast.Attribute) and n.attr in _OWN_NAME):
+        return False
+    v = n.value
+    return not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "type")
 
 
 def _bound_names(stmt: ast.stmt) -> set[str]:
@@ -272,11 +292,18 @@ class Index:
     namespace's root modules reach in them (:meth:`reach`)."""
 
     def __init__(self, srcs: Mapping[str, str], not_computing: frozenset[str] = frozenset(),
-                 fold: bool = True):
+                 fold: bool = True, names: bool = False):
         self.srcs = dict(srcs)
         self.known = set(self.srcs)
         self.not_computing = not_computing
         self.fold = fold
+        #: whether the name a top-level function binds counts in its unit (rules before
+        #: ``reach-v3``, and wherever the package's code reads a function's name, :attr:`reflects`)
+        self.names = names
+        #: ``(module, line)`` of each read of a function's own name (``f.__name__``,
+        #: ``f.__qualname__``, ``f.__code__``) in the package's computing code: where there is
+        #: one, a function's name may be data, so every function's name counts
+        self.reflects: list[tuple[str, int]] = []
         self.mods: dict[str, _Module] = {}
         self._memo_reads: dict[tuple[str, int], list] = {}
         self._memo_reach: dict[tuple[str, ...], tuple] = {}
@@ -288,6 +315,8 @@ class Index:
             if m in not_computing:
                 continue
             self.mods[m] = self._module(m, self.srcs[m])
+        if not self.names and self.reflects:
+            self.names = True
         for m in self.mods.values():  # every module known: what a call resolves to can be told
             for u in m.units:
                 u.pure = self._is_pure(m, u)
@@ -360,6 +389,7 @@ class Index:
     def _module(self, name: str, src: str) -> _Module:
         tree = ast.parse(src)
         strip_docstrings(tree)
+        self.reflects += [(name, n.lineno) for n in ast.walk(tree) if _reads_own_name(n)]
         body = tree.body
         units: list[_Unit] = []
         bindings: dict[str, list[int]] = {}
@@ -577,6 +607,10 @@ class Index:
             return x
 
         node = canon(node)
+        if not self.names and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # reach-v3: a top-level function is its code, not its name; every read of it is an
+            # edge to that code (ref#k), so a function renamed with its readers is the same code
+            node.name = "def#"
         u.dump = ast.dump(node, annotate_fields=True, include_attributes=False)
         u.hash = hashlib.sha256(u.dump.encode()).hexdigest()[:32]
         # reads not canonicalised keep their names; what a library's name or __file__ means is
@@ -856,10 +890,12 @@ class Index:
 _CACHE: dict[str, Index] = {}
 
 
-def index(srcs: Mapping[str, str], not_computing: frozenset[str], fold: bool = True) -> Index:
+def index(srcs: Mapping[str, str], not_computing: frozenset[str], fold: bool = True,
+          names: bool = False) -> Index:
     """The :class:`Index` of ``srcs``, memoised on their content (a few recent ones); ``fold``:
-    constants by value (:meth:`Index.folded`, rule ``reach-v2``), or by text (``reach-v1``)."""
-    h = hashlib.sha256(b"fold" if fold else b"text")
+    constants by value (:meth:`Index.folded`, rule ``reach-v2``), or by text (``reach-v1``);
+    ``names``: a top-level function's name counts (rules before ``reach-v3``)."""
+    h = hashlib.sha256((b"fold" if fold else b"text") + (b"+names" if names else b""))
     for k in sorted(srcs):
         h.update(k.encode() + b"\0" + srcs[k].encode() + b"\0")
     h.update(",".join(sorted(not_computing)).encode())
@@ -867,5 +903,5 @@ def index(srcs: Mapping[str, str], not_computing: frozenset[str], fold: bool = T
     if key not in _CACHE:
         if len(_CACHE) > 8:
             _CACHE.clear()
-        _CACHE[key] = Index(srcs, not_computing, fold)
+        _CACHE[key] = Index(srcs, not_computing, fold, names)
     return _CACHE[key]

@@ -472,3 +472,87 @@ def test_the_older_rule_is_computed_as_it_was(monkeypatch):
     assert code.code_digest("fake", files, rule="reach-v1") == \
         "ffe64d974b706083f2166eb06e56a7d070260cb46599a3822b4e5153a9eaef5a"
     assert code.code_digest("fake", files) != code.code_digest("fake", files, rule="reach-v1")
+
+
+def test_the_second_rule_is_computed_as_it_was(monkeypatch):
+    """``reach-v2`` stays computable exactly (migrate-digests carried today's recorded digests
+    from it to ``reach-v3``): the same small package's digest by the code of commit 103b855,
+    the last that followed it, an oracle kept as a literal."""
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
+    monkeypatch.setattr(code, "NOT_COMPUTING", code.NOT_COMPUTING | {"page"})
+    files = {"__init__.py": "", "page.py": "def title(n):\n    return f'<h1>{n}</h1>'\n",
+             "table.py": "TABLE = {'a': {'kind': 'n'}, 'b': {'kind': 'p'}}\n"
+                         "NETWORK = tuple(k for k, r in TABLE.items() if r['kind'] == 'n')\n",
+             "fake.py": "import numpy as np\nfrom .page import title\nfrom .table import NETWORK"
+                        "\n\n\ndef compute(n):\n    return {'t': title(n), 'x': np.arange(n), "
+                        "'r': NETWORK}\n"}
+    assert code.code_digest("fake", files, rule="reach-v2") == \
+        "28ba921dfaf6dba1ca55097c91d8477431d3708598c421b209dd3966752cdddf"
+    assert code.code_digest("fake", files) != code.code_digest("fake", files, rule="reach-v2")
+
+
+# ---- a function by its code, not its name (reach-v3) ------------------------------------------
+def _renamed(files: dict, old: str, new: str) -> dict:
+    """Every module of ``files`` with the identifier ``old`` written ``new`` (a rename done by
+    an editor: the definition and every reader)."""
+    import re
+
+    return {k: re.sub(rf"\b{old}\b", new, v) for k, v in files.items()}
+
+
+def test_a_function_renamed_with_its_readers_is_the_same_code(digest):
+    """The renames issue 65 asks for (``study.choose`` draws examples, ``fix.choose`` tunes)
+    move no digest: a read of a function is an edge to its code, so its name adds nothing
+    (under ``reach-v2`` it moved the digest of every namespace reaching it)."""
+    base = {"fake.py": FAKE, "helpers.py": HELPERS}
+    renamed = _renamed(base, "scaled", "times_scale")
+    assert digest(renamed) == digest(base)
+    assert code.code_digest("fake", {"__init__.py": "", **renamed}, rule="reach-v2") != \
+        code.code_digest("fake", {"__init__.py": "", **base}, rule="reach-v2")
+    # the root's own function renamed too
+    assert digest(_renamed(renamed, "compute", "measure")) == digest(base)
+
+
+@pytest.mark.parametrize("change", ["swap", "body", "class", "constant", "reflect", "keyword"])
+def test_what_a_rename_cannot_hide(digest, change):
+    """Counterexamples a skeptic tries: two functions swapping names (the reader now runs the
+    other code), a renamed function whose body changed, a class (its name is data:
+    ``type(x).__name__``, a dataclass's ``repr``), a constant bound by text, a keyword a caller
+    passes by name, and a package that reads a function's name (``f.__name__``), where every
+    function's name counts again."""
+    helpers = HELPERS + "\n\ndef doubled(x):\n    return np.asarray(x) * 2\n"
+    base = {"fake.py": FAKE, "helpers.py": helpers}
+    if change == "swap":
+        other = _renamed(_renamed(_renamed(base, "scaled", "TMP"), "doubled", "scaled"),
+                         "TMP", "doubled")
+        # the reader still reads "scaled", which is now the doubling code
+        assert other["fake.py"] == FAKE.replace("scaled", "doubled")
+        other["fake.py"] = FAKE
+    elif change == "body":
+        other = _renamed(base, "scaled", "times_scale")
+        other["helpers.py"] = other["helpers.py"].replace("* SCALE", "* SCALE + 0")
+    elif change == "class":
+        base = {"fake.py": "from .helpers import Scaler\n\n\ndef compute(n):\n"
+                           "    return {'x': repr(Scaler(n))}\n",
+                "helpers.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Scaler:\n"
+                              "    n: int\n"}
+        other = _renamed(base, "Scaler", "Times")
+    elif change == "constant":
+        base = {"fake.py": "from .helpers import SCALER\n\n\ndef compute(n):\n"
+                           "    return {'x': SCALER(n)}\n",
+                "helpers.py": "import numpy as np\n\nSCALER = np.float32\n"}
+        other = _renamed(base, "SCALER", "TIMES")
+    elif change == "keyword":
+        base = {"fake.py": "from .helpers import scaled\n\n\ndef compute(n):\n"
+                           "    return {'x': scaled(x=n)}\n", "helpers.py": helpers}
+        other = _renamed(base, "x", "y")
+    else:  # reflect
+        base = {"fake.py": FAKE.replace("{\"x\": scaled(range(n))}",
+                                        "{\"x\": scaled(range(n)), \"f\": scaled.__name__}"),
+                "helpers.py": helpers}
+        assert "__name__" in base["fake.py"]
+        other = _renamed(base, "scaled", "times_scale")
+        ix = __import__("posbias_nb.provenance.reach", fromlist=["index"]).index(
+            code.package_files({"__init__.py": "", **base}), code.NOT_COMPUTING)
+        assert ix.reflects == [("fake", 5)] and ix.names
+    assert digest(other) != digest(base)

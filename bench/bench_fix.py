@@ -62,7 +62,7 @@ def floor() -> dict:
 
     sizes = F.QUICK
     fmt, exs = T.qa.read_task_file(Path(DATA))
-    chosen = study.choose(len(exs), sizes["examples"], 0)
+    chosen = study.draw_examples(len(exs), sizes["examples"], 0)
     tune_i, test_i = F.split(len(chosen), sizes["test_share"], 0)
     tune_idx, test_idx = [int(chosen[i]) for i in tune_i], [int(chosen[i]) for i in test_i]
     pos = F.fix_positions(sizes["documents"])

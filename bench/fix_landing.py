@@ -7,7 +7,7 @@ one run of the full path (``posbias fix --quick --remedies ... --out DIR``, with
 The full path's ``fix.json`` holds, per ranked setting, the scored gain of every tuning
 question and where each scored prompt put the gold passage; this script rebuilds the same tuning
 part (its split and sizes from that file), computes the model as it is on it under the fast
-path's own code (:func:`posbias_nb.experiments.remedy.fix_fast.choose`, in the measurement cache of
+path's own code (:func:`posbias_nb.experiments.remedy.fix_fast.tune_settings`, in the measurement cache of
 ``$POSBIAS_CACHE_DIR``) and compares.  Given the fast path's own ``fix.json`` of the same file,
 seed and sizes too, it also records what each path carried and its test-part gain (the same
 test questions).  A description, not a claim: one model, one file, the tuning part's few
@@ -50,7 +50,7 @@ def main(argv=None) -> dict:
                         definition="fix-landing", tune=sp["tune"], positions=pos, documents=k)
     sizes = dict(meta["sizes"], edge_loss=meta["edge_loss"])
     remedies = [r for r in ff.RANKED if r in full["tuning"]]
-    est = ff.choose(meta["model_argument"], part, sizes, meta["seed"], meta["weights"], info,
+    est = ff.tune_settings(meta["model_argument"], part, sizes, meta["seed"], meta["weights"], info,
                     key, remedies)
     chk = ff.landing_check(full["tuning"], est["base_logprob"], pos, k)
     out = {"what": "the fast path's landing-slot estimate of each ranked setting's mean "

@@ -312,7 +312,7 @@ def edit_cost(manifest: dict, digests: dict[str, str], modules, budget: float = 
               cpu: str | None = None, references: set[str] | frozenset = frozenset(),
               stamps: Mapping[str, Mapping] | None = None) -> dict:
     """What an edit of ``modules`` (dotted, relative to the package, e.g.
-    ``"experiments.remedy.inference"``, or ``"experiments.remedy.fix:choose"`` for the statements that bind one
+    ``"experiments.remedy.inference"``, or ``"experiments.remedy.fix.tune:tune_settings"`` for the statements that bind one
     name) would cost ``make test`` before its stamps are earned: the namespaces whose code it
     moves (:func:`posbias_nb.provenance.code.code_modules`,
     :func:`posbias_nb.provenance.code.reaches`), and the

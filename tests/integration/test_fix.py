@@ -52,12 +52,12 @@ def test_no_test_example_is_read_before_the_choice(tmp_path, monkeypatch, model_
     search, every grid setting, the choice) finishes first; the raise comes with the test part,
     and no tuning prompt holds a test example's passage."""
     f = _file(tmp_path, _qa_rows(30))
-    chosen = study.choose(30, KW["examples"], 0)
+    chosen = study.draw_examples(30, KW["examples"], 0)
     tune_i, test_i = fix_mod.split(len(chosen), seed=0)
     planted = f"what is item {int(chosen[test_i[0]])}"
     test_passages = {f"thing{int(chosen[i])}." for i in test_i}
     stage = {"chosen": False, "tune_prompts": []}
-    real_prompt, real_choose = task_mod.qa.qa_prompt, fix_mod.choose
+    real_prompt, real_tune = task_mod.qa.qa_prompt, fix_mod.tune_settings
 
     def prompt(question, documents):
         if question == planted:
@@ -67,13 +67,13 @@ def test_no_test_example_is_read_before_the_choice(tmp_path, monkeypatch, model_
             stage["tune_prompts"].append(text)
         return text
 
-    def choose(*a, **k):
-        out = real_choose(*a, **k)
+    def tune_settings(*a, **k):
+        out = real_tune(*a, **k)
         stage["chosen"] = True
         return out
 
     monkeypatch.setattr(task_mod.qa, "qa_prompt", prompt)
-    monkeypatch.setattr(fix_run, "choose", choose)
+    monkeypatch.setattr(fix_run, "tune_settings", tune_settings)
     with pytest.raises(_Read, match="chosen=True"):
         fix_mod.fix(model_dir, f, **KW)
     assert stage["tune_prompts"]
@@ -86,7 +86,7 @@ def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
     """The counterexample: a fix that builds every prompt up front (here, the test part
     prepared before the choice) is caught by the planted example."""
     f = _file(tmp_path, _qa_rows(30))
-    chosen = study.choose(30, KW["examples"], 0)
+    chosen = study.draw_examples(30, KW["examples"], 0)
     _, test_i = fix_mod.split(len(chosen), seed=0)
     planted = f"what is item {int(chosen[test_i[0]])}"
     stage = {"chosen": False}

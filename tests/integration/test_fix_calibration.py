@@ -247,7 +247,7 @@ def test_fix_searches_and_judges_the_calibration(run, model_dir):
 
 def _split(f):
     fmt, exs = qa.read_task_file(f)
-    chosen = study.choose(len(exs), 8, 0)
+    chosen = study.draw_examples(len(exs), 8, 0)
     a, b = fix_mod.split(len(chosen), seed=0)
     return [int(chosen[i]) for i in a], [int(chosen[i]) for i in b]
 

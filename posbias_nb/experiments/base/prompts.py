@@ -63,7 +63,7 @@ def prepare(data, documents: int | None = None, positions=None, examples: int | 
             raise ValueError(f"select must be distinct indices in 0..{len(exs) - 1}, got "
                              f"{list(select)!r}")
     else:
-        idx = study.choose(len(exs), examples, seed)
+        idx = study.draw_examples(len(exs), examples, seed)
     chosen = [exs[int(i)] for i in idx]
     if fmt == "liu-kv":
         if documents is not None:

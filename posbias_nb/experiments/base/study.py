@@ -16,7 +16,7 @@ Every study that puts prompts before a pretrained model (:mod:`.retrieval`, :mod
                                where it has one)
 :func:`answer_ids`             an answer's ids after the prompt
 :func:`first_line_done`        the stop rule of a greedy answer: its first line is complete
-:func:`choose`                 the examples of a file used, drawn by seed
+:func:`draw_examples`          the examples of a file used, drawn by seed
 :func:`remedy_from_file`       a remedy file's remedy and parameters, refused for another model
 :func:`score_remedy`           the teacher-forced scores of answers under a remedy's settings
 :func:`last_rows_fn`           the context a remedy that changes the last rows is scored in
@@ -39,7 +39,7 @@ from ...models.remedies import REMEDIES
 from ...tasks import qa
 from ...tasks.codec import Codec
 
-__all__ = ["load", "codec", "eos_ids", "encode", "answer_ids", "first_line_done", "choose",
+__all__ = ["load", "codec", "eos_ids", "encode", "answer_ids", "first_line_done", "draw_examples",
            "remedy_from_file", "score_remedy", "last_rows_fn", "prompt_documents",
            "calibrated_relevance", "DUMMIES"]
 
@@ -102,7 +102,7 @@ def first_line_done(codec):
     return stop
 
 
-def choose(n_total: int, examples: int | None, seed: int) -> np.ndarray:
+def draw_examples(n_total: int, examples: int | None, seed: int) -> np.ndarray:
     """The examples used: all, or ``examples`` of them drawn without replacement by ``seed``,
     in file order."""
     if examples is None or examples >= n_total:

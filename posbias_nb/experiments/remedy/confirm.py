@@ -62,7 +62,7 @@ def _used() -> list[int]:
     n = realqa.DESIGN["data"]["qa"]["examples_in_file"]
     got = set(realqa.DESIGN["pilot"]) | set(realqa.DESIGN["test"])
     for sizes in (prompts.FIX_QUICK, prompts.FIX_DEFAULTS):
-        got |= {int(i) for i in study.choose(n, sizes["examples"], 0)}
+        got |= {int(i) for i in study.draw_examples(n, sizes["examples"], 0)}
     return sorted(int(i) for i in got)
 
 

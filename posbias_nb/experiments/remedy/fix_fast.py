@@ -47,7 +47,7 @@ from ..base import study
 from ..base import prompts
 from ..base.design import Design
 
-__all__ = ["DESIGN", "RANKED", "landing_gains", "landing_slots", "landing_check", "choose",
+__all__ = ["DESIGN", "RANKED", "landing_gains", "landing_slots", "landing_check", "tune_settings",
            "fix"]
 
 _DEF = "fix-fast-v1"  # bump when a definition below changes the numbers
@@ -191,7 +191,7 @@ def landing_slots(part, settings, qualities, nll=None) -> np.ndarray:
 
 def landing_check(tuning: dict, base, positions, n_slots: int) -> dict:
     """How well the landing-slot estimate tracks scored tuning gains: for a run of the full
-    path's :func:`posbias_nb.experiments.remedy.fix.choose` (``tuning``, whose ``prompt.gold_slot``
+    path's :func:`posbias_nb.experiments.remedy.fix.tune_settings` (``tuning``, whose ``prompt.gold_slot``
     holds each scored prompt's landing slot) and its base log p ``(examples, gold slots)``.
     Per ranked setting: the scored and the estimated mean all-slot gain; over the settings,
     Spearman's rho between them, and whether the estimate carries the same remedy and setting
@@ -233,9 +233,9 @@ def landing_check(tuning: dict, base, positions, n_slots: int) -> dict:
             "carried_scored": best("scored"), "carried_estimated": best("estimated")}
 
 
-def choose(model, part, sizes, seed, weights, info, key, remedies) -> dict:
+def tune_settings(model, part, sizes, seed, weights, info, key, remedies) -> dict:
     """The tuning part under this design (module docstring, step 1): a result shaped as
-    :func:`posbias_nb.experiments.remedy.fix.choose`'s for the ranked prompt remedies, whose gains
+    :func:`posbias_nb.experiments.remedy.fix.tune_settings`'s for the ranked prompt remedies, whose gains
     are the landing-slot estimates (``"estimated": True``).  Cached (namespace ``fix-fast``:
     the model as it is on every tuning prompt, and the question likelihood of every example's
     documents where a setting ranks by it)."""
@@ -508,7 +508,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         k = prompts.QUICK_DOCUMENTS if quick else sizes["documents"]
     if k is not None:
         sizes["documents"] = k
-    chosen = study.choose(len(exs), E, int(seed))
+    chosen = study.draw_examples(len(exs), E, int(seed))
     if len(chosen) < 4:
         raise ValueError(f"{path.name} holds {len(exs)} examples; fix needs 4 or more")
     tune_i, test_i = _fix.split(len(chosen), test_share, seed)
@@ -526,7 +526,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
                         tune=tune_idx, test=test_idx, sizes=sizes)
     tune_part = prompts.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
                               pool_exclude=test_idx)
-    choice = choose(model, tune_part, sizes, seed, weights, info, key, sel)
+    choice = tune_settings(model, tune_part, sizes, seed, weights, info, key, sel)
     live = [r for r in sel if choice[r]["chosen"] is not None]
     carried = max(live, key=lambda r: choice[r]["all_gain"][choice[r]["chosen"]], default=None)
     judged = {"n_examples": len(test_idx)}

@@ -19,8 +19,8 @@ def test_questions_are_new_and_fixed():
     assert not used & set(q)
     # posbias fix's own questions (quick and full sizes, seed 0) are left out too
     n = d["data"]["examples_in_file"]
-    assert not set(study.choose(n, 24, 0).tolist()) & set(q)
-    assert not set(study.choose(n, 48, 0).tolist()) & set(q)
+    assert not set(study.draw_examples(n, 24, 0).tolist()) & set(q)
+    assert not set(study.draw_examples(n, 48, 0).tolist()) & set(q)
     assert set(d["excluded"]) >= used
 
 

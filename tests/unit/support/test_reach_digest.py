@@ -501,7 +501,8 @@ def _renamed(files: dict, old: str, new: str) -> dict:
 
 
 def test_a_function_renamed_with_its_readers_is_the_same_code(digest):
-    """The renames issue 65 asks for (``study.choose`` draws examples, ``fix.choose`` tunes)
+    """The renames issue 65 asks for (``study.choose`` drew examples, now ``study.draw_examples``; ``fix.choose`` tuned, now
+    ``fix.tune.tune_settings``)
     move no digest: a read of a function is an edge to its code, so its name adds nothing
     (under ``reach-v2`` it moved the digest of every namespace reaching it)."""
     base = {"fake.py": FAKE, "helpers.py": HELPERS}

@@ -11,7 +11,7 @@ steps, in order (:func:`fix`):
    only from its own examples, and a QA part's distractors are never the other part's gold
    passages (``pool_exclude``).  The test part's prompts are not built before the choice is
    made (``tests/integration/test_fix.py`` plants a test example that raises when it is read).
-2. **The choice** (:func:`choose`), on the tuning part only.  Every setting of each remedy's
+2. **The choice** (:func:`tune_settings`), on the tuning part only.  Every setting of each remedy's
    grid (:data:`GRID`; the prompt remedies' :func:`posbias_nb.experiments.prompt.placement.grid`) is
    scored against the model as it is: the teacher-forced log-probability of the gold answer at
    every gold position.  Yu et al.'s positional channel is searched as in the chapter (their
@@ -72,7 +72,7 @@ The package, one job a module:
                            and edge slots
 :mod:`.scoring`            what a setting is scored with: records, matrices, the calibration's
                            relevance, the cache keys
-:mod:`.tune`               the choice on the tuning part (:func:`choose`, :func:`pick`)
+:mod:`.tune`               the choice on the tuning part (:func:`tune_settings`, :func:`pick`)
 :mod:`.judge`              the judgement on the test part (:func:`evaluate`,
                            :func:`select_one`)
 :mod:`.cost`               latency and peak memory of a scoring pass, with and without
@@ -86,7 +86,7 @@ from __future__ import annotations
 from .config import (CAL_VARIANTS, DEFAULTS, DEFAULT_RULE, DESIGN, GRID, MIN_TEST,
                      NETWORK_REMEDIES, QUICK, QUICK_DOCUMENTS, REMEDIES, RULES, select_remedies)
 from .parts import fix_positions, split
-from .tune import calibration_recall, choose, pick
+from .tune import calibration_recall, pick, tune_settings
 from .judge import arm_name, coinciding, evaluate, select_one
 from .words import setting_text, verdict_words
 from .run import fix
@@ -99,6 +99,6 @@ from .parts import _slots  # noqa: F401
 
 __all__ = ["DESIGN", "GRID", "REMEDIES", "NETWORK_REMEDIES", "RULES", "DEFAULTS", "QUICK",
            "DEFAULT_RULE", "QUICK_DOCUMENTS", "MIN_TEST", "coinciding", "arm_name", "select_one",
-           "verdict_words", "setting_text", "split", "fix_positions", "choose", "evaluate", "fix",
+           "verdict_words", "setting_text", "split", "fix_positions", "tune_settings", "evaluate", "fix",
            "write_fix", "calibration_recall", "select_remedies", "pick", "slot_figure",
            "PROMPT_LABELS"]

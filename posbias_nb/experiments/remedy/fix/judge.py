@@ -22,7 +22,7 @@ __all__ = ["evaluate", "coinciding", "arm_name", "select_one"]
 def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info=None,
              key=None, remedies=REMEDIES, rule: str = "all-slots") -> dict:
     """Steps 3 and 4 of the module docstring on the prepared test part, for the remedies of
-    ``chosen`` (:func:`choose`) that have a setting.  Cached, the timings included (they are
+    ``chosen`` (:func:`~posbias_nb.experiments.remedy.fix.tune.tune_settings`) that have a setting.  Cached, the timings included (they are
     measured once, with the scores they belong to).  Each remedy's claim is its ``rule``'s
     (:data:`RULES`): the mean all-slot change per example above 0, or the middle-slot gain.
     A prompt remedy is paired with the model as it is on its own entry's passes, its accuracy

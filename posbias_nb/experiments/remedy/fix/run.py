@@ -21,7 +21,7 @@ from .config import DEFAULTS, DEFAULT_RULE, GRID, MIN_TEST, NETWORK_REMEDIES, QU
 from .judge import evaluate, select_one
 from .scoring import _key
 from .parts import fix_positions, split, _slots
-from .tune import choose
+from .tune import tune_settings
 from .words import verdict_words
 
 __all__ = ["fix"]
@@ -73,7 +73,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     Returns
     -------
     Result
-        ``split``, ``tuning`` (:func:`choose`), ``test`` (:func:`evaluate`), ``winner`` (the
+        ``split``, ``tuning`` (:func:`tune_settings`), ``test`` (:func:`evaluate`), ``winner`` (the
         remedy file's remedy, or None) and ``meta``; the CSV columns are one row per remedy and
         gold slot.
 
@@ -121,7 +121,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         k = QUICK_DOCUMENTS if quick else sizes["documents"]
     if k is not None:
         sizes["documents"] = k
-    chosen = study.choose(len(exs), E, int(seed))
+    chosen = study.draw_examples(len(exs), E, int(seed))
     if len(chosen) < 4:
         raise ValueError(f"{path.name} holds {len(exs)} examples; fix needs 4 or more")
     tune_i, test_i = split(len(chosen), test_share, seed)
@@ -150,7 +150,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         bar.set_description("fix: tuning part")
         tune_part = prompts.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
                                   pool_exclude=test_idx)
-        choice = choose(model, tune_part, sizes, edge_loss, seed, weights, info, key, sel,
+        choice = tune_settings(model, tune_part, sizes, edge_loss, seed, weights, info, key, sel,
                         measured)
         bar.update()
         bar.set_description("fix: test part")

@@ -1,4 +1,4 @@
-"""The choice of ``posbias fix``, on the tuning part only (:func:`choose`): every setting of
+"""The choice of ``posbias fix``, on the tuning part only (:func:`tune_settings`): every setting of
 each remedy's grid scored against the model as it is, and the rule that picks one
 (:func:`pick`).
 """
@@ -17,7 +17,7 @@ from .config import GRID, NETWORK_REMEDIES, REMEDIES, RULES, _CAL_PAPER, _PROMPT
 from .scoring import _cal_key, _calibration_one, _calibration_record, _calibration_scores, _check_context, _documents, _fits_prefix, _iv, _matrix, _prompt_params, _records, _settings_params
 from .parts import _slots
 
-__all__ = ["pick", "choose", "calibration_recall"]
+__all__ = ["pick", "tune_settings", "calibration_recall"]
 
 
 def pick(all_gain, middle_gain, edge_change, rule: str, edge_loss: float) -> tuple:
@@ -68,7 +68,7 @@ def _candidates(m, codec, sizes, seed):
 _TOP, _TOP_FULL = 10, 3
 
 
-def choose(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", info=None,
+def tune_settings(model, tune_part, sizes, edge_loss, seed=0, weights="pretrained", info=None,
            key=None, remedies=REMEDIES, rule: str = "all-slots") -> dict:
     """Step 2 of the module docstring on the prepared tuning part: ``{remedy: {"grid",
     "middle_gain", "edge_change" (mean per setting), "eligible", "chosen" (index or None),

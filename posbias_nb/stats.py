@@ -279,7 +279,7 @@ def interval_pvalue(x, threshold=0.0, direction: str = "greater", *, band=None) 
     return min(1.0, 2 * one)
 
 
-def _units_interval(x, level: float = 0.95):
+def units_interval(x, level: float = 0.95):
     """A claim's interval: :func:`mean_interval` over its units, or
     :func:`two_way_mean_interval` for a (seeds, windows) table."""
     if np.ndim(x) == 2:
@@ -334,7 +334,7 @@ def holm_family(claims: dict, alpha: float = 0.05) -> dict:
             continue
         p = interval_pvalue(x, **c)
         out[k] = {"x": np.asarray(x, dtype=float), "claim": c,
-                  "interval": _units_interval(x), "p": p,
+                  "interval": units_interval(x), "p": p,
                   "testable": testable and bool(np.isfinite(p))}
         if out[k]["testable"]:
             ps[k] = p
@@ -357,7 +357,7 @@ def holm_family(claims: dict, alpha: float = 0.05) -> dict:
         kw = {"band": c["band"]} if c["direction"] == "within" else \
             {"threshold": c["threshold"]}
         if o["testable"]:
-            o["adjusted"] = _units_interval(o["x"], level=o["level"])
+            o["adjusted"] = units_interval(o["x"], level=o["level"])
             o["verdict"] = decide(o["adjusted"], direction=c["direction"], **kw)
         else:
             o["level"], o["p_holm"], o["adjusted"] = float("nan"), float("nan"), o["interval"]
@@ -1412,7 +1412,7 @@ def margin(interval, threshold=0.0, direction: str = "greater", *, band=None, sc
 _SIDES = ("greater", "two-sided")
 
 
-def _t_power_d(d: float, n: int, alpha: float, alternative: str) -> float:
+def t_power_d(d: float, n: int, alpha: float, alternative: str) -> float:
     from scipy import stats as _st
 
     df, nc = n - 1, d * math.sqrt(n)
@@ -1458,7 +1458,7 @@ def t_power(effect, sd, n, alpha: float = 0.05, alternative: str = "greater") ->
     effect = _real("effect", effect)
     if not math.isfinite(effect):
         raise ValueError(f"effect must be finite, got {effect!r}")
-    return _t_power_d(effect / sd, n, alpha, alternative)
+    return t_power_d(effect / sd, n, alpha, alternative)
 
 
 def detectable_effect(sd, n, alpha: float = 0.05, power: float = 0.8,
@@ -1482,9 +1482,9 @@ def detectable_effect(sd, n, alpha: float = 0.05, power: float = 0.8,
 
     sd, n, alpha, power, alternative = _power_args(sd, n, alpha, power, alternative)
     hi = 1.0
-    while _t_power_d(hi, n, alpha, alternative) < power:
+    while t_power_d(hi, n, alpha, alternative) < power:
         hi *= 2
-    d = brentq(lambda x: _t_power_d(x, n, alpha, alternative) - power, 0.0, hi, xtol=1e-10)
+    d = brentq(lambda x: t_power_d(x, n, alpha, alternative) - power, 0.0, hi, xtol=1e-10)
     return float(d * sd)
 
 
@@ -1512,7 +1512,7 @@ def units_needed(effect, sd, alpha: float = 0.05, power: float = 0.8,
     n_max = positive_int("n_max", n_max, minimum=2)
     d = effect / sd
     lo, hi = 2, 2
-    while _t_power_d(d, hi, alpha, alternative) < power:
+    while t_power_d(d, hi, alpha, alternative) < power:
         if hi >= n_max:
             raise ValueError(f"no n up to {n_max} reaches power {power:g} at alpha {alpha:g} "
                              f"for an effect of {effect:g} with sd {sd:g}")
@@ -1521,7 +1521,7 @@ def units_needed(effect, sd, alpha: float = 0.05, power: float = 0.8,
         return 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _t_power_d(d, mid, alpha, alternative) >= power:
+        if t_power_d(d, mid, alpha, alternative) >= power:
             hi = mid
         else:
             lo = mid

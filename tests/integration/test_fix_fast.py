@@ -195,7 +195,7 @@ def test_a_question_likelihood_setting_ranks_each_test_example_once(model_dir, t
         return ql(*a, **kw)
 
     monkeypatch.setattr(positional, "question_likelihood_ranking", count_ql)
-    res = ff._test_part(model_dir, "pretrained", 0, part, "long-context-reorder", setting, {},
+    res = ff.judge_test_part(model_dir, "pretrained", 0, part, "long-context-reorder", setting, {},
                         sizes, {"test": "ql-once"})
     assert calls["ql"] == len(part["items"]) + 1
     # the gold passage lands where a ranking made afresh at each gold slot puts it

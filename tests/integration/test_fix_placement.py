@@ -77,13 +77,13 @@ def test_fix_places_as_task_and_the_pipeline_call_do(model_dir, name):
 def test_slot_qualities_by_hand(model_dir):
     """The curve is the mean log p per gold slot, interpolated between gold slots; the born
     prior is the layout's row at alpha 1/2, normalised, summed over each slot's tokens."""
-    got = placement._curve([[-1.0, -4.0, -2.0], [-3.0, -2.0, -4.0]], [0, 2, 4], 5)
+    got = placement.slot_curve([[-1.0, -4.0, -2.0], [-3.0, -2.0, -4.0]], [0, 2, 4], 5)
     assert np.allclose(got, [-2.0, -2.5, -3.0, -3.0, -3.0])
     m, codec = _loaded(model_dir)
     text = qa.qa_prompt("what is item seven", DOCS)
     ids = study.encode(codec, text)
     (spans,) = placement._spans(codec, [text], [ids])
-    got = placement._born(m, [spans], [len(ids)])
+    got = placement.born_prior(m, [spans], [len(ids)])
     from posbias_nb import models
 
     row = theory.layout_influence(models.model_layout(m), len(ids), 0.5)

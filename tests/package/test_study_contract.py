@@ -7,7 +7,8 @@ listed here, so a new one is checked the moment it exists.  Each must have:
 
 1. its design as the latest entry of the registry (``posbias_nb/data/designs.json``);
 2. its verdict code declared (``design.VERDICT_CODE``), every name resolving, and public (no
-   underscore name), except the names :data:`PRIVATE_TODAY` lists;
+   underscore name: the private names each study had, 2026-12-07, were renamed with a code-only
+   registry entry once the code digest stopped counting a function's name, rule ``reach-v3``);
 3. the namespaces it caches under, with the module among their code roots
    (``posbias_nb.provenance.code.NAMESPACE_CODE``), or a reason it caches nothing
    (``design.NO_NAMESPACE``);
@@ -32,47 +33,6 @@ from posbias_nb.experiments.base import design
 from posbias_nb.provenance import code
 
 ROOT = Path(__file__).resolve().parents[2]
-
-#: The verdict-code names that are private today, by study: the debt issue 65 (item 3) pays when
-#: the verdict code moves under public names with a code-only registry entry (moving them now
-#: would change the code digests of recorded namespaces).  The list may only shrink: a new
-#: private name fails the contract, and so does a listed one that is gone (take it out here).
-PRIVATE_TODAY = {
-    "born-scales": {"posbias_nb.experiments.born.born_scales._claims",
-                    "posbias_nb.experiments.born.born_scales._cell_stats",
-                    "posbias_nb.experiments.born.born_scales._DEF", "posbias_nb.stats._t_power_d"},
-    "confirm": {"posbias_nb.experiments.remedy.confirm._used",
-                "posbias_nb.experiments.remedy.confirm._placements",
-                "posbias_nb.experiments.remedy.confirm._ceiling",
-                "posbias_nb.experiments.remedy.confirm._GENERATED",
-                "posbias_nb.experiments.remedy.confirm._DEF", "posbias_nb.stats._t_power_d"},
-    "fix": {"posbias_nb.experiments.remedy.fix._slots", "posbias_nb.experiments.remedy.fix._DEF",
-            "posbias_nb.experiments.remedy.fix._CAL_DEF", "posbias_nb.experiments.remedy.fix._PROMPT_ONLY",
-            "posbias_nb.stats._t_power_d", "posbias_nb.experiments.remedy.fix._prompt_params",
-            "posbias_nb.experiments.prompt.placement._curve", "posbias_nb.experiments.prompt.placement._born",
-            "posbias_nb.experiments.prompt.placement._measured"},
-    "fix-fast": {"posbias_nb.experiments.remedy.fix_fast._quality_orders",
-                 "posbias_nb.experiments.remedy.fix_fast._test_part",
-                 "posbias_nb.experiments.remedy.fix_fast._judged", "posbias_nb.experiments.remedy.fix_fast._DEF",
-                 "posbias_nb.experiments.remedy.fix_fast._iv", "posbias_nb.experiments.remedy.fix_fast._gold_slots",
-                 "posbias_nb.experiments.remedy.fix_fast._by_slot", "posbias_nb.experiments.remedy.fix_fast._params",
-                 "posbias_nb.stats._t_power_d"},
-    "inference": {"posbias_nb.experiments.remedy.inference._control_moved"},
-    "layouts": {"posbias_nb.experiments.born.born_layouts._rule", "posbias_nb.experiments.born.born_layouts._agree",
-                "posbias_nb.experiments.born.born_layouts._DEF"},
-    "pipeline": {"posbias_nb.experiments.remedy.pipeline._mcnemar", "posbias_nb.experiments.remedy.pipeline._SHUFFLES",
-                 "posbias_nb.experiments.remedy.pipeline._GENERATED", "posbias_nb.experiments.remedy.pipeline._used",
-                 "posbias_nb.experiments.remedy.pipeline._placements", "posbias_nb.experiments.remedy.pipeline._DEF",
-                 "posbias_nb.stats._t_power_d"},
-    "realqa": {"posbias_nb.experiments.prompt.realqa._prepared", "posbias_nb.experiments.prompt.realqa._link_family",
-               "posbias_nb.experiments.prompt.realqa._JAC_DEF", "posbias_nb.experiments.prompt.user_task._DEF"},
-    "remedies": {"posbias_nb.experiments.remedy.lab._rule"},
-    "scale": {"posbias_nb.experiments.born.scale._DEF"},
-}
-#: Private names that every study's rules share (``design._COMMON``, ``design._RULES``).
-_SHARED_PRIVATE = {"posbias_nb.stats._units_interval", "posbias_nb.experiments.base.design._given_name",
-                   "posbias_nb.experiments.base.design._resolved"}
-
 
 #: The floors of ``experiments`` (sub-packages of studies, not studies).
 FLOORS = ("base", "born", "prompt", "remedy")
@@ -105,18 +65,17 @@ def _test_files() -> dict[Path, str]:
 
 def contract_problems(study: str, module: str, *, verdict_code=None, namespace_code=None,
                       registry=None, no_namespace=None, no_digest=None, digests=None,
-                      test_files=None, private_today=None) -> list[str]:
+                      test_files=None) -> list[str]:
     """The items of the contract that ``study`` (declared in ``module``) misses, each named;
     empty when it passes.  The keywords replace, for a test, what is read from the package and
     the repository (the verdict code, the namespaces' code roots, the registry, the reasons, the
-    digests folder, the test files, the known private names)."""
+    digests folder, the test files)."""
     verdict_code = design.VERDICT_CODE if verdict_code is None else verdict_code
     namespace_code = code.NAMESPACE_CODE if namespace_code is None else namespace_code
     no_namespace = design.NO_NAMESPACE if no_namespace is None else no_namespace
     no_digest = design.NO_DIGEST if no_digest is None else no_digest
     digests = ROOT / design.DIGESTS if digests is None else digests
     test_files = _test_files() if test_files is None else test_files
-    private_today = PRIVATE_TODAY if private_today is None else private_today
     out = []
     mod = importlib.import_module(module)
     # 1. the registry's latest entry
@@ -134,11 +93,8 @@ def contract_problems(study: str, module: str, *, verdict_code=None, namespace_c
                 design._resolve(n)
             except (ImportError, AttributeError) as e:
                 out.append(f"verdict code: {n} does not resolve ({type(e).__name__})")
-        private = {n for n in names if n.rsplit(".", 1)[1].startswith("_")} - _SHARED_PRIVATE
-        known = set(private_today.get(study, ()))
-        out += [f"verdict code: {n} is private (name it publicly)" for n in sorted(private - known)]
-        out += [f"verdict code: {n} is listed as private today but is not (take it out of "
-                f"PRIVATE_TODAY)" for n in sorted(known - private)]
+        private = {n for n in names if n.rsplit(".", 1)[1].startswith("_")}
+        out += [f"verdict code: {n} is private (name it publicly)" for n in sorted(private)]
     # 3. the namespaces it caches under, with the module (or, for a study that is a package,
     # one of its modules) among their code roots
     rel = module.removeprefix("posbias_nb.")
@@ -193,7 +149,7 @@ def test_the_contract_names_what_a_toy_study_misses(tmp_path, monkeypatch):
     monkeypatch.setattr(experiments, "toy_study", toy, raising=False)
     got = contract_problems("toy", "posbias_nb.experiments.toy_study", verdict_code={},
                             namespace_code={}, no_namespace={}, no_digest={}, digests=tmp_path,
-                            test_files={}, private_today={})
+                            test_files={})
     assert [p.split(":")[0] for p in got] == ["registry", "verdict code", "namespaces", "digest",
                                              "tests"], got
     # each item given: the toy passes (and a private verdict name is named)
@@ -209,15 +165,11 @@ def test_the_contract_names_what_a_toy_study_misses(tmp_path, monkeypatch):
     (tmp_path / "toy.json").write_text("{}")
     ok = dict(verdict_code=vc, namespace_code={"toy-ns": ("experiments.toy_study",)},
               registry=reg, no_namespace={}, no_digest={}, digests=tmp_path,
-              test_files={Path("t.py"): "from posbias_nb.experiments import toy_study\n"},
-              private_today={})
+              test_files={Path("t.py"): "from posbias_nb.experiments import toy_study\n"})
     assert contract_problems("toy", "posbias_nb.experiments.toy_study", **ok) == []
     bad = dict(ok, verdict_code={"toy": ("posbias_nb.experiments.toy_study._decide",)})
     assert contract_problems("toy", "posbias_nb.experiments.toy_study", **bad) == [
         "verdict code: posbias_nb.experiments.toy_study._decide is private (name it publicly)"]
-    gone = dict(ok, private_today={"toy": {"posbias_nb.experiments.toy_study._gone"}})
-    assert "PRIVATE_TODAY" in contract_problems("toy", "posbias_nb.experiments.toy_study",
-                                                **gone)[0]
     # a study that is a package: a module of it among the roots counts, a sibling's does not
     pkg = dict(ok, namespace_code={"toy-ns": ("experiments.toy_study.run",)})
     assert contract_problems("toy", "posbias_nb.experiments.toy_study", **pkg) == []

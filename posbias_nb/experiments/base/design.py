@@ -109,12 +109,12 @@ class Design:
 
 _COMMON = ("posbias_nb.stats.decide", "posbias_nb.stats.decide_all",
            "posbias_nb.stats.holm_family", "posbias_nb.stats.interval_pvalue",
-           "posbias_nb.stats.mean_interval", "posbias_nb.stats._units_interval",
+           "posbias_nb.stats.mean_interval", "posbias_nb.stats.units_interval",
            "posbias_nb.stats.two_way_mean_interval")
 #: The code that applies a declared rule (:func:`decide_rule`), in the verdict code of every
 #: study that declares its rules in its design.
-_RULES = ("posbias_nb.experiments.base.design.RULE_KEYS", "posbias_nb.experiments.base.design._given_name",
-          "posbias_nb.experiments.base.design.rule_needs", "posbias_nb.experiments.base.design._resolved",
+_RULES = ("posbias_nb.experiments.base.design.RULE_KEYS", "posbias_nb.experiments.base.design.given_name",
+          "posbias_nb.experiments.base.design.rule_needs", "posbias_nb.experiments.base.design.resolved_given",
           "posbias_nb.experiments.base.design.decide_rule",
           "posbias_nb.experiments.base.design.rule_effect")
 #: Per study, what decides its verdicts: dotted names of functions, classes or constants.
@@ -123,22 +123,22 @@ VERDICT_CODE = {
                                   "posbias_nb.experiments.base.claims.decide",
                                   "posbias_nb.experiments.base.claims.effect"),
     "inference": _COMMON + ("posbias_nb.experiments.remedy.inference.decisions",
-                            "posbias_nb.experiments.remedy.inference._control_moved"),
+                            "posbias_nb.experiments.remedy.inference.control_moved"),
     "layouts": _COMMON + _RULES + ("posbias_nb.experiments.born.born_layouts.decisions",
-                          "posbias_nb.experiments.born.born_layouts._rule",
+                          "posbias_nb.experiments.born.born_layouts.claim_rule",
                           "posbias_nb.experiments.born.born_layouts.decide",
                           "posbias_nb.experiments.born.born_layouts.effect",
                           "posbias_nb.experiments.born.born_layouts.ablation_sides",
                           "posbias_nb.experiments.born.born_layouts.agreements",
-                          "posbias_nb.experiments.born.born_layouts._agree",
+                          "posbias_nb.experiments.born.born_layouts.agreement_of",
                           "posbias_nb.experiments.born.born_layouts.init_seeds",
                           "posbias_nb.experiments.born.born_layouts.rows",
                           "posbias_nb.experiments.born.born_layouts.middle_shares",
-                          "posbias_nb.experiments.born.born_layouts._DEF",
+                          "posbias_nb.experiments.born.born_layouts.DEFINITION",
                           "posbias_nb.models.attention_layout.model_layout",
                           "posbias_nb.metrics.fit_layout_alpha", "posbias_nb.metrics.log_pearson",
                           "posbias_nb.metrics.spearman", "posbias_nb.metrics.middle_share"),
-    "remedies": _COMMON + _RULES + ("posbias_nb.experiments.remedy.lab._rule",
+    "remedies": _COMMON + _RULES + ("posbias_nb.experiments.remedy.lab.claim_rule",
                            "posbias_nb.experiments.remedy.lab.decide",
                            "posbias_nb.experiments.remedy.lab.effect",
                            "posbias_nb.experiments.remedy.lab.verdict_rows",
@@ -156,13 +156,13 @@ VERDICT_CODE = {
                          "posbias_nb.stats.two_way_mean_interval"),
     "fix": _COMMON + ("posbias_nb.experiments.remedy.fix.split",
                       "posbias_nb.experiments.remedy.fix.fix_positions",
-                      "posbias_nb.experiments.remedy.fix._slots",
+                      "posbias_nb.experiments.remedy.fix.slot_groups",
                       "posbias_nb.experiments.remedy.fix.tune_settings",
                       "posbias_nb.experiments.remedy.fix.evaluate",
                       "posbias_nb.experiments.remedy.fix.fix",
-                      "posbias_nb.experiments.remedy.fix._DEF",
-                      "posbias_nb.experiments.remedy.fix._CAL_DEF",
-                      "posbias_nb.experiments.remedy.fix._PROMPT_ONLY",
+                      "posbias_nb.experiments.remedy.fix.DEFINITION",
+                      "posbias_nb.experiments.remedy.fix.CAL_DEFINITION",
+                      "posbias_nb.experiments.remedy.fix.PROMPT_ONLY",
                       "posbias_nb.experiments.remedy.fix.pick",
                       "posbias_nb.experiments.remedy.fix.select_one",
                       "posbias_nb.experiments.remedy.fix.verdict_words",
@@ -173,15 +173,15 @@ VERDICT_CODE = {
                       "posbias_nb.experiments.remedy.fix.DEFAULT_RULE",
                       "posbias_nb.stats.one_sided_bounds",
                       "posbias_nb.stats.detectable_effect",
-                      "posbias_nb.stats.units_needed", "posbias_nb.stats._t_power_d",
+                      "posbias_nb.stats.units_needed", "posbias_nb.stats.t_power_d",
                       "posbias_nb.stats.paired_test",
-                      "posbias_nb.experiments.remedy.fix._prompt_params",
+                      "posbias_nb.experiments.remedy.fix.prompt_params",
                       "posbias_nb.experiments.prompt.placement.grid",
                       "posbias_nb.experiments.prompt.placement.rankers",
                       "posbias_nb.experiments.prompt.placement.slot_qualities",
-                      "posbias_nb.experiments.prompt.placement._curve",
-                      "posbias_nb.experiments.prompt.placement._born",
-                      "posbias_nb.experiments.prompt.placement._measured",
+                      "posbias_nb.experiments.prompt.placement.slot_curve",
+                      "posbias_nb.experiments.prompt.placement.born_prior",
+                      "posbias_nb.experiments.prompt.placement.measured_prior",
                       "posbias_nb.experiments.prompt.placement.BORN_ALPHA",
                       "posbias_nb.experiments.prompt.placement.MEASURED_PRIOR",
                       "posbias_nb.experiments.prompt.placement.ranker_top1",
@@ -189,17 +189,17 @@ VERDICT_CODE = {
                       "posbias_nb.stats.proportion_interval"),
     "fix-fast": _COMMON + ("posbias_nb.experiments.remedy.fix_fast.landing_gains",
                            "posbias_nb.experiments.remedy.fix_fast.landing_slots",
-                           "posbias_nb.experiments.remedy.fix_fast._quality_orders",
+                           "posbias_nb.experiments.remedy.fix_fast.quality_orders",
                            "posbias_nb.experiments.remedy.fix_fast.tune_settings",
-                           "posbias_nb.experiments.remedy.fix_fast._test_part",
-                           "posbias_nb.experiments.remedy.fix_fast._judged",
+                           "posbias_nb.experiments.remedy.fix_fast.judge_test_part",
+                           "posbias_nb.experiments.remedy.fix_fast.judged_claims",
                            "posbias_nb.experiments.remedy.fix_fast.fix",
                            "posbias_nb.experiments.remedy.fix_fast.RANKED",
-                           "posbias_nb.experiments.remedy.fix_fast._DEF",
-                           "posbias_nb.experiments.remedy.fix_fast._iv",
-                           "posbias_nb.experiments.remedy.fix_fast._gold_slots",
-                           "posbias_nb.experiments.remedy.fix_fast._by_slot",
-                           "posbias_nb.experiments.remedy.fix_fast._params",
+                           "posbias_nb.experiments.remedy.fix_fast.DEFINITION",
+                           "posbias_nb.experiments.remedy.fix_fast.as_interval",
+                           "posbias_nb.experiments.remedy.fix_fast.gold_slot_groups",
+                           "posbias_nb.experiments.remedy.fix_fast.by_slot",
+                           "posbias_nb.experiments.remedy.fix_fast.remedy_params",
                            "posbias_nb.experiments.remedy.fix.split",
                            "posbias_nb.experiments.remedy.fix.fix_positions",
                            "posbias_nb.experiments.remedy.fix.pick",
@@ -213,7 +213,7 @@ VERDICT_CODE = {
                            "posbias_nb.experiments.prompt.placement.slot_qualities",
                            "posbias_nb.stats.one_sided_bounds",
                            "posbias_nb.stats.detectable_effect",
-                           "posbias_nb.stats.units_needed", "posbias_nb.stats._t_power_d",
+                           "posbias_nb.stats.units_needed", "posbias_nb.stats.t_power_d",
                            "posbias_nb.stats.paired_test",
                            "posbias_nb.stats.paired_proportion_interval",
                            "posbias_nb.stats.proportion_interval"),
@@ -223,9 +223,9 @@ VERDICT_CODE = {
                          "posbias_nb.experiments.prompt.realqa.link",
                          "posbias_nb.experiments.prompt.realqa.prior",
                          "posbias_nb.experiments.prompt.realqa.jacobian_prior",
-                         "posbias_nb.experiments.prompt.realqa._prepared",
-                         "posbias_nb.experiments.prompt.realqa._link_family",
-                         "posbias_nb.experiments.prompt.realqa._JAC_DEF",
+                         "posbias_nb.experiments.prompt.realqa.prepared",
+                         "posbias_nb.experiments.prompt.realqa.link_family",
+                         "posbias_nb.experiments.prompt.realqa.JACOBIAN_DEFINITION",
                          "posbias_nb.experiments.prompt.realqa.gold_spans",
                          "posbias_nb.experiments.prompt.realqa.power_rule",
                          "posbias_nb.experiments.prompt.realqa.power_n",
@@ -233,49 +233,49 @@ VERDICT_CODE = {
                          "posbias_nb.experiments.prompt.retrieval.link_stats",
                          "posbias_nb.tasks.qa.best_subspan_em",
                          "posbias_nb.tasks.qa.classify_output",
-                         "posbias_nb.experiments.prompt.user_task._DEF"),
+                         "posbias_nb.experiments.prompt.user_task.DEFINITION"),
     "scale": _COMMON + ("posbias_nb.experiments.born.scale.decisions",
                         "posbias_nb.experiments.born.scale.window_stats",
                         "posbias_nb.experiments.born.scale.row",
                         "posbias_nb.experiments.born.scale.ladder",
                         "posbias_nb.experiments.born.scale.STATS",
-                        "posbias_nb.experiments.born.scale._DEF",
+                        "posbias_nb.experiments.born.scale.DEFINITION",
                         "posbias_nb.models.attention_layout.model_layout",
                         "posbias_nb.models.configs.width_overrides",
                         "posbias_nb.metrics.fit_layout_alpha", "posbias_nb.metrics.spearman",
                         "posbias_nb.metrics.regions"),
     "born-scales": _COMMON + ("posbias_nb.experiments.born.born_scales.decisions",
-                              "posbias_nb.experiments.born.born_scales._claims",
+                              "posbias_nb.experiments.born.born_scales.part_claims",
                               "posbias_nb.experiments.born.born_scales.detectable",
                               "posbias_nb.experiments.born.born_scales.window_stats",
                               "posbias_nb.experiments.born.born_scales.cell",
-                              "posbias_nb.experiments.born.born_scales._cell_stats",
+                              "posbias_nb.experiments.born.born_scales.cell_stats",
                               "posbias_nb.experiments.born.born_scales.cell_std",
                               "posbias_nb.experiments.born.born_scales.factorial_cells",
                               "posbias_nb.experiments.born.born_scales.full_std",
                               "posbias_nb.experiments.born.born_scales.matched_std",
                               "posbias_nb.experiments.born.born_scales.prediction_cell",
                               "posbias_nb.experiments.born.born_scales.STATS",
-                              "posbias_nb.experiments.born.born_scales._DEF",
+                              "posbias_nb.experiments.born.born_scales.DEFINITION",
                               "posbias_nb.experiments.born.scale.window_stats",
                               "posbias_nb.experiments.born.scale.row",
                               "posbias_nb.models.init_scales.weight_groups",
                               "posbias_nb.models.init_scales.apply_stds",
                               "posbias_nb.models.configs.width_overrides",
                               "posbias_nb.stats.detectable_effect",
-                              "posbias_nb.stats._t_power_d",
+                              "posbias_nb.stats.t_power_d",
                               "posbias_nb.metrics.fit_layout_alpha", "posbias_nb.metrics.spearman",
                               "posbias_nb.metrics.regions"),
     "pipeline": _COMMON + ("posbias_nb.experiments.remedy.pipeline.decisions",
                            "posbias_nb.experiments.remedy.pipeline.gains",
-                           "posbias_nb.experiments.remedy.pipeline._mcnemar",
+                           "posbias_nb.experiments.remedy.pipeline.mcnemar_p",
                            "posbias_nb.experiments.remedy.pipeline.ARMS",
-                           "posbias_nb.experiments.remedy.pipeline._SHUFFLES",
-                           "posbias_nb.experiments.remedy.pipeline._GENERATED",
+                           "posbias_nb.experiments.remedy.pipeline.SHUFFLES",
+                           "posbias_nb.experiments.remedy.pipeline.GENERATED",
                            "posbias_nb.experiments.remedy.pipeline.questions",
-                           "posbias_nb.experiments.remedy.pipeline._used",
-                           "posbias_nb.experiments.remedy.pipeline._placements",
-                           "posbias_nb.experiments.remedy.pipeline._DEF",
+                           "posbias_nb.experiments.remedy.pipeline.used_examples",
+                           "posbias_nb.experiments.remedy.pipeline.placement_orders",
+                           "posbias_nb.experiments.remedy.pipeline.DEFINITION",
                            "posbias_nb.experiments.remedy.pipeline.recall",
                            "posbias_nb.experiments.remedy.confirm.qualities",
                            "posbias_nb.tasks.corpus.oracle_corpus",
@@ -287,7 +287,7 @@ VERDICT_CODE = {
                            "posbias_nb.tasks.reorder.quality_order",
                            "posbias_nb.stats.one_sided_bounds",
                            "posbias_nb.stats.detectable_effect",
-                           "posbias_nb.stats.units_needed", "posbias_nb.stats._t_power_d",
+                           "posbias_nb.stats.units_needed", "posbias_nb.stats.t_power_d",
                            "posbias_nb.stats.paired_test",
                            "posbias_nb.stats.proportion_interval",
                            "posbias_nb.stats.paired_proportion_interval",
@@ -297,18 +297,18 @@ VERDICT_CODE = {
                           "posbias_nb.experiments.remedy.confirm.ARMS",
                           "posbias_nb.experiments.remedy.confirm.MARGIN",
                           "posbias_nb.experiments.remedy.confirm.questions",
-                          "posbias_nb.experiments.remedy.confirm._used",
-                          "posbias_nb.experiments.remedy.confirm._placements",
-                          "posbias_nb.experiments.remedy.confirm._ceiling",
-                          "posbias_nb.experiments.remedy.confirm._GENERATED",
-                          "posbias_nb.experiments.remedy.confirm._DEF",
+                          "posbias_nb.experiments.remedy.confirm.used_examples",
+                          "posbias_nb.experiments.remedy.confirm.placement_orders",
+                          "posbias_nb.experiments.remedy.confirm.ceiling_order",
+                          "posbias_nb.experiments.remedy.confirm.GENERATED",
+                          "posbias_nb.experiments.remedy.confirm.DEFINITION",
                           "posbias_nb.experiments.remedy.confirm.qualities",
                           "posbias_nb.experiments.prompt.placement.place",
                           "posbias_nb.experiments.prompt.placement.rank",
                           "posbias_nb.experiments.prompt.placement.slot_qualities",
                           "posbias_nb.stats.one_sided_bounds",
                           "posbias_nb.stats.detectable_effect",
-                          "posbias_nb.stats.units_needed", "posbias_nb.stats._t_power_d",
+                          "posbias_nb.stats.units_needed", "posbias_nb.stats.t_power_d",
                           "posbias_nb.stats.paired_test",
                           "posbias_nb.stats.proportion_interval",
                           "posbias_nb.stats.unit_proportion_interval",
@@ -446,7 +446,7 @@ def _reason_markdown(reason: str) -> str:
 RULE_KEYS = ("direction", "threshold", "band", "scale", "exact", "testable", "says")
 
 
-def _given_name(value, kinds):
+def given_name(value, kinds):
     if isinstance(value, (dict, MappingProxyType)):
         if len(value) != 1 or next(iter(value)) not in kinds \
                 or not isinstance(next(iter(value.values())), str):
@@ -467,13 +467,13 @@ def rule_needs(rule) -> tuple:
         raise ValueError(f"a rule has unknown keys {unknown}; allowed: {RULE_KEYS}")
     needs = set()
     for key, kinds in (("threshold", ("given",)), ("direction", ("sign_of", "opposite_sign_of"))):
-        g = _given_name(rule.get(key), kinds)
+        g = given_name(rule.get(key), kinds)
         if g is not None:
             needs.add(g[1])
     return tuple(sorted(needs))
 
 
-def _resolved(rule, given: dict) -> dict:
+def resolved_given(rule, given: dict) -> dict:
     """``rule`` with its data-set entries filled from ``given``: the keyword arguments of
     :func:`posbias_nb.stats.decide` and the scale."""
     needs = rule_needs(rule)
@@ -483,7 +483,7 @@ def _resolved(rule, given: dict) -> dict:
         raise ValueError(f"the rule needs the value(s) {list(needs)} from the chapter; "
                          + (f"missing {missing}" if missing else f"unexpected {extra}"))
     direction = rule.get("direction", "greater")
-    g = _given_name(direction, ("sign_of", "opposite_sign_of"))
+    g = given_name(direction, ("sign_of", "opposite_sign_of"))
     if g is not None:
         up = given[g[1]] > 0
         direction = ("greater" if up else "less") if g[0] == "sign_of" else \
@@ -493,7 +493,7 @@ def _resolved(rule, given: dict) -> dict:
         if "threshold" not in rule:
             raise ValueError(f"a rule with direction {direction!r} needs a threshold")
         t = rule["threshold"]
-        g = _given_name(t, ("given",))
+        g = given_name(t, ("given",))
         out["threshold"] = given[g[1]] if g is not None else t
     if "band" in rule:
         out["band"] = tuple(rule["band"])
@@ -526,7 +526,7 @@ def decide_rule(rule, interval, **given) -> str:
     """
     from ... import stats
 
-    args, scale = _resolved(rule, given)
+    args, scale = resolved_given(rule, given)
     if scale == "log10":
         interval = tuple(np.log10(interval))
     return stats.decide(interval, **args)
@@ -536,7 +536,7 @@ def rule_effect(rule, interval, **given) -> dict:
     """The ``effect`` of a verdict row (:func:`posbias_nb.notebook.verdict_table`) decided by
     ``rule``: the interval (on the rule's scale) with the rule's threshold or band, direction,
     and ``exact``/``testable`` where the rule sets them; the verdict table re-decides it."""
-    args, scale = _resolved(rule, given)
+    args, scale = resolved_given(rule, given)
     if scale == "log10":
         interval = tuple(np.log10(interval))
     out = dict(interval=interval)

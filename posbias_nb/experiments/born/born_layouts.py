@@ -40,7 +40,7 @@ __all__ = ["DESIGN", "study_spec", "layout", "init_seeds", "measure", "rows", "a
            "decisions", "decide", "effect", "ablation_sides", "beyond_reach", "middle_shares",
            "SWITCHES", "switch_off", "ablation", "ablations"]
 
-_DEF = "layouts-v2"  # bump when a definition below changes (the design has its own hash)
+DEFINITION = "layouts-v2"  # bump when a definition below changes (the design has its own hash)
 # the layout entries' own version: v2 stores the sinks as floats beside the kinds' text
 _LAYOUT_DEF = "layouts-layout-v2"
 
@@ -184,7 +184,7 @@ def rows(name: str, init_seed: int | None = None, P=None) -> dict:
                 t_full=theory.influence(L, lay.depth, a_full))
 
 
-def _agree(r: dict) -> dict:
+def agreement_of(r: dict) -> dict:
     """Per window of one initialisation: each statistic against each row, and the gaps."""
     m = r["mask"]
     out = {}
@@ -206,7 +206,7 @@ def agreements(name: str) -> dict:
     out = dict(per[0])
     out["alpha_layout_seeds"] = np.array([r["alpha_layout"] for r in per])
     out["alpha_full_seeds"] = np.array([r["alpha_full"] for r in per])
-    tabs = [_agree(r) for r in per]
+    tabs = [agreement_of(r) for r in per]
     for k in tabs[0]:
         out[k] = np.stack([t[k] for t in tabs])
         out[f"{k}_ci"] = stats.two_way_mean_interval(out[k])
@@ -240,7 +240,7 @@ def decisions() -> dict:
     return stats.holm_family(claims, alpha=float(d["family_alpha"]))
 
 
-def _rule(claim: str) -> dict:
+def claim_rule(claim: str) -> dict:
     rules = _checked().as_dict()["rules"]
     if claim not in rules:
         raise ValueError(f"the layouts design declares no rule {claim!r}; declared: "
@@ -252,13 +252,13 @@ def decide(claim: str, interval) -> str:
     """The verdict word of ``interval`` under the design's declared rule ``claim`` (``"exact"``,
     ``"ablation"``: :data:`DESIGN` ``rules``), by :func:`posbias_nb.experiments.base.design.decide_rule`.
     Chapter :ref:`ch-layouts`.  ValueError for a claim the design does not declare."""
-    return decide_rule(_rule(claim), interval)
+    return decide_rule(claim_rule(claim), interval)
 
 
 def effect(claim: str, interval) -> dict:
     """The verdict row's ``effect`` under the declared rule ``claim``
     (:func:`posbias_nb.experiments.base.design.rule_effect`)."""
-    return rule_effect(_rule(claim), interval)
+    return rule_effect(claim_rule(claim), interval)
 
 
 def ablation_sides(results: dict) -> dict:
@@ -340,7 +340,7 @@ def ablation(switch: str) -> np.ndarray:
     info = models.describe(spec)
     params = {"model": spec.name, "fingerprint": info["fingerprint"], "length": L,
               "windows": int(d["windows"]), "probes": int(d["probes"]), "seed": seed,
-              "init_seed": init, "switch": switch, "def": _DEF, **entry.library_versions()}
+              "init_seed": init, "switch": switch, "def": DEFINITION, **entry.library_versions()}
 
     def compute():
         import torch
@@ -378,12 +378,12 @@ def ablations() -> dict:
     for sw in ("none", *d["switches"]):
         P = measure(name, int(d["init_seed"])) if sw == "none" else ablation(sw)
         r = rows(name, P=P)
-        gap = _agree(r)["log_pearson_gap"]
+        gap = agreement_of(r)["log_pearson_gap"]
         m = r["mask"]
         first = slice(0, min(EARLY, r["L"]))
         share = lambda q: float(q[first][m[first]].sum() / q[m].sum())  # noqa: E731
         out[sw] = dict(gap=gap, gap_ci=stats.mean_interval(gap),
-                       log_pearson_layout=_agree(r)["log_pearson_layout"],
+                       log_pearson_layout=agreement_of(r)["log_pearson_layout"],
                        early_measured=share(r["p"]), early_layout=share(r["t_layout"]),
                        early_full=share(r["t_full"]),
                        alpha_layout=r["alpha_layout"], alpha_full=r["alpha_full"])

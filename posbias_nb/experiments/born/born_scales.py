@@ -54,7 +54,7 @@ __all__ = ["DESIGN", "STATS", "STAT_WORDS", "PARTS", "GROUP_WORDS", "matched_std
            "cells", "operator_stats", "moved_by_group", "moved_text", "architecture",
            "logit_check", "operator_table", "operator_agreement"]
 
-_DEF = "born-scales-v1"  # bump when a definition below changes (the design has its own hash)
+DEFINITION = "born-scales-v1"  # bump when a definition below changes (the design has its own hash)
 
 #: The five shape statistics of a window (:func:`window_stats`).
 STATS = ("spearman", "alpha", "first_middle", "last_middle", "scatter")
@@ -177,13 +177,13 @@ def window_stats(P: np.ndarray, lay) -> dict:
     return out
 
 
-def _cell_stats(config: str, width: int, std_items: tuple, long: bool) -> dict:
+def cell_stats(config: str, width: int, std_items: tuple, long: bool) -> dict:
     P = measure(config, width, dict(std_items), long=long)
     lay = scale.layout(config)
     return dict(P=P, layout=lay, **scale.row(lay, P), stats=window_stats(P, lay))
 
 
-_stats = functools.lru_cache(maxsize=256)(_cell_stats)  # the figure and the claims read the same cells
+_stats = functools.lru_cache(maxsize=256)(cell_stats)  # the figure and the claims read the same cells
 
 
 def cell(part: str, config: str, **kw) -> dict:
@@ -204,7 +204,7 @@ def prediction_cell(config: str) -> dict | None:
                 stats=window_stats(x["P"], x["layout"]))
 
 
-def _claims(part: str) -> dict:
+def part_claims(part: str) -> dict:
     d = _checked()
     margins = d["margins"]
     claims = {}
@@ -264,7 +264,7 @@ def decisions(part: str) -> dict:
     (:func:`posbias_nb.stats.holm_family`), each claim with its smallest detectable effect
     (``detectable``)."""
     d = _checked()
-    claims = _claims(part)
+    claims = part_claims(part)
     fam = stats.holm_family(claims, alpha=float(d["family_alpha"]))
     m = len(claims)
     for k, v in fam.items():
@@ -424,7 +424,7 @@ def architecture(config: str, width: int) -> dict:
     multiplier, decided by behaviour (:func:`posbias_nb.models.init_scales.attention_scales` on
     the random-init model), cached (namespace ``born-scales-arch``)."""
     s = models.at_width(config, int(width))
-    params = {"model": s.name, "fingerprint": models.describe(s)["fingerprint"], "def": _DEF,
+    params = {"model": s.name, "fingerprint": models.describe(s)["fingerprint"], "def": DEFINITION,
               **entry.library_versions()}
 
     def compute():

@@ -49,7 +49,7 @@ __all__ = ["DESIGN", "ladder", "spec", "layout", "measure", "twin_key", "row", "
            "gpu_runs", "gpu_status",
            "gpu_summary", "gpu_provenance", "BINS"]
 
-_DEF = "scale-v1"  # bump when a definition below changes (the design has its own hash)
+DEFINITION = "scale-v1"  # bump when a definition below changes (the design has its own hash)
 
 #: The four shape statistics of a window's profile (:func:`window_stats`).
 STATS = ("spearman", "alpha", "first_middle", "last_middle")
@@ -118,7 +118,7 @@ def layout(config: str) -> theory.Layout:
     s = spec(config, ladder(config)[0], "hf")
     info = models.describe(s)
     L = int(DESIGN["check_length"])
-    params = {"model": s.name, "fingerprint": info["fingerprint"], "length": L, "def": _DEF,
+    params = {"model": s.name, "fingerprint": info["fingerprint"], "length": L, "def": DEFINITION,
               **entry.library_versions()}
 
     def compute():
@@ -282,7 +282,7 @@ def gpu_params(config: str, length: int) -> dict:
     return {"model": s.name, "fingerprint": info["fingerprint"], "length": int(length),
             "windows": int(ids.shape[0]), "probes": int(g["probes"]), "seed": int(g["seed"]),
             "inputs": hashlib.sha256(np.ascontiguousarray(ids).tobytes()).hexdigest()[:16],
-            "device": "cuda", "dtype": "float32", "tf32": False, "def": _DEF}
+            "device": "cuda", "dtype": "float32", "tf32": False, "def": DEFINITION}
 
 
 def _environment(device: str = "cuda") -> dict:

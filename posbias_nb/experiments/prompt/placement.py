@@ -82,7 +82,7 @@ def grid(fmt: str) -> dict:
             "attention-sort": [dict(ATTENTION_SORT)]}
 
 
-def _curve(base, positions, k) -> np.ndarray:
+def slot_curve(base, positions, k) -> np.ndarray:
     """The curve's slot quality: the mean over examples of ``base`` ``(examples, gold slots)``,
     read at every slot of ``k`` by linear interpolation between the gold slots ``positions``."""
     q = np.nanmean(np.asarray(base, dtype=float), axis=0)
@@ -93,7 +93,7 @@ def _spans(codec, texts, ids) -> list:
     return [study.prompt_documents(codec, t, i)[0] for t, i in zip(texts, ids)]
 
 
-def _born(m, spans, lengths) -> np.ndarray:
+def born_prior(m, spans, lengths) -> np.ndarray:
     from ... import models, theory
 
     lay = models.model_layout(m)
@@ -112,7 +112,7 @@ def _measured_length(lengths) -> int:
     return max(mult, int(round(float(np.mean(lengths)) / mult)) * mult)
 
 
-def _measured(model, weights, seed, spans, lengths) -> np.ndarray:
+def measured_prior(model, weights, seed, spans, lengths) -> np.ndarray:
     from ... import measure
 
     L = _measured_length(lengths)
@@ -137,7 +137,7 @@ def slot_qualities(model, weights, seed, part, base, which=("curve", "born", "me
     k = part["documents"]
     out = {}
     if "curve" in which:
-        out["curve"] = _curve(base, part["positions"], k)
+        out["curve"] = slot_curve(base, part["positions"], k)
     if {"born", "measured"} & set(which):
         m, tok, _ = study.load(model, weights, seed)
         codec = study.codec(m, tok)
@@ -145,9 +145,9 @@ def slot_qualities(model, weights, seed, part, base, which=("curve", "born", "me
         ids = [study.encode(codec, t) for t in texts]
         spans, lengths = _spans(codec, texts, ids), [len(i) for i in ids]
         if "born" in which:
-            out["born"] = _born(m, spans, lengths)
+            out["born"] = born_prior(m, spans, lengths)
         if "measured" in which:
-            out["measured"] = _measured(model, weights, seed, spans, lengths)
+            out["measured"] = measured_prior(model, weights, seed, spans, lengths)
     return out
 
 

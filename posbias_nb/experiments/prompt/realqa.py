@@ -41,7 +41,7 @@ __all__ = ["DESIGN", "data_path", "published_path", "pilot", "qa_run", "kv_run",
 _DATA = Path(__file__).resolve().parents[3] / "data" / "liu2023"
 _QA, _KV = "nq-open-oracle.jsonl.gz", "kv-retrieval-75_keys.jsonl.gz"
 _ORDER_SEED = 20260
-_JAC_DEF = "realqa-jacobian-v1"  # bump when jacobian_prior's measurement changes
+JACOBIAN_DEFINITION = "realqa-jacobian-v1"  # bump when jacobian_prior's measurement changes
 _N_PILOT = 4
 #: How many test questions: chosen from the pilot (``DESIGN["power"]``), capped by the budget.
 _N_TEST = 14
@@ -258,7 +258,7 @@ def power_n(diffs, *, target: float, alpha: float, n_max: int = 400) -> int:
                      f"effect size {d:.3g}")
 
 
-def _prepared(res) -> dict:
+def prepared(res) -> dict:
     """The prompts of the QA run ``res`` (:func:`posbias_nb.experiments.base.prompts.prepare`): its
     questions, documents and gold slots, in its order."""
     if res.meta["format"] != "liu-qa":
@@ -276,7 +276,7 @@ def gold_spans(model, res) -> np.ndarray:
     """``(questions, positions, 3)``: for every document prompt of the QA run ``res`` (its
     questions, documents and gold slots, in its order), the gold document's token span
     ``[a, b)`` and the prompt's length in tokens, as the model's tokenizer encodes it."""
-    P = _prepared(res)
+    P = prepared(res)
     tok = models.packaged_tokenizer(model)
     codec = Codec(tok, len(tok))
     out = np.zeros((len(P["items"]), len(P["positions"]), 3), dtype=np.int64)
@@ -339,11 +339,11 @@ def jacobian_prior(model, res, progress: bool = False, weights: str = "pretraine
                                                          res.meta["example_lines"]],
               "documents": int(res.meta["documents"]),
               "gold": [int(g) for g in res.meta["gold_documents"]],
-              "probes": int(c["probes"]), "seed": int(c["seed"]), "def": _JAC_DEF,
+              "probes": int(c["probes"]), "seed": int(c["seed"]), "def": JACOBIAN_DEFINITION,
               **({} if weights == "pretrained" else {"weights": weights, "init_seed": init}),
               **entry.library_versions()}
 
-    P = _prepared(res)
+    P = prepared(res)
     texts = [t for it in P["items"] for t in it["prompts"]]
     loaded: dict = {}
 
@@ -412,11 +412,11 @@ def decisions(runs: dict) -> dict:
     out = {"position": stats.holm_family(claims, alpha=d["alpha"])}
 
     for fam, of in (("link", prior), ("link_jacobian", jacobian_prior)):
-        out[fam] = _link_family(runs, d["families"][fam], of, R[fam], d["alpha"])
+        out[fam] = link_family(runs, d["families"][fam], of, R[fam], d["alpha"])
     return out
 
 
-def _link_family(runs, names, prior_of, rule, alpha) -> dict:
+def link_family(runs, names, prior_of, rule, alpha) -> dict:
     """Holm's step-down (:func:`posbias_nb.stats.holm_intervals`) over the link claims
     ``names`` (``model/...``), each prior computed once per model by ``prior_of``."""
     pri = {n.split("/")[0]: prior_of(n.split("/")[0], runs[n.split("/")[0]]) for n in names}

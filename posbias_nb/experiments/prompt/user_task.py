@@ -45,7 +45,7 @@ from ..base.prompts import prepare, prompt_remedy, reorder_documents  # noqa: F4
 
 __all__ = ["task_run", "CSV_COLUMNS", "OUTCOMES", "DEFAULTS"]
 
-_DEF = "task-v2"  # bump when a definition below changes (v2: one prefill per prompt)
+DEFINITION = "task-v2"  # bump when a definition below changes (v2: one prefill per prompt)
 #: The columns of the table (the CSV output) of :func:`task_run`, one row per gold position
 #: and per reference line: accuracy and mean log p, each with its 95% interval.
 CSV_COLUMNS = ("setting", "gold_document", "n", "accuracy", "accuracy_low", "accuracy_high",
@@ -120,7 +120,7 @@ def task_run(model, data, documents: int | None = None, positions=None,
     info = entry.checked(model, weights, 2, 1, seed)
     rem = None if remedy_file is None else _remedy(model, remedy_file, weights, P)
     params = entry.run_key(info, weights, P["documents"], None, seed, text=False,
-                           definition=_DEF, data=file_sha256(path), format=P["format"],
+                           definition=DEFINITION, data=file_sha256(path), format=P["format"],
                            chosen=P["chosen"], positions=P["positions"],
                            max_new_tokens=max_new_tokens,
                            **({} if rem is None else {"remedy": rem[0], "setting": rem[1]}),

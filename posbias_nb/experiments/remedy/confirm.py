@@ -45,7 +45,7 @@ from ..base.design import Design, check
 __all__ = ["DESIGN", "ARMS", "MARGIN", "questions", "qualities", "run", "measure", "gains", "decisions",
            "primary_label", "verdict_phrase"]
 
-_DEF = "confirm-v1"  # bump when a definition below changes the numbers
+DEFINITION = "confirm-v1"  # bump when a definition below changes the numbers
 _SEED = 20263
 _N = 64
 #: The arms scored on every question, in this order (the model as it is is scored beside).
@@ -56,7 +56,7 @@ ARMS = ("primary", "ceiling", "haystack", "curve-order", "prior-born", "prior-me
 MARGIN = placement.THEORY["margin"]
 
 
-def _used() -> list[int]:
+def used_examples() -> list[int]:
     """The file's questions some chapter has scored: the pilot and test questions of
     :ref:`ch-realqa`, and those ``posbias fix`` draws at its quick and full sizes (seed 0)."""
     n = realqa.DESIGN["data"]["qa"]["examples_in_file"]
@@ -71,7 +71,7 @@ def questions() -> list[int]:
     permutation's order, none that another chapter scored (the pilot and test questions of
     :ref:`ch-realqa`, and those ``posbias fix`` draws at its quick and full sizes)."""
     n = realqa.DESIGN["data"]["qa"]["examples_in_file"]
-    skip = set(_used())
+    skip = set(used_examples())
     perm = np.random.default_rng([_SEED, 0xC0F]).permutation(n)
     return [int(i) for i in perm if int(i) not in skip][:_N]
 
@@ -84,7 +84,7 @@ DESIGN = Design("confirm", {
     "documents": 10,
     "positions": [0, 2, 4, 7, 9],
     "questions": questions(),
-    "excluded": _used(),
+    "excluded": used_examples(),
     "ranker": "bm25",
     "declared_from": "the log p curves of the realqa chapter's 14 test questions (10 documents, "
                      "the same gold slots): the last slot is each model's best (SmolLM2 -8.80 "
@@ -168,12 +168,12 @@ def qualities(model) -> dict:
     return {k: np.asarray(v, dtype=float) for k, v in got.items()}
 
 
-def _ceiling(docs, p: int, best: int) -> list:
+def ceiling_order(docs, p: int, best: int) -> list:
     rest = docs[:p] + docs[p + 1:]
     return rest[:best] + [docs[p]] + rest[best:]
 
 
-def _placements(item, positions, orders, best, shuffle) -> tuple:
+def placement_orders(item, positions, orders, best, shuffle) -> tuple:
     """Every arm's prompt for each original gold slot: ``(texts (arms, slots), gold_at (arms,
     slots), top1 (slots))``."""
     q = item["question"]
@@ -188,7 +188,7 @@ def _placements(item, positions, orders, best, shuffle) -> tuple:
         top1[j] = docs[ranking[0]] == gold
         for a, arm in enumerate(ARMS):
             if arm == "ceiling":
-                placed = _ceiling(list(docs), p, best)
+                placed = ceiling_order(list(docs), p, best)
             elif arm == "shuffle":
                 placed = [canon[i] for i in shuffle]
             else:
@@ -204,7 +204,7 @@ def _placements(item, positions, orders, best, shuffle) -> tuple:
     return texts, gold_at, top1
 
 
-_GENERATED = ("primary", "ceiling")
+GENERATED = ("primary", "ceiling")
 
 
 def run(model) -> dict:
@@ -231,7 +231,7 @@ def measure(model, select, weights: str | None = None) -> dict:
     part = prompts.prepare(path, d["documents"], d["positions"], None, None, 0, "liu-qa",
                          select=select)
     pos = d["positions"]
-    key = {"def": _DEF, "model": model, "weights": weights, "seed": d["seed"],
+    key = {"def": DEFINITION, "model": model, "weights": weights, "seed": d["seed"],
            "design": DESIGN.hash, "questions": select, "orders": orders, "best": best,
            "library": entry.library_versions()}
     loaded: dict = {}
@@ -251,9 +251,9 @@ def measure(model, select, weights: str | None = None) -> dict:
         m, codec = L["m"], L["codec"]
         it = part["items"][e]
         shuffle = np.random.default_rng([_SEED, e]).permutation(d["documents"])
-        texts, gold_at, top1 = _placements(it, pos, orders, best, shuffle)
+        texts, gold_at, top1 = placement_orders(it, pos, orders, best, shuffle)
         ans = study.answer_ids(codec, it["answers"][0])
-        gen = {t for a in _GENERATED for t in texts[ARMS.index(a)].tolist()}
+        gen = {t for a in GENERATED for t in texts[ARMS.index(a)].tolist()}
         other = sorted(set(texts.reshape(-1).tolist()) - gen)
         other = sorted(set(other) | (set(it["prompts"]) - gen))
         ids = {t: study.encode(codec, t) for t in sorted(gen) + other}
@@ -269,7 +269,7 @@ def measure(model, select, weights: str | None = None) -> dict:
         row = lambda f, ts: np.array([f[t] for t in ts])  # noqa: E731
         return {"base_logprob": row(lp, it["prompts"])[None],
                 "logprob": np.stack([row(lp, texts[a]) for a in range(len(ARMS))])[:, None],
-                "correct": np.stack([row(ok, texts[ARMS.index(a)]) for a in _GENERATED])[:, None],
+                "correct": np.stack([row(ok, texts[ARMS.index(a)]) for a in GENERATED])[:, None],
                 "gold_slot": gold_at[:, None], "top1": top1[None],
                 "prompt_len": np.array([len(ids[t]) for t in it["prompts"]])[None]}
 

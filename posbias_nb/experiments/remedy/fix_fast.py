@@ -50,7 +50,7 @@ from ..base.design import Design
 __all__ = ["DESIGN", "RANKED", "landing_gains", "landing_slots", "landing_check", "tune_settings",
            "fix"]
 
-_DEF = "fix-fast-v1"  # bump when a definition below changes the numbers
+DEFINITION = "fix-fast-v1"  # bump when a definition below changes the numbers
 #: The prompt remedies the fast path searches: those that place documents by a ranking, whose
 #: prompt holds the same passages in another order (the landing slot says where the gold goes).
 RANKED = placement.RANKED
@@ -77,25 +77,25 @@ DESIGN = Design("fix-fast", {
 })
 
 
-def _iv(t) -> dict:
+def as_interval(t) -> dict:
     e, lo, hi = (float(v) for v in t)
     return {"estimate": e, "low": lo, "high": hi}
 
 
-def _gold_slots(n_pos: int) -> dict:
+def gold_slot_groups(n_pos: int) -> dict:
     """The middle gold slots (:func:`posbias_nb.metrics.regions` of the gold slots) and the
     two edge ones, as ``posbias fix`` reads them."""
     r = metrics.regions(n_pos)
     return {"middle": list(range(n_pos))[r.middle], "edges": [0, n_pos - 1]}
 
 
-def _by_slot(values, example, slot, n_ex: int, n_pos: int) -> np.ndarray:
+def by_slot(values, example, slot, n_ex: int, n_pos: int) -> np.ndarray:
     M = np.full((n_ex, n_pos), np.nan)
     M[np.asarray(example), np.asarray(slot)] = values
     return M
 
 
-def _params(name, setting, qualities) -> dict:
+def remedy_params(name, setting, qualities) -> dict:
     """A ranked remedy's remedy-file parameters (:mod:`posbias_nb.models.remedy_file`): its
     setting, and for a quality order the slot quality it learnt."""
     p = dict(setting)
@@ -142,12 +142,12 @@ def landing_gains(base, landing, positions, n_slots: int) -> dict:
                               for e in range(base.shape[0])]) for s in range(landing.shape[0])]) \
         if landing.size else np.zeros(landing.shape)
     d = est - base[None]
-    sl = _gold_slots(len(pos))
+    sl = gold_slot_groups(len(pos))
     return {"all": d.mean(-1), "middle": d[..., sl["middle"]].mean(-1),
             "edges": d[..., sl["edges"]].mean(-1)}
 
 
-def _quality_orders(settings, qualities) -> list:
+def quality_orders(settings, qualities) -> list:
     out = []
     for name, s in settings:
         if name == "curve-order":
@@ -167,7 +167,7 @@ def landing_slots(part, settings, qualities, nll=None) -> np.ndarray:
     bad = [n for n, _ in settings if n not in RANKED]
     if bad:
         raise ValueError(f"the fast path places by a ranking ({', '.join(RANKED)}); got {bad[0]!r}")
-    orders = _quality_orders(settings, qualities)
+    orders = quality_orders(settings, qualities)
     E, J = len(part["items"]), len(part["positions"])
     out = np.zeros((len(settings), E, J), dtype=np.int64)
     for e, it in enumerate(part["items"]):
@@ -228,7 +228,7 @@ def landing_check(tuning: dict, base, positions, n_slots: int) -> dict:
 
     return {"settings": rows, "spearman": float(spearman([r["scored"] for r in rows],
                                                           [r["estimated"] for r in rows])),
-            "error": _iv(stats.mean_interval(err)), "examples": int(E),
+            "error": as_interval(stats.mean_interval(err)), "examples": int(E),
             "same_carried": best("scored") == best("estimated"),
             "carried_scored": best("scored"), "carried_estimated": best("estimated")}
 
@@ -270,7 +270,7 @@ def tune_settings(model, part, sizes, seed, weights, info, key, remedies) -> dic
     res = cache.cached("fix-fast", dict(key, part="tune", question_likelihood=use_ql), compute)
     rec = {"example": np.asarray(res["example"]), "slot": np.asarray(res["slot"])}
     E = len(part["items"])
-    base = _by_slot(np.asarray(res["base#logprob"]), rec["example"], rec["slot"], E, n_pos)
+    base = by_slot(np.asarray(res["base#logprob"]), rec["example"], rec["slot"], E, n_pos)
     need = {"curve"} if "curve-order" in remedies else set()
     if "prior-order" in remedies:
         need |= {"born", "measured"}
@@ -307,7 +307,7 @@ def tune_settings(model, part, sizes, seed, weights, info, key, remedies) -> dic
         alls = [float(gains["all"][i].mean()) for i in idx]
         mids = [float(gains["middle"][i].mean()) for i in idx]
         edges = [float(gains["edges"][i].mean()) for i in idx]
-        ivs = [{k: _iv(stats.mean_interval(gains[k2][i])) if E > 1 else None
+        ivs = [{k: as_interval(stats.mean_interval(gains[k2][i])) if E > 1 else None
                 for k, k2 in (("middle", "middle"), ("edges", "edges"), ("all", "all"))}
                for i in idx]
         j, elig, why = _fix.pick(alls, mids, edges, "all-slots", sizes["edge_loss"])
@@ -316,11 +316,11 @@ def tune_settings(model, part, sizes, seed, weights, info, key, remedies) -> dic
                      "all_gain_by_example": [[float(v) for v in gains["all"][i]] for i in idx],
                      "setting": None if j is None else dict(grid[j]),
                      "params": None if j is None else
-                     _params(name, grid[j], out["prompt"]["qualities"])}
+                     remedy_params(name, grid[j], out["prompt"]["qualities"])}
     return out
 
 
-def _test_part(model, weights, seed, part, carried, setting, qualities, sizes, key) -> dict:
+def judge_test_part(model, weights, seed, part, carried, setting, qualities, sizes, key) -> dict:
     """The test part under this design (module docstring, step 2), cached by example
     (namespace ``fix-fast``): for every prompt, the model as it is and the carried remedy's
     rewritten prompt, each scored (teacher-forced log p of the first gold answer) and answered
@@ -337,7 +337,7 @@ def _test_part(model, weights, seed, part, carried, setting, qualities, sizes, k
     positions = part["positions"]
     n_new = int(sizes.get("max_new_tokens", prompts.TASK_DEFAULTS["max_new_tokens"]))
     timing = int(sizes["timing_prompts"])
-    order = _quality_orders([(carried, setting)], qualities)[0]
+    order = quality_orders([(carried, setting)], qualities)[0]
     loaded: dict = {}
 
     def ready():
@@ -420,23 +420,23 @@ def _test_part(model, weights, seed, part, carried, setting, qualities, sizes, k
                         parts=cache.Parts(len(part["items"]), one, take))
 
 
-def _judged(res, carried, setting, part) -> dict:
+def judged_claims(res, carried, setting, part) -> dict:
     """The test part's statistics of the carried remedy, with the keys of
     :func:`posbias_nb.experiments.remedy.fix.evaluate`'s for a prompt remedy (its page and figure
     read them); no Holm family (one remedy is tested)."""
     n_pos = len(part["positions"])
     n_ex = len(part["items"])
-    sl = _gold_slots(n_pos)
+    sl = gold_slot_groups(n_pos)
 
     def mat(name, dtype=float):
-        return _by_slot(np.asarray(res[name], dtype=dtype), res["example"], res["slot"], n_ex,
+        return by_slot(np.asarray(res[name], dtype=dtype), res["example"], res["slot"], n_ex,
                         n_pos)
 
     lp, ok, b_lp, b_ok = mat("logprob"), mat("correct"), mat("base_logprob"), mat("base_correct")
     d = lp - b_lp
     every, mid = d.mean(1), d[:, sl["middle"]].mean(1)
     sec = np.asarray(res["seconds"], dtype=float)
-    iv = _iv
+    iv = as_interval
 
     def per_slot(M):
         return [iv(stats.mean_interval(M[:, j])) for j in range(n_pos)]
@@ -521,7 +521,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     n_slots = k if k is not None else min(len(exs[i].records) for i in chosen)
     pos = _fix.fix_positions(n_slots)
     info = entry.checked(model, weights, 2, 1, seed)
-    key = entry.run_key(info, weights, 0, None, seed, text=False, definition=_DEF,
+    key = entry.run_key(info, weights, 0, None, seed, text=False, definition=DEFINITION,
                         data=file_sha256(path), format=fmt, documents=k, positions=pos,
                         tune=tune_idx, test=test_idx, sizes=sizes)
     tune_part = prompts.prepare(path, k, pos, None, None, seed, fmt, select=tune_idx,
@@ -534,9 +534,9 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
         test_part = prompts.prepare(path, k, pos, None, None, seed, fmt, select=test_idx,
                                   pool_exclude=tune_idx)
         setting = dict(choice[carried]["setting"])
-        res = _test_part(model, weights, seed, test_part, carried, setting,
+        res = judge_test_part(model, weights, seed, test_part, carried, setting,
                          choice["prompt"]["qualities"], sizes, key)
-        judged = _judged(res, carried, setting, test_part)
+        judged = judged_claims(res, carried, setting, test_part)
     picked = _fix.select_one(choice, judged, k if k is not None else len(pos))
     if picked["power"] is not None:
         picked["power"]["from"] += " (landing-slot estimate: a lower bound of the spread)"
@@ -555,11 +555,11 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
             "model_argument": str(model), "fingerprint": info["fingerprint"],
             "weights": weights, "data": path.name, "data_sha256": file_sha256(path),
             "format": fmt, "documents": k, "gold_slots": [p + 1 for p in pos],
-            "middle_slots": [pos[j] + 1 for j in _gold_slots(len(pos))["middle"]],
+            "middle_slots": [pos[j] + 1 for j in gold_slot_groups(len(pos))["middle"]],
             "seed": int(seed), "quick": bool(quick), "fast": True, "sizes": sizes,
             "edge_loss": float(edge_loss), "test_share": float(test_share),
             "dummy": f"{qa.DUMMY_DOCUMENT.title}: {qa.DUMMY_DOCUMENT.text}",
-            "definition": _DEF, "level": 0.95, "version": __version__, "remedies": list(sel),
+            "definition": DEFINITION, "level": 0.95, "version": __version__, "remedies": list(sel),
             "scoring": "test part: teacher-forced log p of the file's first gold answer and "
                        "best_subspan_em of a greedy generation (Liu et al.), the carried "
                        "remedy's prompt against the model as it is; tuning part: no rewritten "

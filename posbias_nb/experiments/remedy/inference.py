@@ -482,14 +482,14 @@ def summary(model) -> dict:
     task = task_arms(model)
     settings = {a: task[a]["setting"] for a in ARMS}
     pre = prior_arms(model, "pretrained", settings)
-    controls = [a for a in _PRIOR_ARMS if _control_moved(pre[a])]
+    controls = [a for a in _PRIOR_ARMS if control_moved(pre[a])]
     return {"task": task, "settings": settings, "channel": channel(model),
             "cost": cost_arms(model, settings), "controls": controls,
             "prior": {"pretrained": pre, "random": prior_arms(model, "random", settings,
                                                               controls)}}
 
 
-def _control_moved(arm_prior) -> bool:
+def control_moved(arm_prior) -> bool:
     """The init claim's positive control: the same remedy moved the pretrained prior outside
     the band (its relative change's 95% interval lies outside)."""
     band = tuple(CHAPTER["rules"]["init"]["band"])
@@ -516,7 +516,7 @@ def decisions(summaries: dict) -> dict:
     band = tuple(R["init"]["band"])
     for name in FAMILIES["init"]:
         m, a = name.split("/")
-        moved = _control_moved(summaries[m]["prior"]["pretrained"][a])
+        moved = control_moved(summaries[m]["prior"]["pretrained"][a])
         rnd = summaries[m]["prior"]["random"].get(a)
         claims["init"][name] = dict(x=None if rnd is None else rnd["relative"], band=band,
                                     direction="within", testable=moved and rnd is not None)

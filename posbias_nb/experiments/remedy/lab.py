@@ -701,7 +701,7 @@ DESIGN = Design("remedies", {
 })
 
 
-def _rule(claim: str) -> dict:
+def claim_rule(claim: str) -> dict:
     check(DESIGN)
     rules = DESIGN.as_dict()["rules"]
     if claim not in rules:
@@ -716,13 +716,13 @@ def decide(claim: str, interval, **given) -> str:
     supplies what a data-set rule names (``factorial=``, ``predicted=``).  Chapter
     :ref:`ch-remedies`.  ValueError for a claim the design does not declare, or a missing or
     unexpected given value."""
-    return decide_rule(_rule(claim), interval, **given)
+    return decide_rule(claim_rule(claim), interval, **given)
 
 
 def effect(claim: str, interval, **given) -> dict:
     """The verdict row's ``effect`` under the declared rule ``claim``
     (:func:`posbias_nb.experiments.base.design.rule_effect`)."""
-    return rule_effect(_rule(claim), interval, **given)
+    return rule_effect(claim_rule(claim), interval, **given)
 
 
 #: The remedies' names in the verdict rows, in the order of the design's ``remedies``.

@@ -52,7 +52,7 @@ from ..base.design import Design, check
 __all__ = ["DESIGN", "ARMS", "SETTINGS", "CHUNK", "questions", "corpus", "retrieve", "recall",
            "measure", "run", "gains", "decisions", "verdict_phrase", "setting_label"]
 
-_DEF = "pipeline-v1"  # bump when a definition below changes the numbers
+DEFINITION = "pipeline-v1"  # bump when a definition below changes the numbers
 _SEED = 20262
 _N = 112
 _K_MAX = 20
@@ -61,12 +61,12 @@ CHUNK = 16
 #: The arms scored on every question's retrieved set, in this order.
 ARMS = ("retriever", "primary", "curve-order", "prior-measured",
         "shuffle-0", "shuffle-1", "shuffle-2", "shuffle-3")
-_SHUFFLES = tuple(a for a in ARMS if a.startswith("shuffle"))
+SHUFFLES = tuple(a for a in ARMS if a.startswith("shuffle"))
 #: The arms answered greedily (their accuracy is paired).
-_GENERATED = ("retriever", "primary")
+GENERATED = ("retriever", "primary")
 
 
-def _used() -> list[int]:
+def used_examples() -> list[int]:
     """Every question of the file that an earlier study scored: the realqa chapter's, ``posbias
     fix``'s and the confirmatory study's (its questions and those it left out)."""
     c = confirm.DESIGN
@@ -75,9 +75,9 @@ def _used() -> list[int]:
 
 def questions() -> list[int]:
     """The design's questions: 0-based indices into the NQ-open oracle file, in a fixed
-    permutation's order, none that an earlier study scored (:func:`_used`)."""
+    permutation's order, none that an earlier study scored (:func:`used_examples`)."""
     n = realqa.DESIGN["data"]["qa"]["examples_in_file"]
-    skip = set(_used())
+    skip = set(used_examples())
     perm = np.random.default_rng([_SEED, 0x9E7]).permutation(n)
     return [int(i) for i in perm if int(i) not in skip][:_N]
 
@@ -97,7 +97,7 @@ DESIGN = Design("pipeline", {
     "settings": [["smollm2-135m", "bm25"], ["gemma3-270m", "bm25"], ["smollm2-135m", "dense"]],
     "questions_per_model": {"smollm2-135m": 112, "gemma3-270m": 64},
     "questions": questions(),
-    "excluded": _used(),
+    "excluded": used_examples(),
     "weights": "pretrained", "seed": 0,
     "prompt": "Liu et al.'s QA prompt (tasks.qa.qa_prompt) over the k retrieved passages in the "
               "arm's order; the gold passage is there only where the retriever found it",
@@ -193,7 +193,7 @@ def retrieve(retriever: str) -> dict:
         raise ValueError(f"unknown retriever {retriever!r}; one of "
                          f"{', '.join(_corpus.RETRIEVERS)}")
     passages, gold, examples = corpus()
-    key = {"def": _DEF, "retriever": retriever, "corpus": _corpus_digest(passages),
+    key = {"def": DEFINITION, "retriever": retriever, "corpus": _corpus_digest(passages),
            "k": _K_MAX, "library": entry.library_versions()}
 
     scores = {}
@@ -241,7 +241,7 @@ def recall(retriever: str, k: int | None = None, select=None) -> tuple[float, fl
     return stats.proportion_interval(int(hit.sum()), int(hit.size))
 
 
-def _placements(question: str, docs: list, orders: dict, shuffles: list) -> list:
+def placement_orders(question: str, docs: list, orders: dict, shuffles: list) -> list:
     """Every arm's passages in prompt order for one question's retrieved ``docs`` (the
     retriever's order, best first)."""
     out = []
@@ -253,7 +253,7 @@ def _placements(question: str, docs: list, orders: dict, shuffles: list) -> list
         elif arm in orders:
             out.append(reorder.apply_order(docs, orders[arm]))
         else:
-            out.append([docs[i] for i in shuffles[_SHUFFLES.index(arm)]])
+            out.append([docs[i] for i in shuffles[SHUFFLES.index(arm)]])
     return out
 
 
@@ -285,7 +285,7 @@ def measure(model: str, retriever: str, select) -> dict:
         return loaded
 
     def chunk(qs: list[int]) -> dict:
-        key = {"def": _DEF, "model": model, "retriever": retriever, "weights": d["weights"],
+        key = {"def": DEFINITION, "model": model, "retriever": retriever, "weights": d["weights"],
                "seed": d["seed"], "design": DESIGN.hash, "questions": qs, "orders": orders,
                "retrieved": np.asarray(ret["retrieved"])[qs, :k].tolist(),
                "library": entry.library_versions()}
@@ -299,13 +299,13 @@ def measure(model: str, retriever: str, select) -> dict:
             ex = examples[q]
             docs = [passages[int(i)] for i in np.asarray(ret["retrieved"])[q, :k]]
             shuffles = [np.random.default_rng([_SEED, q, s]).permutation(k).tolist()
-                        for s in range(len(_SHUFFLES))]
+                        for s in range(len(SHUFFLES))]
             texts = [qa.qa_prompt(ex.question, p)
-                     for p in _placements(ex.question, docs, orders, shuffles)]
+                     for p in placement_orders(ex.question, docs, orders, shuffles)]
             ans = study.answer_ids(codec, ex.answers[0])
             ids = {t: study.encode(codec, t) for t in sorted(set(texts))}
             lp, ok = {}, {}
-            gen = sorted({texts[ARMS.index(a)] for a in _GENERATED})
+            gen = sorted({texts[ARMS.index(a)] for a in GENERATED})
             for t in gen:
                 got, g = score_and_generate(m, ids[t], [ans], int(d["max_new_tokens"]),
                                             stop=L["stop"], eos=L["eos"])
@@ -317,7 +317,7 @@ def measure(model: str, retriever: str, select) -> dict:
                 lp.update({t: float(v) for t, v in zip(other, got)})
             gr = int(ret["gold_rank"][q])
             return {"logprob": np.array([lp[t] for t in texts])[:, None],
-                    "correct": np.array([ok[texts[ARMS.index(a)]] for a in _GENERATED])[:, None],
+                    "correct": np.array([ok[texts[ARMS.index(a)]] for a in GENERATED])[:, None],
                     "gold_rank": np.array([gr if gr < k else -1]),
                     "prompt_len": np.array([len(ids[texts[0]])])}
 
@@ -357,11 +357,11 @@ def gains(res) -> dict:
     ``{arm: (questions,)}``."""
     lp = np.asarray(res["logprob"], dtype=float)
     out = {a: lp[i] - lp[0] for i, a in enumerate(ARMS)}
-    out["shuffles"] = np.mean([out[a] for a in _SHUFFLES], axis=0)
+    out["shuffles"] = np.mean([out[a] for a in SHUFFLES], axis=0)
     return out
 
 
-def _mcnemar(a, b) -> float:
+def mcnemar_p(a, b) -> float:
     """The exact McNemar test's two-sided p of paired 0/1 outcomes (binomial on the discordant
     pairs; 1.0 when there are none)."""
     from scipy.stats import binomtest
@@ -412,7 +412,7 @@ def decisions(results: dict) -> dict:
         answers = {"retriever": stats.proportion_interval(int(ok[0].sum()), n),
                    "primary": stats.proportion_interval(int(ok[1].sum()), n),
                    "primary - retriever": diff, "verdict": stats.decide(diff),
-                   "p_mcnemar": _mcnemar(ok[1], ok[0]),
+                   "p_mcnemar": mcnemar_p(ok[1], ok[0]),
                    "discordant": (int(np.sum(ok[1] & ~ok[0])), int(np.sum(~ok[1] & ok[0])))}
         out[(model, retriever)] = {
             "primary": primary, "secondary": stats.holm_family(fam, alpha),

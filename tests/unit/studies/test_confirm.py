@@ -38,7 +38,7 @@ def test_placements_put_each_arm_where_its_rule_says(item):
     orders = {a: reorder.quality_order(quality)
               for a in ("curve-order", "prior-born", "prior-measured")}
     shuffle = np.random.default_rng(0).permutation(10)
-    texts, gold_at, top1 = confirm._placements(item, pos, orders, best=9, shuffle=shuffle)
+    texts, gold_at, top1 = confirm.placement_orders(item, pos, orders, best=9, shuffle=shuffle)
     A = {a: i for i, a in enumerate(confirm.ARMS)}
     assert texts.shape == gold_at.shape == (len(confirm.ARMS), len(pos))
     # the ceiling: the gold passage at the best slot from every original slot, one prompt

@@ -25,8 +25,8 @@ def test_split_is_seeded_disjoint_and_complete():
 
 
 def test_middle_and_edge_slots():
-    assert fix_parts._slots(5) == {"middle": [1, 2, 3], "edges": [0, 4]}
-    assert fix_parts._slots(4) == {"middle": [1, 2], "edges": [0, 3]}
+    assert fix_parts.slot_groups(5) == {"middle": [1, 2, 3], "edges": [0, 4]}
+    assert fix_parts.slot_groups(4) == {"middle": [1, 2], "edges": [0, 3]}
 
 
 def _tuning(gains_by_remedy, per=None):

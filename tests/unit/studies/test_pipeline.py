@@ -27,7 +27,7 @@ def test_placements_follow_each_rule():
     orders = {"curve-order": reorder.quality_order(quality),
               "prior-measured": reorder.quality_order(quality[::-1])}
     shuffles = [np.random.default_rng(s).permutation(10).tolist() for s in range(4)]
-    got = dict(zip(pipeline.ARMS, pipeline._placements("q", docs, orders, shuffles)))
+    got = dict(zip(pipeline.ARMS, pipeline.placement_orders("q", docs, orders, shuffles)))
     assert got["retriever"] == docs
     assert got["primary"][-1] == docs[0] and got["primary"][0] == docs[1]  # LangChain, even count
     assert got["curve-order"][-1] == docs[0] and got["prior-measured"][0] == docs[0]
@@ -101,7 +101,7 @@ def test_subsets_and_answers():
 
 
 def test_mcnemar_without_discordant_pairs():
-    assert pipeline._mcnemar([1, 0, 1], [1, 0, 1]) == 1.0
+    assert pipeline.mcnemar_p([1, 0, 1], [1, 0, 1]) == 1.0
 
 
 def test_verdict_phrases_name_the_claim():
@@ -126,7 +126,7 @@ def test_a_retrieval_is_checked_against_its_record_up_to_ties(tmp_path, monkeypa
 
     recorded = Path(__file__).resolve().parents[3] / "recorded"
     passages, _, _ = pipeline.corpus()
-    params = {"def": pipeline._DEF, "retriever": "bm25",
+    params = {"def": pipeline.DEFINITION, "retriever": "bm25",
               "corpus": pipeline._corpus_digest(passages), "k": pipeline._K_MAX,
               "library": entry.library_versions()}
     k = cache.key("pipeline-retrieve", params)

@@ -91,11 +91,10 @@ from .judge import arm_name, coinciding, evaluate, select_one
 from .words import setting_text, verdict_words
 from .run import fix
 from .page import PROMPT_LABELS, slot_figure, write_fix
-# the verdict code names these as posbias_nb.experiments.remedy.fix.<name> (design.VERDICT_CODE): the
-# private ones are the debt tests/package/test_study_contract.py lists (PRIVATE_TODAY)
-from .config import _CAL_DEF, _DEF, _PROMPT_ONLY  # noqa: F401
-from .scoring import _prompt_params  # noqa: F401
-from .parts import _slots  # noqa: F401
+# the verdict code names these as posbias_nb.experiments.remedy.fix.<name> (design.VERDICT_CODE)
+from .config import CAL_DEFINITION, DEFINITION, PROMPT_ONLY  # noqa: F401
+from .scoring import prompt_params  # noqa: F401
+from .parts import slot_groups  # noqa: F401
 
 __all__ = ["DESIGN", "GRID", "REMEDIES", "NETWORK_REMEDIES", "RULES", "DEFAULTS", "QUICK",
            "DEFAULT_RULE", "QUICK_DOCUMENTS", "MIN_TEST", "coinciding", "arm_name", "select_one",

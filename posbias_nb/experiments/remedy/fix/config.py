@@ -15,10 +15,10 @@ from ...base.design import Design
 __all__ = ["NETWORK_REMEDIES", "REMEDIES", "RULES", "DEFAULT_RULE", "QUICK_DOCUMENTS", "MIN_TEST", "CAL_VARIANTS", "GRID", "DEFAULTS", "QUICK", "DESIGN", "select_remedies"]
 
 
-_DEF = "fix-v1"  # bump when a definition below changes the numbers
+DEFINITION = "fix-v1"  # bump when a definition below changes the numbers
 
 
-_CAL_DEF = "fix-calibration-v1"  # the same for the attention calibration's entries
+CAL_DEFINITION = "fix-calibration-v1"  # the same for the attention calibration's entries
 
 
 #: The remedies inside the network, each by its paper's own method (chapter *Fixing it at
@@ -60,7 +60,7 @@ CAL_VARIANTS = (("paper", "per-head"), ("length-matched", "per-head"), ("paper",
 
 
 #: The remedies scored from the prompts alone (the first design's), cached together.
-_PROMPT_ONLY = ("hidden-scaling", "ms-poe")
+PROMPT_ONLY = ("hidden-scaling", "ms-poe")
 
 
 #: The grids searched on the tuning part: each remedy's own (the remedy table's ``grid``; hidden

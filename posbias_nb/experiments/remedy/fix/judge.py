@@ -11,10 +11,10 @@ from .... import stats
 from ...._validate import positive_int
 from ...prompt import placement
 from ...base import study
-from .config import NETWORK_REMEDIES, REMEDIES, RULES, _PROMPT_ONLY
+from .config import NETWORK_REMEDIES, REMEDIES, RULES, PROMPT_ONLY
 from .cost import _cost, _timed, _timed_calibration
 from .scoring import _cal_key, _calibration_scores, _check_context, _iv, _matrix, _records
-from .parts import _slots
+from .parts import slot_groups
 
 __all__ = ["evaluate", "coinciding", "arm_name", "select_one"]
 
@@ -28,9 +28,9 @@ def evaluate(model, test_part, chosen, sizes, seed=0, weights="pretrained", info
     A prompt remedy is paired with the model as it is on its own entry's passes, its accuracy
     Liu et al.'s best_subspan_em of a greedy generation."""
     n_pos = len(test_part["positions"])
-    sl = _slots(n_pos)
+    sl = slot_groups(n_pos)
     names = [r for r in remedies if chosen[r]["chosen"] is not None]
-    plain = {r: chosen[r]["params"] for r in names if r in _PROMPT_ONLY}
+    plain = {r: chosen[r]["params"] for r in names if r in PROMPT_ONLY}
     prompt = [r for r in names if r in placement.PROMPT_REMEDIES]
     network = [r for r in names if r in NETWORK_REMEDIES]
     cal_name = "attention-calibration"

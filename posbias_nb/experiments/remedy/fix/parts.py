@@ -44,7 +44,7 @@ def fix_positions(k: int) -> list[int]:
     return sorted({int(v) for v in np.round(np.linspace(0, k - 1, 5))})
 
 
-def _slots(n_pos: int) -> dict:
+def slot_groups(n_pos: int) -> dict:
     r = metrics.regions(n_pos)
     mid = list(range(n_pos))[r.middle]
     return {"middle": mid, "edges": [0, n_pos - 1]}

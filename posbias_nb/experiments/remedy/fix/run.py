@@ -17,10 +17,10 @@ from ....tasks import qa
 from ...prompt import placement
 from ...base import study
 from ...base import prompts
-from .config import DEFAULTS, DEFAULT_RULE, GRID, MIN_TEST, NETWORK_REMEDIES, QUICK, QUICK_DOCUMENTS, REMEDIES, RULES, select_remedies, _DEF, _PROMPT_ONLY
+from .config import DEFAULTS, DEFAULT_RULE, GRID, MIN_TEST, NETWORK_REMEDIES, QUICK, QUICK_DOCUMENTS, REMEDIES, RULES, select_remedies, DEFINITION, PROMPT_ONLY
 from .judge import evaluate, select_one
 from .scoring import _key
-from .parts import fix_positions, split, _slots
+from .parts import fix_positions, split, slot_groups
 from .tune import tune_settings
 from .words import verdict_words
 
@@ -138,7 +138,7 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
     info = entry.checked(model, weights, 2, 1, seed)
     key = _key(info, weights, seed, data=file_sha256(path), format=fmt, documents=k,
                positions=pos, tune=tune_idx, test=test_idx, sizes=sizes,
-               grid={r: [dict(s) for s in GRID[r]] for r in _PROMPT_ONLY},
+               grid={r: [dict(s) for s in GRID[r]] for r in PROMPT_ONLY},
                edge_loss=float(edge_loss))
     import sys
 
@@ -185,12 +185,12 @@ def fix(model, data, documents: int | None = None, examples: int | None = None,
             "fingerprint": info["fingerprint"], "weights": weights, "data": path.name,
             "data_sha256": file_sha256(path), "format": fmt, "documents": k,
             "gold_slots": [p + 1 for p in pos], "middle_slots":
-            [pos[j] + 1 for j in _slots(len(pos))["middle"]],
+            [pos[j] + 1 for j in slot_groups(len(pos))["middle"]],
             "seed": int(seed), "quick": bool(quick), "sizes": sizes,
             "edge_loss": float(edge_loss), "test_share": float(test_share),
             "dummy": f"{qa.DUMMY_DOCUMENT.title}: {qa.DUMMY_DOCUMENT.text}" if fmt != "liu-kv"
             else '"{}": "{}"'.format(*qa.DUMMY_RECORD),
-            "definition": _DEF, "level": 0.95, "version": __version__, "remedies": list(sel),
+            "definition": DEFINITION, "level": 0.95, "version": __version__, "remedies": list(sel),
             "scoring": "teacher-forced log p of the file's first gold answer; accuracy: its "
                        "greedy match token by token (not best_subspan_em of a free generation)",
             "rule_name": rule,

@@ -9,7 +9,7 @@ import numpy as np
 from ....measure import entry
 from ....tasks import qa
 from ...base import study
-from .config import _CAL_DEF, _DEF
+from .config import CAL_DEFINITION, DEFINITION
 
 __all__ = []
 
@@ -128,12 +128,12 @@ def _calibration_record(m, rec, docs, i, settings):
 
 def _cal_key(key, part, **extra):
     return dict(key, part=part, calibration={
-        "definition": _CAL_DEF, "dummy": [qa.DUMMY_DOCUMENT.title, qa.DUMMY_DOCUMENT.text],
+        "definition": CAL_DEFINITION, "dummy": [qa.DUMMY_DOCUMENT.title, qa.DUMMY_DOCUMENT.text],
         "dummy_record": list(qa.DUMMY_RECORD), "layers": "later half"}, **extra)
 
 
 def _key(info, weights, seed, **extra):
-    return entry.run_key(info, weights, 0, None, seed, text=False, definition=_DEF, **extra)
+    return entry.run_key(info, weights, 0, None, seed, text=False, definition=DEFINITION, **extra)
 
 
 def _fits_prefix(m, rec) -> bool:
@@ -143,7 +143,7 @@ def _fits_prefix(m, rec) -> bool:
     return w is None or max(len(p) + len(a) for p, a in zip(rec["prompts"], rec["answers"])) <= w
 
 
-def _prompt_params(name, setting, prompt) -> dict:
+def prompt_params(name, setting, prompt) -> dict:
     """A prompt remedy's file parameters: its setting, and for a quality order the slot quality
     it learnt (the curve, or the prior named by the setting)."""
     p = dict(setting)

@@ -13,9 +13,9 @@ from .... import stats
 from ....tasks import qa
 from ...prompt import placement
 from ...base import study
-from .config import GRID, NETWORK_REMEDIES, REMEDIES, RULES, _CAL_PAPER, _PROMPT_ONLY
-from .scoring import _cal_key, _calibration_one, _calibration_record, _calibration_scores, _check_context, _documents, _fits_prefix, _iv, _matrix, _prompt_params, _records, _settings_params
-from .parts import _slots
+from .config import GRID, NETWORK_REMEDIES, REMEDIES, RULES, _CAL_PAPER, PROMPT_ONLY
+from .scoring import _cal_key, _calibration_one, _calibration_record, _calibration_scores, _check_context, _documents, _fits_prefix, _iv, _matrix, prompt_params, _records, _settings_params
+from .parts import slot_groups
 
 __all__ = ["pick", "tune_settings", "calibration_recall"]
 
@@ -87,7 +87,7 @@ def tune_settings(model, tune_part, sizes, edge_loss, seed=0, weights="pretraine
     (:data:`RULES`, :func:`pick`) chooses each remedy's setting; every remedy also reports
     ``all_gain``, the mean change over all gold slots."""
     n_pos = len(tune_part["positions"])
-    sl = _slots(n_pos)
+    sl = slot_groups(n_pos)
     scales = [float(g["scale"]) for g in GRID["hidden-scaling"]]
 
     def compute():
@@ -127,7 +127,7 @@ def tune_settings(model, tune_part, sizes, edge_loss, seed=0, weights="pretraine
         lp = study.score_remedy(m, rec["prompts"], rec["answers"], "ms-poe", [])[0][0]
         return {"example": rec["example"], "slot": rec["slot"], "base#logprob": lp}
 
-    prompt_only = any(r in _PROMPT_ONLY for r in remedies)
+    prompt_only = any(r in PROMPT_ONLY for r in remedies)
     res = cache.cached("fix-tune", dict(key, part="tune"), compute) if prompt_only else \
         cache.cached("fix-tune", dict(key, part="tune-base"), compute_base)
 
@@ -267,7 +267,7 @@ def tune_settings(model, tune_part, sizes, edge_loss, seed=0, weights="pretraine
                      "reason": why, "all_gain_by_example": pers,
                      "setting": None if j is None else dict(grids[name][j]),
                      "params": None if j is None else
-                     _prompt_params(name, grids[name][j], out.get("prompt"))
+                     prompt_params(name, grids[name][j], out.get("prompt"))
                      if name in placement.PROMPT_REMEDIES else
                      _settings_params(name, [GRID[name][j]], ch["channel"])[0]}
     if cal is not None:

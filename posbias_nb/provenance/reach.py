@@ -49,7 +49,9 @@ is already an edge to its code, so a function renamed together with its readers 
 and moves no digest.  Its parameters, a class's name (data: ``type(x).__name__``, a
 dataclass's ``repr``) and a constant bound by text still count by name; and where the package's
 computing code reads a function's name (``f.__name__``, ``f.__qualname__``, ``f.__code__``:
-:attr:`Index.reflects`), every function's name counts again.
+:attr:`Index.reflects`), or looks a function up by a string in a table of names (``globals()[s]``,
+``vars(m).get(s)``), every function's name counts again; a module reached whole (handed to
+``getattr``, passed on) counts each of its units with the names it binds.
 
 Not seen, as before this module (the module-level digest followed import statements only): code
 reached by a string alone (``importlib.import_module(f"...")``, a registry filled by a module that
@@ -108,12 +110,22 @@ _OWN_NAME = frozenset({"__name__", "__qualname__", "__code__"})
 
 
 def _reads_own_name(n: ast.AST) -> bool:
-    """Whether ``n`` reads an object's own name (``f.__name__``), except a type's name read as
-    ``type(x).__name__`` (an error message's): the one way a function's name can be data."""
-    if not (isinstance(n, ast.Attribute) and n.attr in _OWN_NAME):
-        return False
-    v = n.value
-    return not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "type")
+    """Whether ``n`` reads what a function is called: its own name (``f.__name__``; a type's
+    name read as ``type(x).__name__``, an error message's, excepted) or a function looked up by a
+    string in a namespace's table (``globals()[s]``, ``vars(m).get(s)``).  (A package module
+    handed to ``getattr`` is reached whole, and there names count, :meth:`Index._content`.)"""
+    if isinstance(n, ast.Attribute) and n.attr in _OWN_NAME:
+        v = n.value
+        return not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                    and v.func.id == "type")
+    table = None
+    if isinstance(n, ast.Subscript):
+        table = n.value
+    elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+            and n.func.attr in ("get", "__getitem__"):
+        table = n.func.value
+    return isinstance(table, ast.Call) and isinstance(table.func, ast.Name) \
+        and table.func.id in ("globals", "vars", "locals")
 
 
 def _bound_names(stmt: ast.stmt) -> set[str]:
@@ -870,9 +882,16 @@ class Index:
         if t[0] == "units":
             return "units:" + ",".join(sorted(self._hash(t[1], j) for j in t[2]))
         if t[0] == "whole":
-            return "module:" + ",".join(sorted(self._hash(t[1], j) for j in
-                                               range(len(self.mods[t[1]].units)))) \
-                if t[1] in self.mods else f"module:{t[1]}"
+            if t[1] not in self.mods:
+                return f"module:{t[1]}"
+            units = self.mods[t[1]].units
+            if self.names:
+                return "module:" + ",".join(sorted(self._hash(t[1], j) for j in range(len(units))))
+            # reach-v3: a module used whole (handed to getattr, passed on) is looked up by name,
+            # so there each unit counts with the names it binds
+            return "module:" + ",".join(sorted(
+                ",".join(sorted(units[j].binds)) + "=" + self._hash(t[1], j)
+                for j in range(len(units))))
         if t[0] == "mod":
             return f"module:{t[1]}"
         if t[0] == "opaque" and self.fold:

@@ -514,13 +514,15 @@ def test_a_function_renamed_with_its_readers_is_the_same_code(digest):
     assert digest(_renamed(renamed, "compute", "measure")) == digest(base)
 
 
-@pytest.mark.parametrize("change", ["swap", "body", "class", "constant", "reflect", "keyword"])
+@pytest.mark.parametrize("change", ["swap", "body", "class", "constant", "reflect", "keyword",
+                                    "getattr", "globals"])
 def test_what_a_rename_cannot_hide(digest, change):
     """Counterexamples a skeptic tries: two functions swapping names (the reader now runs the
     other code), a renamed function whose body changed, a class (its name is data:
     ``type(x).__name__``, a dataclass's ``repr``), a constant bound by text, a keyword a caller
-    passes by name, and a package that reads a function's name (``f.__name__``), where every
-    function's name counts again."""
+    passes by name, a function looked up by a string (``getattr(module, s)``, ``globals()[s]``),
+    and a package that reads a function's name (``f.__name__``), where every function's name
+    counts again."""
     helpers = HELPERS + "\n\ndef doubled(x):\n    return np.asarray(x) * 2\n"
     base = {"fake.py": FAKE, "helpers.py": helpers}
     if change == "swap":
@@ -547,6 +549,21 @@ def test_what_a_rename_cannot_hide(digest, change):
         base = {"fake.py": "from .helpers import scaled\n\n\ndef compute(n):\n"
                            "    return {'x': scaled(x=n)}\n", "helpers.py": helpers}
         other = _renamed(base, "x", "y")
+    elif change == "getattr":
+        # a function looked up by a string in a module handed to getattr: the module is reached
+        # whole, and its functions count with their names (a swap would run the other one)
+        base = {"fake.py": "from . import helpers\n\n\ndef compute(n, how='scaled'):\n"
+                           "    return {'x': getattr(helpers, how)(range(n))}\n",
+                "helpers.py": helpers}
+        other = _renamed(base, "doubled", "twice")
+        other["fake.py"] = base["fake.py"]
+    elif change == "globals":
+        base = {"fake.py": FAKE + "\n\ndef by_name(s, n):\n    return globals()[s](n)\n",
+                "helpers.py": helpers}
+        other = _renamed(base, "compute", "measure")
+        ix = __import__("posbias_nb.provenance.reach", fromlist=["index"]).index(
+            code.package_files({"__init__.py": "", **base}), code.NOT_COMPUTING)
+        assert ix.reflects == [("fake", 9)] and ix.names
     else:  # reflect
         base = {"fake.py": FAKE.replace("{\"x\": scaled(range(n))}",
                                         "{\"x\": scaled(range(n)), \"f\": scaled.__name__}"),

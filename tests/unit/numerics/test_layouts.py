@@ -423,11 +423,12 @@ def test_a_recorded_layout_agrees_across_float_rounding_of_its_sinks(tmp_path, m
 
     from posbias_nb import cache
     from posbias_nb.experiments.born import born_layouts as study
+    from posbias_nb.experiments.born.born_layouts import measurements
 
     found = {"now": T.parse_layout("sliding:16@0.014936589462354138,full@-0.0017153004222846")}
-    monkeypatch.setattr(study.entry, "profile_model", lambda *a, **k: (None, None, None))
-    monkeypatch.setattr(study.models, "model_layout", lambda m, length: found["now"])
-    monkeypatch.setattr(study.models, "describe", lambda spec: {"fingerprint": "f"})
+    monkeypatch.setattr(measurements.entry, "profile_model", lambda *a, **k: (None, None, None))
+    monkeypatch.setattr(measurements.models, "model_layout", lambda m, length: found["now"])
+    monkeypatch.setattr(measurements.models, "describe", lambda spec: {"fingerprint": "f"})
     got = study.layout("gpt-oss")
     assert got == found["now"] and got.layers[0].sink == 0.014936589462354138
     # record this entry, then compute it again under three changes

@@ -8,7 +8,7 @@ import pytest
 from posbias_nb import provenance_cli
 from posbias_nb.provenance import code, plan
 
-NS = "layouts-ablation"   # computed by experiments.born.born_layouts, with layouts-layout
+NS = "layouts-ablation"   # computed by experiments.born.born_layouts (its measurements module), with layouts-layout
 
 
 def _manifest():
@@ -24,9 +24,9 @@ def _digests():
 
 
 def test_an_edit_names_the_namespaces_it_moves_and_the_budget_that_covers_them():
-    c = plan.edit_cost(_manifest(), _digests(), ["experiments.born.born_layouts"], budget=600)
+    c = plan.edit_cost(_manifest(), _digests(), ["experiments.born.born_layouts.measurements"], budget=600)
     assert c["moved"] == [ns for ns in code.NAMESPACE_CODE
-                          if "experiments.born.born_layouts" in code.code_modules(ns)]
+                          if "experiments.born.born_layouts.measurements" in code.code_modules(ns)]
     assert NS in c["moved"] and "layouts-layout" in c["moved"]
     # every switch is a setting: the cheapest entry plus two more (800 s) exceed 600 s, so the
     # namespace stays uncovered and could not be stamped; 1,000 s covers it, at 1,200 s
@@ -41,7 +41,7 @@ def test_an_edit_is_not_vouched_for_by_todays_stamps():
     stamps = {NS: {"code": d[NS]}}   # today's code stamped: make test takes the cheapest only
     today = plan.verification_plan(_manifest(), d, 600, stamps=stamps)
     assert len(today["namespaces"][NS]["chosen"]) == 1
-    c = plan.edit_cost(_manifest(), d, ["experiments.born.born_layouts"], budget=2000, stamps=stamps)
+    c = plan.edit_cost(_manifest(), d, ["experiments.born.born_layouts.measurements"], budget=2000, stamps=stamps)
     assert c["budget"]["namespaces"][NS]["chosen"] == 3
 
 
@@ -55,7 +55,7 @@ def test_an_edit_of_a_page_moves_nothing_and_an_unknown_module_is_refused():
 
 
 def test_the_lines_name_the_uncovered_and_the_covering_budget():
-    text = plan.cost_lines(plan.edit_cost(_manifest(), _digests(), ["experiments.born.born_layouts"],
+    text = plan.cost_lines(plan.edit_cost(_manifest(), _digests(), ["experiments.born.born_layouts.measurements"],
                                           budget=600))
     assert text.startswith("moves 2 namespaces: layouts-ablation, layouts-layout")
     assert "left uncovered, so not stamped: layouts-ablation" in text
@@ -63,7 +63,7 @@ def test_the_lines_name_the_uncovered_and_the_covering_budget():
 
 
 def test_the_command_refuses_an_unknown_module_in_one_line(capsys):
-    assert provenance_cli.main(["cost", "experiments.born.born_layouts", "experiments.nope"]) == 2
+    assert provenance_cli.main(["cost", "experiments.born.born_layouts.measurements", "experiments.nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "experiments.nope" in err[0] and "born_layouts" not in err[0]
 
@@ -75,5 +75,5 @@ def test_the_command_prints_the_cost_on_the_recorded_manifest(capsys):
     assert provenance_cli.main(["cost", "experiments.base.pages"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("moves 0 namespaces: none") and "covered at a budget of 600 s" in out
-    assert provenance_cli.main(["cost", "experiments.born.born_layouts"]) == 0
+    assert provenance_cli.main(["cost", "experiments.born.born_layouts.measurements"]) == 0
     assert capsys.readouterr().out.startswith("moves 2 namespaces: layouts-ablation, layouts-layout")

@@ -55,7 +55,7 @@ def test_placements_put_each_arm_where_its_rule_says(item):
     ranked = [docs[i] for i in reorder.bm25_ranking(item["question"], docs)]
     want = reorder.apply_order(ranked, reorder.long_context_reorder(10))
     got = texts[A["primary"], 0]
-    assert got == confirm.qa.qa_prompt(item["question"], want)
+    assert got == confirm.measurements.qa.qa_prompt(item["question"], want)
 
 
 def _result(gain, n=40, seed=0, spread=1.0):

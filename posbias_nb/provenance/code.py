@@ -34,7 +34,8 @@ from . import reach
 
 __all__ = ["NAMESPACE_CODE", "NOT_COMPUTING", "normalised_source", "normalised_code",
            "package_files", "source_files", "code_modules", "reaches", "narrows", "code_digest", "import_closure",
-           "file_digest", "declared_roots", "candidate_roots", "FORMER_ROOTS", "DIGEST_RULE"]
+           "file_digest", "declared_roots", "candidate_roots", "FORMER_ROOTS", "DIGEST_RULE",
+           "unresolved"]
 
 #: The modules of ``posbias_nb`` (dotted, relative to the package) that compute each cached
 #: namespace: the module that calls the cache, whose imports :func:`code_modules` follows.
@@ -78,8 +79,10 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "scale-layout": ("experiments.born.scale",),
     "confirm": ("experiments.remedy.confirm.config", "experiments.remedy.confirm.measurements",
                 "experiments.remedy.confirm.statistics", "experiments.remedy.confirm.words"),
-    "pipeline": ("experiments.remedy.pipeline",),
-    "pipeline-retrieve": ("experiments.remedy.pipeline",),
+    "pipeline": ("experiments.remedy.pipeline.config", "experiments.remedy.pipeline.measurements",
+                 "experiments.remedy.pipeline.statistics", "experiments.remedy.pipeline.words"),
+    "pipeline-retrieve": ("experiments.remedy.pipeline.config", "experiments.remedy.pipeline.measurements",
+                          "experiments.remedy.pipeline.statistics", "experiments.remedy.pipeline.words"),
     "task": ("experiments.prompt.user_task",),
     "train": ("experiments.remedy.lab",),
     "train-init": ("experiments.remedy.lab",),
@@ -251,8 +254,8 @@ FORMER_ROOTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "scale-gpu": (("experiments.scale",),),
     "scale-layout": (("experiments.scale",),),
     "confirm": (("experiments.confirm",), ("experiments.remedy.confirm",)),
-    "pipeline": (("experiments.pipeline",),),
-    "pipeline-retrieve": (("experiments.pipeline",),),
+    "pipeline": (("experiments.pipeline",), ("experiments.remedy.pipeline",)),
+    "pipeline-retrieve": (("experiments.pipeline",), ("experiments.remedy.pipeline",)),
     "task": (("experiments.task",),),
 }
 
@@ -363,6 +366,14 @@ def reaches(namespace: str, module: str, name: str,
     if not idx:
         raise ValueError(f"{module} binds no {name!r} at its top level")
     return any((module, i) in units for i in idx)
+
+
+def unresolved(namespace: str, files: Mapping[str, str] | None = None) -> list[str]:
+    """The reads of ``namespace``'s code that lead to no module or statement of the package
+    (``missing:<where>``), e.g. an import left one level too shallow when a module moved deeper:
+    it fails only when it runs, and a test holds the list empty."""
+    _, _, _, (_, edges, _) = _reached(namespace, files, None)
+    return sorted({c for _, _, c in edges if c.startswith("missing:")})
 
 
 def _footprint(namespace, files, roots):

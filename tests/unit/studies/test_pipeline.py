@@ -127,7 +127,7 @@ def test_a_retrieval_is_checked_against_its_record_up_to_ties(tmp_path, monkeypa
     recorded = Path(__file__).resolve().parents[3] / "recorded"
     passages, _, _ = pipeline.corpus()
     params = {"def": pipeline.DEFINITION, "retriever": "bm25",
-              "corpus": pipeline._corpus_digest(passages), "k": pipeline._K_MAX,
+              "corpus": pipeline.measurements._corpus_digest(passages), "k": pipeline.config._K_MAX,
               "library": entry.library_versions()}
     k = cache.key("pipeline-retrieve", params)
     if not (recorded / "cache" / "pipeline-retrieve" / f"{k}.npz").is_file():

@@ -574,3 +574,20 @@ def test_what_a_rename_cannot_hide(digest, change):
             code.package_files({"__init__.py": "", **base}), code.NOT_COMPUTING)
         assert ix.reflects == [("fake", 5)] and ix.names
     assert digest(other) != digest(base)
+
+
+def test_every_read_of_the_books_code_resolves():
+    """A study moved one floor deeper whose inner ``from ...measure.scoring import ...`` kept its
+    old depth imports nothing until it runs; the digest's reach sees it (issue 65: the pipeline
+    package caught one before it ran).  Every namespace of the book reads only what exists."""
+    assert {ns: code.unresolved(ns) for ns in code.NAMESPACE_CODE if code.unresolved(ns)} == {}
+
+
+def test_an_import_one_level_too_shallow_is_unresolved(monkeypatch):
+    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("study.run",))
+    files = {"__init__.py": "", "helpers.py": HELPERS, "study/__init__.py": "",
+             "study/run.py": "def compute(n):\n    from ..helpers import scaled\n"
+                             "    return {'x': scaled(range(n))}\n"}
+    assert code.unresolved("fake", files) == []
+    shallow = {**files, "study/run.py": files["study/run.py"].replace("..helpers", ".helpers")}
+    assert code.unresolved("fake", shallow) == ["missing:study.helpers.scaled"]

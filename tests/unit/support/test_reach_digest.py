@@ -195,8 +195,8 @@ def test_the_books_namespaces_are_told_apart_by_what_they_reach():
     report's page module computes nothing; the inference study's code is inside its
     namespaces and not inside the born profile's."""
     mods = code.code_modules("inference-task")
-    assert "experiments.remedy.inference" in mods and "experiments.report.page" not in mods
-    assert "experiments.remedy.inference" not in code.code_modules("profile")
+    assert "experiments.remedy.inference.measurements" in mods and "experiments.report.page" not in mods
+    assert "experiments.remedy.inference.measurements" not in code.code_modules("profile")
     assert code.code_digest("inference-task") == code.code_digest("inference-cost")
     assert code.code_digest("inference-task") != code.code_digest("profile")
 

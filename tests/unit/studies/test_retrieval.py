@@ -11,7 +11,7 @@ from posbias_nb import metrics, stats
 from posbias_nb.experiments.prompt import retrieval as R
 from posbias_nb.tasks import kv_needle as T
 from posbias_nb.measure import entry
-from posbias_nb.measure.scoring import score
+from posbias_nb.measure.scoring import score, score_batch
 from posbias_nb.experiments.base import study
 
 VOCAB = 300  # the -tiny twins' vocabulary: byte-level prompts
@@ -163,7 +163,7 @@ def test_logprob_matches_a_hand_computation(tiny):
     rng = np.random.default_rng(0)
     prompt = rng.integers(0, VOCAB, 20).tolist()
     answer = rng.integers(0, VOCAB, 4).tolist()
-    lp, _ = R.score(tiny, prompt, answer)
+    lp, _ = score(tiny, prompt, answer)
     with torch.no_grad():
         logits = tiny(torch.tensor([prompt + answer])).logits[0].double()
     logp = torch.log_softmax(logits, -1)
@@ -180,11 +180,11 @@ def test_exact_match_is_greedy_decoding(tiny):
         out = tiny.generate(torch.tensor([prompt]), max_new_tokens=3, do_sample=False,
                             pad_token_id=0)
     greedy = out[0, len(prompt):].tolist()
-    assert R.score(tiny, prompt, greedy)[1] is True
+    assert score(tiny, prompt, greedy)[1] is True
     wrong = greedy[:2] + [(greedy[2] + 1) % VOCAB]
-    assert R.score(tiny, prompt, wrong)[1] is False
+    assert score(tiny, prompt, wrong)[1] is False
     with pytest.raises(ValueError):
-        R.score(tiny, prompt, [])
+        score(tiny, prompt, [])
 
 
 def test_summarize_intervals():
@@ -205,7 +205,7 @@ def _batched_vs_single(model, vocab, seed=0):
     rng = np.random.default_rng(seed)
     prompts = [rng.integers(0, vocab, int(n)).tolist() for n in rng.integers(5, 40, 7)]
     answers = [rng.integers(0, vocab, int(n)).tolist() for n in rng.integers(1, 5, 7)]
-    lp, ok = R.score_batch(model, prompts, answers, batch=4)
+    lp, ok = score_batch(model, prompts, answers, batch=4)
     single = [score(model, p, a) for p, a in zip(prompts, answers)]
     return lp, ok, single
 
@@ -487,7 +487,7 @@ def test_liu_substring_match_counts_a_correct_generation(monkeypatch, long_tiny)
     def echo(model, prompts, n, stops=None, eos=None, batch=8):
         return [echo_one(p) for p in prompts]
 
-    monkeypatch.setattr(mod, "generate_greedy_batch", echo)
+    monkeypatch.setattr(mod.measurements, "generate_greedy_batch", echo)
     out = R.retrieval_run(long_tiny, task="kv", positions=3, examples=2, length=400,
                           seed=0, weights="pretrained", variant="liu")
     assert all(r["correct"] for r in out["examples"]) and out["accuracy"] == [1.0] * 3

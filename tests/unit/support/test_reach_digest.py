@@ -457,38 +457,28 @@ def test_what_computes_nothing_counts_by_the_name_read_not_where_it_lives(monkey
     assert code.code_digest("fake", other) != code.code_digest("fake", then)
 
 
-def test_the_older_rule_is_computed_as_it_was(monkeypatch):
-    """``reach-v1`` stays computable exactly (migrate-digests matches stored digests by it): the
-    digest of a small package by the code that introduced the rule (commit 0a00c8d, before
-    constants by value and what computes nothing by its name), an oracle kept as a literal."""
-    monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
-    monkeypatch.setattr(code, "NOT_COMPUTING", code.NOT_COMPUTING | {"page"})
-    files = {"__init__.py": "", "page.py": "def title(n):\n    return f'<h1>{n}</h1>'\n",
-             "table.py": "TABLE = {'a': {'kind': 'n'}, 'b': {'kind': 'p'}}\n"
-                         "NETWORK = tuple(k for k, r in TABLE.items() if r['kind'] == 'n')\n",
-             "fake.py": "import numpy as np\nfrom .page import title\nfrom .table import NETWORK"
-                        "\n\n\ndef compute(n):\n    return {'t': title(n), 'x': np.arange(n), "
-                        "'r': NETWORK}\n"}
-    assert code.code_digest("fake", files, rule="reach-v1") == \
-        "ffe64d974b706083f2166eb06e56a7d070260cb46599a3822b4e5153a9eaef5a"
-    assert code.code_digest("fake", files) != code.code_digest("fake", files, rule="reach-v1")
+#: A small package whose digest by each earlier rule is kept as a literal: ``reach-v1`` by the
+#: code that introduced it (commit 0a00c8d, before constants by value and what computes nothing
+#: by its name), ``reach-v2`` by the code of commit 103b855, the last that followed it.
+ORACLE_FILES = {"__init__.py": "", "page.py": "def title(n):\n    return f'<h1>{n}</h1>'\n",
+                "table.py": "TABLE = {'a': {'kind': 'n'}, 'b': {'kind': 'p'}}\n"
+                            "NETWORK = tuple(k for k, r in TABLE.items() if r['kind'] == 'n')\n",
+                "fake.py": "import numpy as np\nfrom .page import title\nfrom .table import NETWORK"
+                           "\n\n\ndef compute(n):\n    return {'t': title(n), 'x': np.arange(n), "
+                           "'r': NETWORK}\n"}
+ORACLES = {"reach-v1": "ffe64d974b706083f2166eb06e56a7d070260cb46599a3822b4e5153a9eaef5a",
+           "reach-v2": "28ba921dfaf6dba1ca55097c91d8477431d3708598c421b209dd3966752cdddf"}
 
 
-def test_the_second_rule_is_computed_as_it_was(monkeypatch):
-    """``reach-v2`` stays computable exactly (migrate-digests carried today's recorded digests
-    from it to ``reach-v3``): the same small package's digest by the code of commit 103b855,
-    the last that followed it, an oracle kept as a literal."""
+@pytest.mark.parametrize("rule", sorted(ORACLES))
+def test_the_older_rules_are_computed_as_they_were(monkeypatch, rule):
+    """Each earlier rule stays computable exactly (migrate-digests matches stored digests by it
+    and carries them to today's): the oracle package's digest equals its literal, and today's
+    rule gives another."""
     monkeypatch.setitem(code.NAMESPACE_CODE, "fake", ("fake",))
     monkeypatch.setattr(code, "NOT_COMPUTING", code.NOT_COMPUTING | {"page"})
-    files = {"__init__.py": "", "page.py": "def title(n):\n    return f'<h1>{n}</h1>'\n",
-             "table.py": "TABLE = {'a': {'kind': 'n'}, 'b': {'kind': 'p'}}\n"
-                         "NETWORK = tuple(k for k, r in TABLE.items() if r['kind'] == 'n')\n",
-             "fake.py": "import numpy as np\nfrom .page import title\nfrom .table import NETWORK"
-                        "\n\n\ndef compute(n):\n    return {'t': title(n), 'x': np.arange(n), "
-                        "'r': NETWORK}\n"}
-    assert code.code_digest("fake", files, rule="reach-v2") == \
-        "28ba921dfaf6dba1ca55097c91d8477431d3708598c421b209dd3966752cdddf"
-    assert code.code_digest("fake", files) != code.code_digest("fake", files, rule="reach-v2")
+    assert code.code_digest("fake", ORACLE_FILES, rule=rule) == ORACLES[rule]
+    assert code.code_digest("fake", ORACLE_FILES) != code.code_digest("fake", ORACLE_FILES, rule=rule)
 
 
 # ---- a function by its code, not its name (reach-v3) ------------------------------------------

@@ -109,7 +109,7 @@ def strip_docstrings(tree: ast.AST) -> None:
 _OWN_NAME = frozenset({"__name__", "__qualname__", "__code__"})
 
 
-def _reads_own_name(n: ast.AST) -> bool:
+def _reads_a_name(n: ast.AST) -> bool:
     """Whether ``n`` reads what a function is called: its own name (``f.__name__``; a type's
     name read as ``type(x).__name__``, an error message's, excepted) or a function looked up by a
     string in a namespace's table (``globals()[s]``, ``vars(m).get(s)``).  (A package module
@@ -401,7 +401,7 @@ class Index:
     def _module(self, name: str, src: str) -> _Module:
         tree = ast.parse(src)
         strip_docstrings(tree)
-        self.reflects += [(name, n.lineno) for n in ast.walk(tree) if _reads_own_name(n)]
+        self.reflects += [(name, n.lineno) for n in ast.walk(tree) if _reads_a_name(n)]
         body = tree.body
         units: list[_Unit] = []
         bindings: dict[str, list[int]] = {}

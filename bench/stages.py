@@ -10,12 +10,15 @@ Standard library only (it times the pip stage, before the virtual environment ex
 a red run says where it stopped.  The chapters' line also says how many seconds of compute the
 run spent re-measuring recorded entries (the ``computed`` and ``computed-part`` events of
 ``_build/cache-events.jsonl``, summed over the parallel kernels, so it can exceed the wall).
+Each stage also logs the disk space left after it (``disk_free_gib``): a CI run once failed
+when the disk filled up (safetensors' "No space left on device"), and the table says so.
 """
 from __future__ import annotations
 
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -57,8 +60,13 @@ def run(name: str, cmd: list[str]) -> int:
     LOG.parent.mkdir(parents=True, exist_ok=True)
     with open(LOG, "a") as f:
         f.write(json.dumps({"stage": name, "seconds": round(time.perf_counter() - t0, 1),
-                            "rc": rc}) + "\n")
+                            "rc": rc, "disk_free_gib": disk_free_gib()}) + "\n")
     return rc
+
+
+def disk_free_gib() -> float:
+    """Space left on the checkout's disk, GiB."""
+    return round(shutil.disk_usage(ROOT).free / 2**30, 2)
 
 
 def remeasured_seconds() -> float | None:
@@ -77,12 +85,17 @@ def table(out: Path | None) -> int:
         if LOG.exists() else []
     total = round(sum(r["seconds"] for r in rows), 1)
     rem = remeasured_seconds()
-    print("make test, stage by stage (seconds of wall clock):")
+    print("make test, stage by stage (seconds of wall clock; disk space left after it, GiB):")
     for r in rows:
         note = ""
         if r["stage"] == "chapters" and rem is not None:
             note = f"  (of which re-measuring recorded entries: {rem:.0f} s of compute, all kernels)"
-        print(f"  {r['stage']:14s} {r['seconds']:8.1f}{'' if r['rc'] == 0 else '  FAILED'}{note}")
+        free = r.get("disk_free_gib")
+        disk = f"{free:7.1f}" if free is not None else " " * 7
+        if r["rc"] != 0 and free is not None and free < 1.0:
+            note += "  (the disk is all but full: a write may have failed for want of room)"
+        print(f"  {r['stage']:14s} {r['seconds']:8.1f} {disk}"
+              f"{'' if r['rc'] == 0 else '  FAILED'}{note}")
     print(f"  {'total':14s} {total:8.1f}")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -275,10 +275,7 @@ def packaged_tokenizer(name: str):
     base = name[: -len("-tiny")] if name.endswith("-tiny") else name
     path = _weights.locate(base)
     if _weights.SOURCES[base].kind == "gguf":
-        saved = _weights.dequantized(base, path)
-        if saved is None:  # no room on the disk for the saved copy: the one held in memory
-            return _weights.held(base, path, attn=None)[1]
-        path = saved
+        path = _weights.dequantized(base, path)
     return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
 
 

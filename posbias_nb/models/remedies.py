@@ -110,7 +110,7 @@ def prompt_remedy_refused(path, remedy: str) -> str:
 
     return (f"{Path(str(path)).name} holds {remedy}, a prompt remedy: it changes where a task "
             "file's documents go, not the model; apply it with posbias task --remedy-file or "
-            "posbias_nb.experiments.base.prompts.reorder_documents")
+            "posbias_nb.experiments.task.reorder_documents")
 
 
 def yu_layers(n_layers: int) -> list[int]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["SOURCES", "WeightsSource", "PackagedWeights", "available", "locate", "load_pretrained",
-           "install_hint", "missing_message", "dequantized", "held", "no_room", "HubCache", "from_pretrained_dir",
+           "install_hint", "missing_message", "dequantized", "HubCache", "from_pretrained_dir",
            "local_tokenizer", "facts", "LOAD_WARNINGS"]
 
 
@@ -230,83 +230,26 @@ class PackagedWeights:
             model = AutoModel.from_pretrained(str(path), **kw)
         else:
             saved = dequantized(self.name, path)
-            if saved is None:  # no room on the disk for the saved copy: the one held in memory
-                model, tok = held(self.name, path, attn, dtype)
-            else:
-                tok = AutoTokenizer.from_pretrained(str(saved), local_files_only=True)
-                model = AutoModelForCausalLM.from_pretrained(str(saved), **kw)
+            tok = AutoTokenizer.from_pretrained(str(saved), local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(str(saved), **kw)
         return (model if device_map is not None else model.to(device)).eval(), tok
 
 
-def dequantized(name: str, path: Path) -> Path | None:
+def dequantized(name: str, path: Path) -> Path:
     """Folder with the de-quantized float32 model of a GGUF file, made once (atomically, under a
-    lock: two processes that need it at once de-quantize it once).
-
-    ``None`` where the disk has no room for it (``ENOSPC`` while saving; nothing is left behind):
-    the model de-quantized then is held in memory for this process instead (:func:`held`), each
-    later load copies it, and ``$POSBIAS_CACHE_LOG`` gets a ``held-in-memory`` event, which the
-    run's verification summary reports.  The numbers are the same; only time is lost.
-    """
+    lock: two processes that need it at once de-quantize it once)."""
     saved = _weights_dir() / f"{name}-dequantized-{_file_key(path)}"
     if (saved / "config.json").exists():
         return saved
-    if (name, _file_key(path)) in _HELD:
-        return None
     from ..cache import lock
 
     with lock(saved.name):  # two processes de-quantize one file once
         if (saved / "config.json").exists():
             return saved
-        return _dequantize(name, path, saved)
+        return _dequantize(path, saved)
 
 
-# de-quantized models held in memory where the disk had no room for the saved copy:
-# (name, file key) -> {attn: (model, tokenizer)}, each as transformers de-quantized it
-_HELD: dict[tuple[str, str], dict[str, tuple]] = {}
-
-
-def held(name: str, path: Path, attn: str | None = "eager", dtype: str = "float32"):
-    """``(model, tokenizer)`` of a GGUF file de-quantized in memory, for a process whose disk had
-    no room for the saved copy (:func:`dequantized` returned ``None``): a copy of the model held
-    for ``attn`` (de-quantized once per attention implementation; ``None``: whichever is held),
-    cast to ``dtype``."""
-    import copy
-
-    import torch
-
-    got = _HELD.setdefault((name, _file_key(path)), {})
-    if attn is None:  # any attention implementation (a tokenizer is all that is wanted)
-        attn = next(iter(got), "eager")
-    if attn not in got:
-        got[attn] = _from_gguf(path, attn=attn)
-    model, tok = got[attn]
-    return copy.deepcopy(model).to(getattr(torch, dtype)), copy.deepcopy(tok)
-
-
-def no_room(err: BaseException) -> bool:
-    """Whether ``err`` says the disk is full: ``OSError`` with ``ENOSPC``, or safetensors'
-    ``SafetensorError`` (not an ``OSError``), which carries the OS error only in its text.
-
-    >>> import errno
-    >>> no_room(OSError(errno.ENOSPC, "No space left on device"))
-    True
-    >>> no_room(RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)"))
-    True
-    >>> no_room(OSError(errno.EACCES, "Permission denied"))
-    False
-    """
-    import errno
-
-    if isinstance(err, OSError) and err.errno is not None:
-        return err.errno == errno.ENOSPC
-    return "(os error 28)" in str(err)
-
-
-def _from_gguf(path: Path, attn: str | None = None):
-    """``(model, tokenizer)`` de-quantized to float32 by transformers from a GGUF file, with the
-    GGUF marker dropped (the model is plain weights now); transformers' progress bars on stderr
-    are kept off anything but a terminal (a chapter's cell output, where the book build fails
-    on stderr), whatever else it writes there is passed on."""
+def _dequantize(path: Path, saved: Path) -> Path:
     import contextlib
     import io
     import sys
@@ -314,57 +257,31 @@ def _from_gguf(path: Path, attn: str | None = None):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    kw = {} if attn is None else {"attn_implementation": attn}
+    # transformers draws tqdm bars on stderr (over the GGUF tensors, the loaded weights, the
+    # saved shards): shown on a terminal, kept out of anything else (a chapter's cell output,
+    # where the book build fails on stderr); whatever else it writes there is passed on
     quiet = not getattr(sys.stderr, "isatty", lambda: False)()
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf) if quiet else contextlib.nullcontext():
         tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name,
                                             local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                     local_files_only=True, dtype=torch.float32,
-                                                     **kw)
-    rest = _not_progress(buf.getvalue())
-    if rest:
-        print(rest, file=sys.stderr)
-    # transformers refuses to serialize a model it thinks is quantized
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    return model, tok
-
-
-def _dequantize(name: str, path: Path, saved: Path) -> Path | None:
-    import contextlib
-    import io
-    import sys
-    import time
-
-    t0 = time.perf_counter()
-    model, tok = _from_gguf(path)
-    _weights_dir().mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=_weights_dir(), prefix=".tmp-"))
-    quiet = not getattr(sys.stderr, "isatty", lambda: False)()
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(buf) if quiet else contextlib.nullcontext():
+                                                     local_files_only=True, dtype=torch.float32)
+        _weights_dir().mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=_weights_dir(), prefix=".tmp-"))
+        try:
+            # the de-quantized float32 model is plain weights now: drop the GGUF marker so that
+            # transformers saves it (it refuses to serialize a model it thinks is quantized)
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
             model.save_pretrained(tmp)
             tok.save_pretrained(tmp)
-        if saved.exists():
-            shutil.rmtree(saved)
-        os.replace(tmp, saved)
-    except Exception as err:
-        if not no_room(err):
-            raise
-        from ..cache import _log
-
-        # the model in hand has transformers' default attention; others are de-quantized when
-        # first asked for (held)
-        _HELD[(name, _file_key(path))] = {model.config._attn_implementation: (model, tok)}
-        _log("held-in-memory", "weights", f"{name}-{_file_key(path)}",
-             time.perf_counter() - t0, reason=str(err)[:200])
-        return None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            if saved.exists():
+                shutil.rmtree(saved)
+            os.replace(tmp, saved)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     rest = _not_progress(buf.getvalue())
     if rest:
         print(rest, file=sys.stderr)

@@ -455,12 +455,6 @@ def verification_summary(the_plan: dict, events: list[dict]) -> tuple[list[str],
             problems.append(f"{ns}: chosen entries {[k[:16] for k in missing]} were asked for by "
                             "no chapter, so it went unchecked; a run that reads recorded/ in "
                             "full (make record-new) drops entries no chapter reads")
-    held = [e for e in events if e["event"] == "held-in-memory"]
-    if held:  # not a problem: the numbers are the same, only time was lost
-        lines.append(f"{'weights':22s} {len(held)} de-quantizations held in memory, the disk "
-                     f"having had no room for the saved copy "
-                     f"({', '.join(sorted({e['key'] for e in held}))}; "
-                     f"{sum(e['seconds'] for e in held):.0f} s)")
     return lines, problems
 
 

@@ -160,19 +160,3 @@ def test_the_walk_in_contributing_names_every_file_a_remedy_touches():
                  "posbias_nb/experiments/remedy/fix/tune.py"):
         assert item in walk, item
         assert (ROOT / item).exists(), item
-
-
-def test_the_refusal_of_a_prompt_remedy_names_a_function_that_exists():
-    """It named ``posbias_nb.experiments.task.reorder_documents`` for a while after that module
-    moved: every dotted name in the line must import."""
-    import importlib
-    import re
-
-    from posbias_nb.models.remedies import prompt_remedy_refused
-
-    line = prompt_remedy_refused("remedy.json", "reorder")
-    names = re.findall(r"posbias_nb(?:\.\w+)+", line)
-    assert names
-    for dotted in names:
-        mod, _, attr = dotted.rpartition(".")
-        assert callable(getattr(importlib.import_module(mod), attr)), dotted

@@ -192,15 +192,6 @@ def test_a_chosen_entry_no_chapter_asks_for_fails_the_summary():
     assert "0 re-measured" in lines[0] and "asked for by no chapter" in problems[0]
 
 
-def test_the_summary_reports_weights_held_in_memory_but_fails_nothing():
-    p = {"namespaces": {"a": {"entries": 1, "changed": False, "chosen": ["k" * 64]}}}
-    ev = [{"ns": "a", "event": "verified", "key": "k" * 16},
-          {"ns": "weights", "event": "held-in-memory", "key": "smollm2-135m-4676", "seconds": 16.2}]
-    lines, problems = plan.verification_summary(p, ev)
-    assert not problems and "held in memory" in lines[-1] and "smollm2-135m-4676" in lines[-1]
-    assert not any("held" in x for x in plan.verification_summary(p, ev[:1])[0])
-
-
 def test_plan_rules():
     d = {"a": "A", "b": "B"}
     man = {"entries": {

@@ -16,6 +16,15 @@ export POSBIAS_CACHE_DIR      ?= $(CURDIR)/.cache/posbias
 export JUPYTER_PATH           := $(CURDIR)/$(VENV)/share/jupyter
 export JUPYTER_PLATFORM_DIRS  := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# the de-quantized pretrained weights (about 2 GiB) go to weights/ in the cache folder; on a disk
+# with too little room left for them, to RAM (/dev/shm) where that has the room, for every stage
+# of the run (bench/stages.py weights-dir; the CI run of 2026-12-08 failed on a full disk)
+ifeq ($(origin POSBIAS_WEIGHTS_DIR),undefined)
+WEIGHTS_IN_RAM := $(shell $(PYTHON) bench/stages.py weights-dir "$(POSBIAS_CACHE_DIR)" 2>/dev/null)
+ifneq ($(WEIGHTS_IN_RAM),)
+export POSBIAS_WEIGHTS_DIR := $(WEIGHTS_IN_RAM)
+endif
+endif
 
 CHAPTERS := $(shell sed -n 's/^ *\(- \)\?\(file\|root\): *\(book\/[^ ]*\)/\3/p' _toc.yml)
 

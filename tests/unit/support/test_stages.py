@@ -50,7 +50,8 @@ def test_the_makefile_exports_the_folder_weights_dir_names(tmp_path):
     fake = tmp_path / "python3"
     fake.write_text("#!/bin/sh\n[ \"$2\" = weights-dir ] && echo /dev/shm/posbias-weights-test\n")
     fake.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k != "POSBIAS_WEIGHTS_DIR"}
+    env = {k: v for k, v in os.environ.items()  # not the make that runs the tests
+           if k not in ("POSBIAS_WEIGHTS_DIR", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
 
     def exported(extra=()):
         out = subprocess.run(["make", "-C", str(ROOT), "-pn", f"PYTHON={fake}", *extra, "setup"],

@@ -101,13 +101,14 @@ def _changed(name: str, steps: int | None) -> dict:
 
     cfg = dict(config(), **({} if steps is None else {"steps": steps}))
     n_steps = cfg["steps"]
-    saved = (torch.optim.AdamW, torch.nn.utils.clip_grad_norm_, T.MIDDLE_WEIGHT,
-             T.sample_positions)
+    # the training step reads these where it lives (the lab's measurements module)
+    saved = (torch.optim.AdamW, torch.nn.utils.clip_grad_norm_, T.measurements.MIDDLE_WEIGHT,
+             T.measurements.sample_positions)
     try:
         if name == "learning rate x 1.01":
             cfg["lr"] = 3e-3 * 1.01
         elif name == "middle weight x 1.01":
-            T.MIDDLE_WEIGHT = saved[2] * 1.01
+            T.measurements.MIDDLE_WEIGHT = saved[2] * 1.01
         elif name == "weight decay x 2":
             torch.optim.AdamW = lambda *a, **k: saved[0](*a, **{**k, "weight_decay":
                                                               k["weight_decay"] * 2})
@@ -121,7 +122,7 @@ def _changed(name: str, steps: int | None) -> dict:
                 if calls[0] == max(1, n_steps // 2):
                     synthetic.sample_positions(rng, n, L, placement)  # one extra draw
                 return synthetic.sample_positions(rng, n, L, placement)
-            T.sample_positions = once
+            T.measurements.sample_positions = once
         else:
             raise ValueError(name)
         if steps is None:
@@ -129,8 +130,8 @@ def _changed(name: str, steps: int | None) -> dict:
             return {k: np.asarray(out[k]) for k in F32_KEYS}
         return T.train_twin(**cfg, cache=False)
     finally:
-        (torch.optim.AdamW, torch.nn.utils.clip_grad_norm_, T.MIDDLE_WEIGHT,
-         T.sample_positions) = saved
+        (torch.optim.AdamW, torch.nn.utils.clip_grad_norm_, T.measurements.MIDDLE_WEIGHT,
+         T.measurements.sample_positions) = saved
 
 
 #: Changes of the training step a reviewer could make by mistake, each a percent or more (the

@@ -97,9 +97,9 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
     "pipeline-retrieve": ("experiments.remedy.pipeline.config", "experiments.remedy.pipeline.measurements",
                           "experiments.remedy.pipeline.statistics", "experiments.remedy.pipeline.words"),
     "task": ("experiments.prompt.user_task",),
-    "train": ("experiments.remedy.lab",),
-    "train-init": ("experiments.remedy.lab",),
-    "train-twin": ("experiments.remedy.lab",),
+    "train": ("experiments.remedy.lab.config", "experiments.remedy.lab.statistics", "experiments.remedy.lab.measurements", "experiments.remedy.lab.words"),
+    "train-init": ("experiments.remedy.lab.config", "experiments.remedy.lab.statistics", "experiments.remedy.lab.measurements", "experiments.remedy.lab.words"),
+    "train-twin": ("experiments.remedy.lab.config", "experiments.remedy.lab.statistics", "experiments.remedy.lab.measurements", "experiments.remedy.lab.words"),
 }
 
 #: Modules that present, store, register or check results and compute none of them: a change
@@ -241,9 +241,9 @@ def declared_roots(files: Mapping[str, str]) -> dict[str, tuple[str, ...]] | Non
 #: of such a commit's code is tried from these as well as from today's roots
 #: (:func:`candidate_roots`); a wrong guess matches no stored digest, it cannot fake one.
 FORMER_ROOTS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "train": (("experiments.remedies",), ("experiments.training",)),
-    "train-init": (("experiments.remedies",), ("experiments.training",)),
-    "train-twin": (("experiments.remedies",), ("experiments.training",)),
+    "train": (("experiments.remedies",), ("experiments.training",), ("experiments.remedy.lab",)),
+    "train-init": (("experiments.remedies",), ("experiments.training",), ("experiments.remedy.lab",)),
+    "train-twin": (("experiments.remedies",), ("experiments.training",), ("experiments.remedy.lab",)),
     "layouts-ablation": (("experiments.layouts",), ("experiments.born_layouts",),
                          ("experiments.born.born_layouts",)),
     "layouts-layout": (("experiments.layouts",), ("experiments.born_layouts",),

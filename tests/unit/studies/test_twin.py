@@ -59,8 +59,8 @@ def test_a_twin_holds_its_arrays_in_float64_and_shares_the_training_loop():
     forward = ml.LlamaRMSNorm.forward
     x = torch.randn(2, 4, TINY["width"], dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     exact = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
-    with T._float64_throughout():
-        m = T._in_float64(T._run_params(**TINY), "cpu")
+    with T.measurements._float64_throughout():
+        m = T.measurements._in_float64(T.measurements._run_params(**TINY), "cpu")
         assert all(t.dtype == torch.float64 for t in m.parameters())
         assert m.model.rotary_emb.inv_freq.dtype == torch.float64
         with torch.no_grad():
@@ -79,7 +79,8 @@ def test_the_recorded_twin_agrees_and_a_changed_training_step_fails(recorded_twi
         monkeypatch.setenv("POSBIAS_CACHE_DIR", str(recorded_twin.parents[2] / f"live-{change}"))
         with monkeypatch.context() as m:
             if change == "weight":
-                m.setattr(T, "MIDDLE_WEIGHT", T.MIDDLE_WEIGHT * (1 + 1e-3))
+                # where the training step reads it (the measurements module)
+                m.setattr(T.measurements, "MIDDLE_WEIGHT", T.MIDDLE_WEIGHT * (1 + 1e-3))
             else:
                 import torch
                 clip = torch.nn.utils.clip_grad_norm_

@@ -1,94 +1,21 @@
-r"""The remedies lab: small causal transformers trained from scratch on synthetic retrieval.
-
-Chapter :ref:`ch-remedies` ("Can training climb out of the valley?").  Everything the chapter
-trains goes through :func:`train_run`: a Llama-style decoder (RoPE, RMSNorm, SwiGLU; Hugging Face
-``LlamaForCausalLM`` built from a small ``LlamaConfig`` after ``torch.manual_seed``), AdamW, one
-answer token per sequence, and the answer placed at a controlled position of the context.
-
-The tasks (:func:`posbias_nb.tasks.synthetic.make_batch`)
----------------------------------------------------------
-A sequence of length ``L`` is ``BOS``, a haystack of filler tokens, the answer-bearing token at
-the **answer position** ``p`` (``1 <= p <= L - 3``), ``distractors`` look-alike tokens at other
-random positions, and a final query token at ``L - 1``; the one trained target is the next token
-after the query.
-
-* ``kv`` (key-value recall, the chapter's task): each context token of a pair is one *fused*
-  token standing for ``(key, value)`` (4 keys x 8 values); the context holds
-  ``distractors + 1`` pairs with distinct keys, the query is a key and the target its value.
-  A one-hop lookup: match the query's key against the pair tokens, copy the value.
-* ``needle``: the needle is a value token, the distractors come from a separate look-alike
-  vocabulary that is never the answer, the query is a fixed marker; the target is the needle.
-
-Why these settings (measured while building them, 2 layers, width 64, L = 64, batch 32): a
-single distinct needle, even with 3 look-alikes, is learned everywhere in ~60 steps (the
-``needle`` task here, kept as the easy control); a needle written as *marker + value* in a
-haystack of value tokens needs an induction circuit and stayed at chance for 800 steps (with one
-look-alike: accuracy 0.5, chance among two; learning rate 3e-3, and 1e-2 did worse); key-value
-pairs written as two adjacent tokens need the same circuit (12-16 pairs: nothing learned in 3000
-steps).  Fused key-value tokens with 4 pairs sit in between: learned in ~100-200 steps, with
-measurable differences between positions along the way.
-
-Answer placement during training (``answer_positions``): ``"uniform"`` over ``1..L-3``;
-``"start"``: with probability 0.8 in the first 15 % of the context, else uniform;
-``"edges"``: with probability 0.8 in the first or last 15 % (half each), else uniform.
-The remedies (``remedy``) act on top of that placement at equal compute (same steps, batch and
-learning rate): ``"weighted"`` multiplies the loss of examples whose answer lies in the middle
-by 4 (weights renormalised per batch); ``"oversample"`` draws half of each batch's answers
-from the middle; ``"curriculum"`` draws every answer from the middle for the first
-30 % of the steps, then follows the placement.  The middle the remedies act on is a task design
-parameter, :func:`posbias_nb.tasks.synthetic.middle_range`: the book's one middle
-(:func:`posbias_nb.metrics.regions`, the central half) of the answer positions; it was the middle
-third before version ``train-v4``.
-
-Measurement and statistics
---------------------------
-The middle is *measured* with the same definition, declared before the data: the central half of
-the evaluated answer positions (:func:`middle_and_edges`, ``metrics.regions`` on the slots)
-against the first and last slot; the middle of an influence profile is
-:func:`posbias_nb.metrics.middle_share`.  The unit of replication is the **seed** (init,
-training data and held-out set): every interval is a Student *t* interval over per-seed values
-(:func:`posbias_nb.stats.mean_interval`), which covers at a handful of seeds where a percentile
-bootstrap does not; examples within a seed are averaged first (they share an initialization),
-and two arms trained with the same seeds are compared seed by seed.
-
-The structural lever (``residual_scale`` = :math:`\alpha`): the attention output projection of
-every layer is multiplied by :math:`1/\alpha` at init, which at init is the DeepNorm-style
-up-weighting of the residual path by :math:`\alpha` relative to the attention branch, so
-:math:`\lambda_t` falls as :math:`\alpha` grows (:ref:`ch-residual`).
-"""
+"""The remedies lab's measurements, each cached: a model built and measured at init, a training
+run (:func:`train_run`), its float64 twin, the chapter's arms over seeds, the init gradient by
+depth and the residual lever at init."""
 from __future__ import annotations
 
 import contextlib
 import math
 import sys
-
 import numpy as np
+from .... import models
+from ...._validate import choice, positive_float, positive_int
+from ....measure.entry import library_versions
+from ....results import Result
+from ....tasks.synthetic import BOS, N_KEYS, PLACEMENTS, TASKS, VOCAB, eval_positions, make_batch, middle_range, sample_positions
+from .config import ARMS, CHAPTER, CURRICULUM_FRAC, DEVICES, JSON_KEYS, MIDDLE_WEIGHT, N_EX, N_PROBE, OVERSAMPLE_P, REMEDIES, TABLE_COLUMNS, TWIN_STEPS, _TWIN_VERSION, _VERSION
+from .statistics import contrast, predicted_profile, predicted_ratio, steps_to_threshold
 
-from ... import models
-from ..._validate import choice, positive_float, positive_int
-from ...measure.entry import library_versions
-from ...results import Result
-from ...tasks.synthetic import (BOS, N_KEYS, PLACEMENTS, TASKS, VOCAB, eval_positions, make_batch,
-                                middle_range, sample_positions)
-from ..base.design import Design, check, decide_rule, rule_effect
-
-__all__ = ["TASKS", "PLACEMENTS", "REMEDIES", "build_model", "at_init", "train_run",
-           "steps_to_threshold", "train_twin", "run_twins", "TWIN_KEYS", "TWIN_STEPS",
-           "CHAPTER", "ARMS", "run_arms", "middle_and_edges", "units",
-           "contrast", "middle_vs_edges", "predicted_profile", "predicted_ratio",
-           "arm_difference", "gradient_by_depth", "lever_at_init", "TABLE_COLUMNS", "JSON_KEYS",
-           "DESIGN", "decide", "effect", "verdict_rows", "run_params"]
-
-REMEDIES = ("none", "weighted", "oversample", "curriculum")
-DEVICES = ("cpu", "cuda")
-MIDDLE_WEIGHT, OVERSAMPLE_P, CURRICULUM_FRAC = 4.0, 0.5, 0.3
-# v3: the init gradient is read at the answer token p (v2 read p + 1, a filler token)
-# v4: the remedies' middle is the central half of the answer positions (was the middle third)
-_VERSION = "train-v4"
-
-
-# --------------------------------------------------------------------------------------------
-# Validation
+__all__ = ["build_model", "at_init", "train_run", "train_twin", "run_twins", "run_arms", "gradient_by_depth", "lever_at_init", "run_params"]
 
 
 def _check(task, layers, width, length, steps, seed, answer_positions, remedy, residual_scale,
@@ -132,7 +59,7 @@ def build_model(layers: int, width: int, length: int, seed: int, residual_scale:
 
 
 def _capture(model, ids):
-    from ...measure.hooks import capture_model
+    from ....measure.hooks import capture_model
 
     return capture_model(model, ids)
 
@@ -162,14 +89,6 @@ def _grad_at_init(model, ids, target, pos, device):
                                              reduction="sum")
     (g,) = torch.autograd.grad(loss, x)
     return g.double().norm(dim=-1).cpu().numpy()
-
-
-# --------------------------------------------------------------------------------------------
-# At initialization
-
-
-N_EX = 32   # held-out examples per evaluated answer position
-N_PROBE = 8  # held-out sequences for the influence profile and the hooks
 
 
 def _eval_set(task, L, seed, distractors):
@@ -204,7 +123,7 @@ class _Deterministic:
 
 
 def _init_measures(model, p, influence):
-    from ...measure.jacobian import influence_profile
+    from ....measure.jacobian import influence_profile
 
     pos_eval, eval_pos, eval_ids, eval_tgt = _eval_set(p["task"], p["length"], p["seed"],
                                                        p["distractors"])
@@ -258,14 +177,10 @@ def at_init(layers: int, width: int, length: int, seed: int = 0, residual_scale:
             model.train()
             return _init_measures(model, p, bool(influence))
     if cache:
-        from ... import cache as _cache
+        from .... import cache as _cache
 
         return dict(_cache.cached("train-init", p, compute))
     return {k: np.asarray(v) for k, v in compute().items()}
-
-
-# --------------------------------------------------------------------------------------------
-# Training
 
 
 def _params(task, layers, width, length, steps, seed, answer_positions, remedy, residual_scale,
@@ -409,7 +324,7 @@ def _float64_throughout():
 
 
 def _train(p: dict, progress: bool, cache: bool = True) -> dict:
-    from ...measure.jacobian import influence_profile
+    from ....measure.jacobian import influence_profile
 
     dev, L, n_ex = p["device"], p["length"], N_EX
     init = at_init(p["layers"], p["width"], L, p["seed"], p["residual_scale"], task=p["task"],
@@ -514,7 +429,7 @@ def train_run(task: str, layers: int, width: int, length: int, steps: int, seed:
     p = _run_params(task, layers, width, length, steps, seed, answer_positions, remedy,
                     residual_scale, device, distractors, batch, checkpoints, lr)
     if cache:
-        from ... import cache as _cache
+        from .... import cache as _cache
 
         out = _cache.cached("train", p, lambda: _train(p, progress))
     else:
@@ -523,17 +438,6 @@ def train_run(task: str, layers: int, width: int, length: int, steps: int, seed:
     out["steps_to_half"] = steps_to_threshold(out["curve"], out["curve_steps"], 0.5)
     out["grad_init"] = np.asarray(out["grad_init_value"]).mean(1)
     return Result(out, meta=dict(p), columns=TABLE_COLUMNS, json_keys=JSON_KEYS)
-
-
-#: The twin's version: its outputs and dtype (a change re-keys every twin)
-_TWIN_VERSION = "train-twin-v1"
-#: The steps of the chapter's twins (:func:`run_twins`): the most steps of
-#: ``bench/bench_twin_rounding.py``'s grid at which the twin still catches every change of the
-#: training step that the float32 check on the recording CPU catches (a unit test compares)
-TWIN_STEPS = 100
-#: The arrays of a twin: continuous, so that another CPU's rounding moves them by a measured,
-#: tiny amount (accuracies flip where a float32 run's do; a twin has none)
-TWIN_KEYS = ("train_loss", "curve_loss", "loss", "influence", "lambda")
 
 
 def train_twin(task: str, layers: int, width: int, length: int, steps: int, seed: int = 0,
@@ -569,7 +473,7 @@ def train_twin(task: str, layers: int, width: int, length: int, steps: int, seed
     p = dict(p, dtype="float64", version=_TWIN_VERSION)
 
     def compute():
-        from ...measure.jacobian import influence_profile
+        from ....measure.jacobian import influence_profile
 
         with _Deterministic("cpu"), _float64_throughout():
             model, f = _fit(p, False, dtype=torch.float64)
@@ -582,7 +486,7 @@ def train_twin(task: str, layers: int, width: int, length: int, steps: int, seed
                 "loss": lo.reshape(P, N_EX).mean(1), "influence": np.asarray(infl["influence"]),
                 "lambda": np.asarray(cap["lam"])}
     if cache:
-        from ... import cache as _cache
+        from .... import cache as _cache
 
         return dict(_cache.cached("train-twin", p, compute))
     return {k: np.asarray(v) for k, v in compute().items()}
@@ -598,212 +502,6 @@ def run_twins(arms=None, seed: int = 0) -> dict:
         if a not in ARMS:
             raise ValueError(f"unknown arm {a!r}; known: {', '.join(ARMS)}")
     return {a: train_twin(**dict(CHAPTER, steps=TWIN_STEPS), **ARMS[a], seed=seed) for a in arms}
-
-
-# --------------------------------------------------------------------------------------------
-# Summaries
-
-
-def steps_to_threshold(curve, steps, threshold: float = 0.5) -> np.ndarray:
-    """First checkpoint step at which each position's accuracy reaches ``threshold``.
-
-    ``curve`` (C, P) and ``steps`` (C,) as returned by :func:`train_run`.  A position that never
-    gets there is right-censored at ``steps[-1] + (steps[-1] - steps[-2])`` (one checkpoint
-    interval past the end), so it counts as slower than any that did (chapter
-    :ref:`ch-remedies`).
-    """
-    c = np.asarray(curve, float)
-    s = np.asarray(steps, float)
-    if c.ndim != 2 or s.ndim != 1 or c.shape[0] != s.size or s.size < 2:
-        raise ValueError(f"curve (C, P) and steps (C,) with C >= 2 needed, got {c.shape}, "
-                         f"{s.shape}")
-    hit = c >= threshold
-    censor = s[-1] + (s[-1] - s[-2])
-    first = np.where(hit.any(0), s[np.argmax(hit, axis=0)], censor)
-    return first
-
-
-#: The CSV columns of ``posbias train``: one row per evaluated answer position.
-TABLE_COLUMNS = ("position", "accuracy", "loss", "steps_to_half", "grad_init")
-#: The keys of its JSON object (besides ``meta``).
-JSON_KEYS = ("position", "accuracy", "loss", "influence", "lambda", "lambda_init", "curve",
-             "curve_steps", "grad_init")
-
-
-# --------------------------------------------------------------------------------------------
-# The chapter's experiments, and the bigger sweep
-
-
-#: The chapter's configuration: 2 layers, width 64, L = 64, 200 steps of batch 32 (equal compute
-#: for every arm), kv recall with 4 pairs.
-CHAPTER = dict(task="kv", layers=2, width=64, length=64, steps=200)
-
-#: The arms of the chapter's experiments: name -> keyword arguments of :func:`train_run`.
-ARMS = {
-    "uniform": dict(answer_positions="uniform"),
-    "start": dict(answer_positions="start"),
-    "edges": dict(answer_positions="edges"),
-    "weighted": dict(answer_positions="edges", remedy="weighted"),
-    "oversample": dict(answer_positions="edges", remedy="oversample"),
-    "curriculum": dict(answer_positions="edges", remedy="curriculum"),
-    "residual_x2": dict(answer_positions="uniform", residual_scale=2.0),
-    "residual_x0.5": dict(answer_positions="uniform", residual_scale=0.5),
-}
-
-
-#: The chapter's design (*Fixing it in training*), locked: the registry's latest entry for
-#: "remedies" (:mod:`posbias_nb.experiments.base.design`).  The chapter reads its seeds, arms, depths
-#: and families from here.
-DESIGN = Design("remedies", {
-    "config": dict(CHAPTER),
-    "arms": {k: dict(v) for k, v in ARMS.items()},
-    "chapter_arms": ["uniform", "edges", "weighted", "oversample", "curriculum"],
-    "seeds": 10,
-    "depths": [2, 4, 8],
-    "remedies": ["weighted", "oversample", "curriculum"],
-    "remedy_level": "Bonferroni over the three remedies: 1 - 0.05 / 3",
-    "residual_scales": [0.5, 1.0, 2.0],
-    # each claim's declared rule (design.decide_rule), applied by decide() and verdict_rows()
-    "rules": {
-        "grad": {"direction": "less", "threshold": 1.0,
-                 "says": "the gradient at init, middle over ends, below 1"},
-        "depth": {"direction": "less", "threshold": 0.0,
-                  "says": "the middle-over-ends gradient ratio falls from 2 to 8 layers, seed by "
-                          "seed: the change below 0"},
-        "factorial": {"direction": "less", "threshold": {"given": "factorial"},
-                      "says": "at the deepest depth H the measured ratio below the seed's "
-                              "1/(H-1)!, which the chapter supplies"},
-        "speed": {"direction": "less", "threshold": 0.0, "testable": False,
-                  "says": "the middle learns slower (area under the curve, middle minus ends, "
-                          "below 0); not testable at 2 layers, where the rollout has no dead "
-                          "zone"},
-        "biased": {"direction": "less", "threshold": 0.0,
-                   "says": "answers at the ends widen the middle-minus-ends gap against "
-                           "uniform data: the paired change below 0"},
-        "influ": {"direction": "less", "threshold": 0.0,
-                  "says": "answers at the ends shrink the influence's middle share: the paired "
-                          "change below 0"},
-        "narrows": {"direction": "greater", "threshold": 0.0,
-                    "says": "a remedy narrows the valley against the edges arm: the gap's "
-                            "paired change above 0"},
-        "faster": {"direction": "greater", "threshold": 0.0,
-                   "says": "with a remedy the middle learns faster: above 0"},
-        "slower": {"direction": "less", "threshold": 0.0,
-                   "says": "with a remedy the ends learn slower: below 0"},
-        "lever": {"direction": {"sign_of": "predicted"}, "threshold": 0.0,
-                  "says": "the initial middle share moves (alpha 0.5 vs 2) in the direction "
-                          "the rollout predicts: the sign of the predicted change, which the "
-                          "chapter supplies"},
-        "size": {"direction": {"opposite_sign_of": "predicted"}, "threshold": 0.0,
-                 "says": "the measured change is smaller than the predicted one: measured "
-                         "minus predicted on the side opposite to the prediction's sign"},
-    },
-})
-
-
-def claim_rule(claim: str) -> dict:
-    check(DESIGN)
-    rules = DESIGN.as_dict()["rules"]
-    if claim not in rules:
-        raise ValueError(f"the remedies design declares no rule {claim!r}; declared: "
-                         f"{', '.join(sorted(rules))}")
-    return rules[claim]
-
-
-def decide(claim: str, interval, **given) -> str:
-    """The verdict word of ``interval`` under the design's declared rule ``claim``
-    (:data:`DESIGN` ``rules``; :func:`posbias_nb.experiments.base.design.decide_rule`); ``given``
-    supplies what a data-set rule names (``factorial=``, ``predicted=``).  Chapter
-    :ref:`ch-remedies`.  ValueError for a claim the design does not declare, or a missing or
-    unexpected given value."""
-    return decide_rule(claim_rule(claim), interval, **given)
-
-
-def effect(claim: str, interval, **given) -> dict:
-    """The verdict row's ``effect`` under the declared rule ``claim``
-    (:func:`posbias_nb.experiments.base.design.rule_effect`)."""
-    return rule_effect(claim_rule(claim), interval, **given)
-
-
-#: The remedies' names in the verdict rows, in the order of the design's ``remedies``.
-REMEDY_NAMES = {"weighted": "middle-weighted loss", "oversample": "middle oversampling",
-                "curriculum": "middle-first curriculum"}
-
-
-def verdict_rows(m: dict) -> list:
-    """The chapter's verdict rows (:func:`posbias_nb.notebook.verdict_table`), every word by
-    :func:`decide`.  ``m`` holds the chapter's measurements: ``g_ratio`` and ``pred_ratio``
-    (section 1), ``D`` (:func:`gradient_by_depth`) and ``d_trend``, ``auc_me`` and ``layers``,
-    ``dgap`` and ``dmm`` (section 2), ``close``, ``gain`` and ``cost`` per remedy with their
-    ``level`` (section 3), ``d_pred`` and ``d_init`` (section 4); intervals are
-    ``(estimate, low, high)``.  Chapter :ref:`ch-remedies`.
-
-    Raises
-    ------
-    ValueError
-        A measurement missing from ``m`` (named).
-    """
-    from ...notebook import interval as iv
-
-    need = ("g_ratio", "pred_ratio", "D", "d_trend", "auc_me", "layers", "dgap", "dmm",
-            "close", "gain", "cost", "level", "d_pred", "d_init")
-    missing = [k for k in need if k not in m]
-    if missing:
-        raise ValueError(f"verdict_rows needs the measurements {missing}")
-    D, depths = m["D"], sorted(m["D"])
-    H = depths[-1]
-    fact = D[H]["factorial"]
-
-    def vals(ci):
-        return dict(zip(("est", "lo", "hi"), ci))
-
-    def row(key, claim, paper, measured, rule, x, scale=None, **given):
-        eff = effect(rule, x, **given)
-        if scale is not None:
-            eff["scale"] = scale
-        return dict(key=key, claim=claim, paper=paper, measured=measured,
-                    verdict=decide(rule, x, **given), values=vals(x), effect=eff)
-
-    pred = {"predicted": m["d_pred"][0]}
-    return [
-        row("grad", "the gradient reaching the middle is smaller at init (2 layers)",
-            "factorially smaller in the dead zone",
-            f"middle / ends {iv(*m['g_ratio'], '.2f')} (rollout: {m['pred_ratio']:.2f})",
-            "grad", m["g_ratio"]),
-        row("depth", "the middle's gradient at init falls behind the ends' with depth",
-            "a dead zone that deepens with depth",
-            f"middle / ends at H = {', '.join(str(h) for h in depths)}: "
-            + ", ".join(iv(*D[h]["measured_ci"], ".3f") for h in depths)
-            + " (rollout: " + ", ".join(f"{D[h]['predicted_ci'][0]:.3f}" for h in depths)
-            + f"); change {depths[0]} to {H} layers {iv(*m['d_trend'], '.3f')}",
-            "depth", m["d_trend"], scale=1.0),
-        row("factorial", f"... by a factor 1/(H-1)! ({H} layers: 1/{math.factorial(H - 1)})",
-            "factorially smaller", f"middle / ends at H = {H}: {iv(*D[H]['measured_ci'], '.3f')}",
-            "factorial", D[H]["measured_ci"], factorial=fact),
-        row("speed", "so the middle learns slower (effective learning rate)", "factorially slower",
-            f"learning speed (area under curve), middle - ends {iv(*m['auc_me'], '.3f')} at "
-            f"{m['layers']} layers, where the rollout has no dead zone",
-            "speed", m["auc_me"], scale=1.0),
-        row("biased", "biased data (answers at the ends) teaches a task U",
-            "position bias follows the data (Wu et al.)",
-            f"middle - ends gap vs uniform data {iv(*m['dgap'], '.3f')}", "biased", m["dgap"],
-            scale=1.0),
-        row("influ", "biased data deepens the influence U", "bias learned into the model",
-            f"middle share of influence vs uniform data {iv(*m['dmm'], '.3f')}", "influ", m["dmm"],
-            scale=1.0),
-    ] + [
-        row(r, f"remedy: {name} narrows the valley", "helps the middle (proposed, untested)",
-            f"vs ends-biased data ({100 * m['level']:.1f}% intervals): gap "
-            f"{iv(*m['close'][r], '.3f')}, middle {iv(*m['gain'][r], '.3f')} (faster: "
-            f"{decide('faster', m['gain'][r])}), ends {iv(*m['cost'][r], '.3f')} (slower: "
-            f"{decide('slower', m['cost'][r])})", "narrows", m["close"][r], scale=1.0)
-        for r, name in REMEDY_NAMES.items()
-    ] + [
-        row("lever", "scaling the residual path at init moves the U as the rollout says",
-            "lambda_t decides the U (structural theory)",
-            f"middle share at init, alpha 0.5 vs 2: predicted {iv(*m['d_pred'], '+.3f')}, "
-            f"measured {iv(*m['d_init'], '+.3f')}", "lever", m["d_init"], scale=1.0, **pred),
-    ]
 
 
 def _train_cached(kw):
@@ -832,7 +530,7 @@ def run_arms(arms=None, seeds=(0, 1, 2), progress: bool = False, workers: int = 
     cfg = {**CHAPTER, **config}
     jobs = [dict(**cfg, **ARMS[a], seed=s) for a in arms for s in seeds]
     if workers > 1:
-        from ... import cache as _cache
+        from .... import cache as _cache
 
         # only the runs not cached yet; without a cache the workers' results could not travel
         jobs = ([kw for kw in jobs if _cache.load("train", _run_params(**kw)) is None]
@@ -846,133 +544,6 @@ def run_arms(arms=None, seeds=(0, 1, 2), progress: bool = False, workers: int = 
             list(ex.map(_train_cached, jobs))
     return {a: [train_run(**cfg, **ARMS[a], seed=s, progress=progress) for s in seeds]
             for a in arms}
-
-
-# --------------------------------------------------------------------------------------------
-# Summaries over seeds (the unit of replication is the seed)
-
-
-def middle_and_edges(position) -> tuple[np.ndarray, np.ndarray]:
-    """Indices into the evaluated answer positions: the middle, and the two ends.
-
-    The book's one middle (:func:`posbias_nb.metrics.regions`) applied to the ``P`` evaluated
-    slots: the central half of them, against the first and the last slot.  Declared from ``P``
-    alone, before any data (chapter :ref:`ch-remedies`); with the chapter's eight positions
-    1, 10, 18, 27, 35, 44, 52, 61 the middle is 18, 27, 35, 44.
-
-    >>> middle_and_edges([1, 10, 18, 27, 35, 44, 52, 61])
-    (array([2, 3, 4, 5]), array([0, 7]))
-    """
-    from ...metrics import regions
-
-    pos = np.asarray(position)
-    if pos.ndim != 1 or pos.size < 3:
-        raise ValueError(f"need at least 3 evaluated positions, got {pos.shape}")
-    r = regions(pos.size)
-    return r.indices("middle"), np.r_[r.indices("first"), r.indices("last")]
-
-
-def units(results, what: str = "auc", per_seed: bool = True) -> np.ndarray:
-    """Per-seed numbers at every evaluated position: shape (seeds, positions); with
-    ``per_seed=False`` one row per seed x held-out example (rows of one seed share an
-    initialization, so they are *not* independent units).
-
-    ``what``: ``"auc"`` the accuracy averaged over the checkpoints (the area under the learning
-    curve, a learning-speed score in [0, 1]); ``"final"`` the correctness after training;
-    ``"grad"`` the norm of the loss gradient at the answer token at init.  Rows of two arms
-    trained with the same seeds are paired (same init, same held-out examples).
-    Chapter :ref:`ch-remedies`.
-    """
-    key = {"auc": "curve_correct", "final": "correct", "grad": "grad_init_value"}
-    if what not in key:
-        raise ValueError(f"what must be one of {', '.join(key)}, got {what!r}")
-    out = []
-    for r in results:
-        x = np.asarray(r[key[what]], float)
-        x = (x.mean(0) if what == "auc" else x).T
-        out.append(x.mean(0, keepdims=True) if per_seed else x)
-    return np.concatenate(out)
-
-
-def contrast(u, position, ratio: bool = False) -> np.ndarray:
-    """Per row of ``u`` (seeds, positions): mean over the middle minus mean over the two ends
-    (:func:`middle_and_edges`), or with ``ratio`` middle over ends.
-
-    >>> contrast([[1.0, 0.5, 0.5, 0.5, 0.5, 1.0]], [1, 2, 3, 4, 5, 6]).tolist()
-    [-0.5]
-    """
-    x = np.asarray(u, float)
-    if x.ndim != 2 or x.shape[1] != np.asarray(position).size:
-        raise ValueError(f"u must be (seeds, positions) with {np.asarray(position).size} "
-                         f"positions, got {x.shape}")
-    mid, edge = middle_and_edges(position)
-    m, e = x[:, mid].mean(1), x[:, edge].mean(1)
-    return m / e if ratio else m - e
-
-
-def middle_vs_edges(u, position, ratio: bool = False, level: float = 0.95):
-    """(estimate, low, high): Student *t* interval over seeds
-    (:func:`posbias_nb.stats.mean_interval`) of the per-seed :func:`contrast`, middle minus ends
-    (or their ratio).
-
-    ``u`` has one row per seed (:func:`units` with ``per_seed=True``): the seeds are the
-    independent units; a percentile bootstrap over five seeds covers only ~84%, and resampling
-    seed x example rows would ignore that the rows of one seed share an init.
-    Chapter :ref:`ch-remedies`.
-    """
-    from ...stats import mean_interval
-
-    return mean_interval(contrast(u, position, ratio), level=level)
-
-
-def arm_difference(u_a, u_b, position, where: str = "middle", level: float = 0.95):
-    """(estimate, low, high): *t* interval over seeds of the paired difference between two arms
-    trained with the same seeds (same init, same held-out examples), seed by seed: of their
-    means over the ``"middle"`` or the ``"edges"`` positions (:func:`middle_and_edges`), or,
-    for ``"gap"``, of their middle-minus-ends gaps (positive: arm ``a`` has the smaller valley).
-    Chapter :ref:`ch-remedies`.
-
-    >>> a = [[1.0, 0.9, 1.0], [1.0, 0.8, 1.0], [1.0, 0.9, 1.0]]
-    >>> b = [[1.0, 0.5, 1.0], [1.0, 0.6, 1.0], [1.0, 0.4, 1.0]]
-    >>> [round(v, 2) for v in arm_difference(a, b, [1, 2, 3], "gap")]   # 3 seeds: wide
-    [0.37, -0.01, 0.75]
-    """
-    from ...stats import mean_interval
-
-    if where not in ("middle", "edges", "gap"):
-        raise ValueError(f"where must be 'middle', 'edges' or 'gap', got {where!r}")
-    a, b = np.asarray(u_a, float), np.asarray(u_b, float)
-    if a.shape != b.shape or a.ndim != 2:
-        raise ValueError(f"arms are not paired: shapes {a.shape} and {b.shape}")
-    mid, edge = middle_and_edges(position)
-    if where == "gap":
-        d = contrast(a, position) - contrast(b, position)
-    else:
-        idx = mid if where == "middle" else edge
-        d = a[:, idx].mean(1) - b[:, idx].mean(1)
-    return mean_interval(d, level=level)
-
-
-def predicted_profile(lambdas, length: int) -> np.ndarray:
-    r"""The theory's prediction: residual-aware rollout with uniform causal kernels and the given
-    :math:`\lambda_t` (``rollout.rollout``; chapter :ref:`ch-rollout`, :eq:`eq-rem-rollout` in
-    :ref:`ch-remedies`)."""
-    from ...rollout import rollout, uniform_causal
-
-    lam = np.asarray(lambdas, float)
-    A = uniform_causal(int(length))
-    return rollout([A] * lam.size, lam)
-
-
-def predicted_ratio(lambdas, position, length: int) -> float:
-    """The rollout's middle-over-ends ratio of the gradient at the evaluated answer positions
-    (:func:`predicted_profile` read at ``position``, middle and ends of :func:`middle_and_edges`).
-
-    >>> round(predicted_ratio([1.0], [1, 2, 3, 4, 5, 6], 8), 6)   # one uniform layer: flat
-    1.0
-    """
-    pred = predicted_profile(lambdas, length)
-    return float(contrast(pred[np.asarray(position)][None], position, ratio=True)[0])
 
 
 def gradient_by_depth(depths=(2, 4, 8), seeds=range(10), width: int = 64, length: int = 64,
@@ -993,7 +564,7 @@ def gradient_by_depth(depths=(2, 4, 8), seeds=range(10), width: int = 64, length
     ValueError
         A depth outside 2..8, fewer than 2 seeds, or a bad ``width``/``length``/``task``.
     """
-    from ...stats import mean_interval
+    from ....stats import mean_interval
 
     seeds = [positive_int("seed", s, minimum=0) for s in seeds]
     if len(seeds) < 2:
@@ -1024,7 +595,7 @@ def lever_at_init(scales=(0.5, 1.0, 2.0), seeds=range(10), **config) -> dict:
 
     Returns ``{alpha: dict(lam=(seeds, T), measured=(seeds,), predicted=(seeds,))}``.
     """
-    from ...metrics import middle_share
+    from ....metrics import middle_share
 
     cfg = {**CHAPTER, **config}
     cfg.pop("steps", None)

@@ -92,7 +92,7 @@ def floor() -> dict:
     from posbias_nb import measure
 
     t = time.perf_counter()
-    measure.profile(MODEL, "pretrained", length=placement._measured_length(lengths),
+    measure.profile(MODEL, "pretrained", length=placement.measurements._measured_length(lengths),
                     probes=placement.MEASURED_PRIOR["probes"],
                     batch=placement.MEASURED_PRIOR["windows"], seed=0)
     out["measured_prior_s"] = round(time.perf_counter() - t, 1)

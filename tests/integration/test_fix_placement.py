@@ -55,11 +55,11 @@ def test_fix_places_as_task_and_the_pipeline_call_do(model_dir, name):
     quality = {"curve": np.array([-1.0, -3.0, -2.0, -0.5, -4.0]),
                "born": np.array([0.4, 0.3, 0.1, 0.1, 0.1]),
                "measured": np.array([0.1, 0.2, 0.3, 0.2, 0.2])}
-    nll = {placement._key_doc(d): float(v) for d, v in
+    nll = {placement.measurements._key_doc(d): float(v) for d, v in
            zip(DOCS, question_likelihood_ranking(m, codec, q, DOCS)["nll"])}
     file_order = [DOCS[i] for i in (3, 1, 0, 4, 2)]
     for st in placement.grid("plain")[name]:
-        (order,) = placement._orders([(name, st)], quality)
+        (order,) = placement.measurements._orders([(name, st)], quality)
         r = st.get("ranker")
         ranking = None if r is None else placement.rank(r, q, DOCS, nll=nll,
                                                         file_order=file_order)
@@ -82,7 +82,7 @@ def test_slot_qualities_by_hand(model_dir):
     m, codec = _loaded(model_dir)
     text = qa.qa_prompt("what is item seven", DOCS)
     ids = study.encode(codec, text)
-    (spans,) = placement._spans(codec, [text], [ids])
+    (spans,) = placement.measurements._spans(codec, [text], [ids])
     got = placement.born_prior(m, [spans], [len(ids)])
     from posbias_nb import models
 

@@ -1,85 +1,18 @@
-r"""``posbias fix``'s prompt remedies: where the documents go, measured on one part of the
-user's examples (chapter :ref:`ch-documents`).
-
-:mod:`posbias_nb.experiments.remedy.fix` calls :func:`on_tuning` on the tuning part and
-:func:`on_test` on the test part; this module measures, ``fix`` decides.  Each prompt of a part holds the example's
-gold passage at one gold slot among its distractors (:func:`posbias_nb.experiments.base.prompts.prepare`);
-a prompt remedy rewrites that prompt (:func:`place`, the same placement as
-:func:`posbias_nb.experiments.base.prompts.prompt_remedy`, which ``posbias task --remedy-file`` and a
-pipeline apply), and the gold answer is scored after the rewritten prompt.  A reorder moves the
-gold passage wherever its rank sends it, so the record keeps the slot it came from: the change
-of log p is paired by example and original gold slot.
-
-**The settings** (:func:`grid`): each ranked remedy once per ranker (BM25 of the question, the
-question likelihood of LongLLMLingua, and for a plain file the file's own order);
-``prior-order`` once per ranker and prior; ``query-aware`` and ``attention-sort`` once.
-
-**The slot qualities** (:func:`slot_qualities`), all learnt on the tuning part only:
-
-- ``curve``: the mean log p of the gold answer at each gold slot with the model as it is (the
-  runs ``fix`` makes anyway); slots between two gold slots are read by linear interpolation
-  (``--quick`` scores every slot, so none is read so);
-- ``born``: the last row of the layout's :math:`\prod_t ((1-\alpha)I + \alpha K_t)`
-  (:func:`posbias_nb.theory.layout_influence`, the model's layout decided by behaviour) at
-  :data:`BORN_ALPHA`, at each tuning prompt's own length, summed over each slot's tokens and
-  averaged over the prompts: theory only, no forward pass beyond the layout's check;
-- ``measured``: the model's Jacobian influence profile on text windows
-  (:func:`posbias_nb.measure.profile`, :data:`MEASURED_PRIOR`) at the tuning prompts' mean
-  length, each window's profile normalised to sum 1, the mean over windows; a prompt's slot
-  spans are mapped onto it in proportion to the prompt's length.
-
-Only the order of the slots by quality decides a placement, so the cache keys hold that order.
-"""
+"""``posbias fix``'s prompt remedies measured on a part of the user's examples: the slot
+qualities (the curve, the born and the measured prior), the ranking and the placement of the
+documents, and each part's cached runs (:func:`on_tuning`, :func:`on_test`)."""
 from __future__ import annotations
 
 import time
-
 import numpy as np
+from .... import cache
+from ....remedy_table import PROMPT as PROMPT_REMEDIES
+from ....tasks import qa, reorder
+from ...base import study
+from ...base import prompts
+from .config import BORN_ALPHA, MEASURED_PRIOR, _PRIORS, grid, rankers
 
-from ... import cache, remedy_table, stats
-from ...remedy_table import PROMPT as PROMPT_REMEDIES
-from ...tasks import qa, reorder
-from ..base import study
-from ..base import prompts
-
-__all__ = ["PROMPT_REMEDIES", "RANKED", "BORN_ALPHA", "MEASURED_PRIOR", "THEORY", "rankers", "grid",
-           "theory_settings", "theory_family",
-           "slot_qualities", "rank", "place", "on_tuning", "on_test", "ranker_top1"]
-
-#: (``PROMPT_REMEDIES``: the prompt remedies ``posbias fix`` searches, in the remedy table's order.)
-#: The prompt remedies that place the documents by a ranking (they need a ranker): the same
-#: passages in another order.
-RANKED = tuple(n for n in PROMPT_REMEDIES if "ranker" in remedy_table.TABLE[n]["needs"])
-_PRIORS = ("born", "measured")
-#: The born prior's residual share, the structural theory's lambda where the attention
-#: output's norm equals the stream's (lambda = 1/2): the one value that needs no measurement.
-BORN_ALPHA = 0.5
-#: The measured prior's profile, from this many Hutchinson ``probes`` and text ``windows``,
-#: its length rounded to this ``multiple`` of the tuning prompts' mean length.
-MEASURED_PRIOR = {"probes": 8, "windows": 4, "multiple": 64}
-
-
-def rankers(fmt: str) -> tuple:
-    """The rankers searched for a task file of format ``fmt``: BM25 and the question likelihood
-    always, the file's own order for a plain file (the others have none)."""
-    return ("bm25", "question-likelihood") + (("file",) if fmt == "plain" else ())
-
-
-def grid(fmt: str) -> dict:
-    """The settings of each prompt remedy for a file of format ``fmt`` (module docstring).
-
-    >>> [len(v) for v in grid("liu-qa").values()]
-    [2, 2, 1, 2, 4, 1]
-    """
-    from ...measure.positional import ATTENTION_SORT
-
-    r = rankers(fmt)
-    return {"long-context-reorder": [{"ranker": x} for x in r],
-            "lost-in-the-middle-ranker": [{"ranker": x} for x in r],
-            "query-aware": [{}],
-            "curve-order": [{"ranker": x} for x in r],
-            "prior-order": [{"ranker": x, "prior": p} for p in _PRIORS for x in r],
-            "attention-sort": [dict(ATTENTION_SORT)]}
+__all__ = ["slot_qualities", "rank", "place", "on_tuning", "on_test", "slot_curve", "born_prior", "measured_prior"]
 
 
 def slot_curve(base, positions, k) -> np.ndarray:
@@ -94,7 +27,7 @@ def _spans(codec, texts, ids) -> list:
 
 
 def born_prior(m, spans, lengths) -> np.ndarray:
-    from ... import models, theory
+    from .... import models, theory
 
     lay = models.model_layout(m)
     rows: dict = {}
@@ -113,7 +46,7 @@ def _measured_length(lengths) -> int:
 
 
 def measured_prior(model, weights, seed, spans, lengths) -> np.ndarray:
-    from ... import measure
+    from .... import measure
 
     L = _measured_length(lengths)
     prof = measure.profile(model, weights, length=L, probes=MEASURED_PRIOR["probes"],
@@ -151,8 +84,6 @@ def slot_qualities(model, weights, seed, part, base, which=("curve", "born", "me
     return out
 
 
-
-
 def _key_doc(d: qa.Document) -> tuple:
     return (d.title, d.text)
 
@@ -185,7 +116,7 @@ def place(name, setting, question, docs, *, ranking=None, order=None, model=None
     if name == "query-aware":
         return {"documents": list(docs), "prompt": reorder.query_aware_prompt(question, docs)}
     if name == "attention-sort":
-        from ...measure.positional import attention_sort
+        from ....measure.positional import attention_sort
 
         got = attention_sort(model, codec, question, docs, rounds=int(setting["rounds"]),
                              best_last=bool(setting["best_last"]))
@@ -222,7 +153,7 @@ def _example(m, codec, item, positions, settings, orders, fmt, answer, generate=
     lands in; each ranker's top-1 hit; with ``generate`` (``(max_new_tokens, stop, eos,
     answers)``), also the model as it is, and a free generation's best_subspan_em for each.
     Identical prompts are scored once."""
-    from ...measure.positional import question_likelihood_ranking
+    from ....measure.positional import question_likelihood_ranking
 
     q = item["question"]
     rk = rankers(fmt)
@@ -255,7 +186,7 @@ def _example(m, codec, item, positions, settings, orders, fmt, answer, generate=
         lp, ok = study.score_remedy(m, [ids[t] for t in uniq], [answer] * len(uniq), "ms-poe", [])
         scored = {t: (float(a), bool(b), None) for t, a, b in zip(uniq, lp[0], ok[0])}
     else:
-        from ...measure.scoring import score_and_generate
+        from ....measure.scoring import score_and_generate
 
         n_new, stop, eos, answers = generate
         for t in uniq:
@@ -339,8 +270,8 @@ def _timed(m, codec, item, positions, settings, orders, fmt, answer) -> np.ndarr
     """Seconds of one prompt at the central gold slot: ``(settings, 2)``, the model as it is
     (one scoring pass) and the remedy (its ranking, its placement and one scoring pass),
     interleaved, the order alternating by setting."""
-    from ...measure.positional import question_likelihood_ranking
-    from ...measure.scoring import score_batch
+    from ....measure.positional import question_likelihood_ranking
+    from ....measure.scoring import score_batch
 
     j = len(positions) // 2
     q, docs = item["question"], item["documents"][j]
@@ -409,83 +340,3 @@ def on_test(model, weights, seed, part, fmt, settings, qualities, sizes, key) ->
     res = _part_run(k, model, weights, seed, part, settings, qual, fmt, n_new,
                     timing=int(sizes["timing_prompts"]))
     return {n: np.asarray(v) for n, v in res.items()} | {"settings": settings}
-
-
-#: The theory's question, asked on the test part at one ranker fixed in advance (BM25, what a
-#: user has without running the model), as a family of its own: does a placement read from the
-#: born or the measured prior do as well as one read from the task curve (non-inferiority at
-#: ``margin`` nats of the mean all-slot log p), and better than each fixed rule?
-THEORY = {"ranker": "bm25", "margin": 0.25,
-          "claims": [["prior-order:born", "curve-order", "non-inferior"],
-                     ["prior-order:measured", "curve-order", "non-inferior"],
-                     ["prior-order:born", "long-context-reorder", "better"],
-                     ["prior-order:born", "lost-in-the-middle-ranker", "better"],
-                     ["prior-order:measured", "long-context-reorder", "better"],
-                     ["prior-order:measured", "lost-in-the-middle-ranker", "better"]]}
-
-
-def theory_settings(remedies) -> list:
-    """The settings the theory's comparisons score (``[(name, setting)]``), where every remedy
-    they name is among ``remedies``; else none."""
-    need = {"curve-order", "prior-order", "long-context-reorder", "lost-in-the-middle-ranker"}
-    if not need <= set(remedies):
-        return []
-    r = THEORY["ranker"]
-    return [("curve-order", {"ranker": r}), ("prior-order", {"ranker": r, "prior": "born"}),
-            ("prior-order", {"ranker": r, "prior": "measured"}),
-            ("long-context-reorder", {"ranker": r}), ("lost-in-the-middle-ranker", {"ranker": r})]
-
-
-def _arm(name) -> tuple:
-    r = THEORY["ranker"]
-    if name.startswith("prior-order:"):
-        return ("prior-order", {"ranker": r, "prior": name.split(":")[1]})
-    return (name, {"ranker": r})
-
-
-def theory_family(change, settings, alpha: float = 0.05) -> dict:
-    """The theory's comparisons (:data:`THEORY`), decided by Holm's correction
-    (:func:`posbias_nb.stats.holm_family`): ``change`` ``(settings, examples)`` is each
-    setting's mean all-slot change of log p per example, ``settings`` their ``(name, setting)``.
-    Each claim's ``x`` is the paired difference per example; non-inferiority is
-    ``x > -margin``, better is ``x > 0``."""
-    from ... import stats
-
-    idx = {(n, json_key(s)): i for i, (n, s) in enumerate(settings)}
-    claims, diffs = {}, {}
-    for a, b, kind in THEORY["claims"]:
-        ia, ib = (idx[(n, json_key(s))] for n, s in (_arm(a), _arm(b)))
-        x = np.asarray(change[ia]) - np.asarray(change[ib])
-        name = f"{a} vs {b} ({kind})"
-        diffs[name] = x
-        claims[name] = dict(x=x, threshold=-THEORY["margin"] if kind == "non-inferior" else 0.0,
-                            direction="greater")
-    fam = stats.holm_family(claims, alpha=alpha)
-    out = {}
-    for name, v in fam.items():
-        e, lo, hi = stats.mean_interval(diffs[name])
-        out[name] = {"difference": {"estimate": float(e), "low": float(lo), "high": float(hi)},
-                     "threshold": claims[name]["threshold"], "verdict": v["verdict"],
-                     "p_holm": float(v["p_holm"]) if "p_holm" in v else None}
-    return out
-
-
-def json_key(setting) -> str:
-    import json
-
-    return json.dumps(setting, sort_keys=True)
-
-
-def ranker_top1(top1, example, rk) -> dict:
-    """How often each ranker puts the gold passage first: ``{ranker: {"hits", "n", "share"
-    (estimate, low, high: Wilson over examples, each example the mean of its prompts,
-    :func:`posbias_nb.stats.unit_proportion_interval`)}}``."""
-    top1 = np.asarray(top1, dtype=bool)
-    ex = np.asarray(example)
-    units = np.unique(ex)
-    out = {}
-    for i, r in enumerate(rk):
-        e, lo, hi = stats.unit_proportion_interval([top1[i, ex == u].mean() for u in units])
-        out[r] = {"hits": int(top1[i].sum()), "n": int(top1[i].size), "units": int(units.size),
-                  "share": {"estimate": float(e), "low": float(lo), "high": float(hi)}}
-    return out

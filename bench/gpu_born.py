@@ -93,7 +93,10 @@ def run(inputs: Path, out: Path, dry: bool, only=()) -> int:
     if design.history("scale")[-1]["hash"] != scale.DESIGN.hash:
         print("gpu_born: the design is not the registry's latest", file=sys.stderr)
         return 2
-    scale._checked = lambda: scale.DESIGN
+    # every module of the study that checks the design reads it as is here (split into
+    # modules, each holds its own reference to _checked)
+    for mod in (scale.config, scale.measurements, scale.statistics, scale.gpu):
+        mod._checked = lambda: scale.DESIGN
     g = scale.DESIGN["gpu"]
     device = "cpu" if dry else "cuda"
     if not dry and not torch.cuda.is_available():
@@ -140,7 +143,7 @@ def run(inputs: Path, out: Path, dry: bool, only=()) -> int:
                     width=scale.ladder(f["model"])[0] if dry else None)
             except Exception as e:  # noqa: BLE001  (out of memory too: recorded, the run goes on)
                 log["floor"] = {"status": "error", "error": f"{type(e).__name__}: {e}"[:500]}
-                scale._free(device)
+                scale.gpu._free(device)
             _save(out, results, log)
         now = time.perf_counter() - t_start
         item = {"model": c, "length": L, "at": round(now, 1)}
@@ -172,7 +175,7 @@ def run(inputs: Path, out: Path, dry: bool, only=()) -> int:
                 item.update(status="error", error=f"{type(e).__name__}: {e}"[:500],
                             where=traceback.format_exc().splitlines()[-4:])
             # freed once the exception (whose traceback holds the failed item's tensors) is gone
-            scale._free(device)
+            scale.gpu._free(device)
         item["done_at"] = round(time.perf_counter() - t_start, 1)
         log["items"].append(item)
         print(json.dumps(item), flush=True)

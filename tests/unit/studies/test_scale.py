@@ -102,7 +102,8 @@ def test_window_stats_recover_a_theory_row():
 def _fake_study(monkeypatch, shift):
     """Every configuration's profiles drawn from its layout row; the widest rung's alpha moved by
     ``shift``."""
-    monkeypatch.setattr(scale, "layout", lambda c: theory.parse_layout("6*full"))
+    # where the verdict code reads them (the statistics module)
+    monkeypatch.setattr(scale.statistics, "layout", lambda c: theory.parse_layout("6*full"))
 
     def measure(c, w, init):
         a = 0.3 + (shift if w == scale.ladder(c)[-1] else 0.0)
@@ -110,7 +111,7 @@ def _fake_study(monkeypatch, shift):
         rng = np.random.default_rng([w, 1])
         return row[None] * np.exp(rng.normal(0, 0.02, (8, 128)))
 
-    monkeypatch.setattr(scale, "measure", measure)
+    monkeypatch.setattr(scale.statistics, "measure", measure)
 
 
 def test_the_rule_finds_a_width_free_shape(monkeypatch):

@@ -103,7 +103,8 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
                  "experiments.remedy.pipeline.statistics", "experiments.remedy.pipeline.words"),
     "pipeline-retrieve": ("experiments.remedy.pipeline.config", "experiments.remedy.pipeline.measurements",
                           "experiments.remedy.pipeline.statistics", "experiments.remedy.pipeline.words"),
-    "task": ("experiments.prompt.user_task",),
+    "task": ("experiments.prompt.user_task.config", "experiments.prompt.user_task.statistics",
+             "experiments.prompt.user_task.measurements"),
     "train": ("experiments.remedy.lab.config", "experiments.remedy.lab.statistics", "experiments.remedy.lab.measurements", "experiments.remedy.lab.words"),
     "train-init": ("experiments.remedy.lab.config", "experiments.remedy.lab.statistics", "experiments.remedy.lab.measurements", "experiments.remedy.lab.words"),
     "train-twin": ("experiments.remedy.lab.config", "experiments.remedy.lab.statistics", "experiments.remedy.lab.measurements", "experiments.remedy.lab.words"),
@@ -278,7 +279,7 @@ FORMER_ROOTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "confirm": (("experiments.confirm",), ("experiments.remedy.confirm",)),
     "pipeline": (("experiments.pipeline",), ("experiments.remedy.pipeline",)),
     "pipeline-retrieve": (("experiments.pipeline",), ("experiments.remedy.pipeline",)),
-    "task": (("experiments.task",),),
+    "task": (("experiments.task",), ("experiments.prompt.user_task",)),
 }
 
 

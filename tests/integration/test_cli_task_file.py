@@ -13,6 +13,7 @@ from posbias_nb import cli  # noqa: E402
 from posbias_nb.experiments.prompt import user_task as task_mod  # noqa: E402
 from posbias_nb.experiments.base import prompts as prompts_mod  # noqa: E402
 from posbias_nb.experiments.base import study
+from posbias_nb.measure import entry  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -126,7 +127,7 @@ def test_bad_file_refused_before_the_model_is_touched(tmp_path, capsys, monkeypa
 
     def boom(*a, **k):
         raise AssertionError("the model was consulted before the file was checked")
-    monkeypatch.setattr(task_mod.entry, "checked", boom)
+    monkeypatch.setattr(entry, "checked", boom)
     monkeypatch.setattr(study, "load", boom)
     assert cli.main(BASE + ["--data", str(f)]) == 2
     assert "unknown format" in capsys.readouterr().err
@@ -236,7 +237,7 @@ def test_a_plain_file_brings_its_own_document_count(tmp_path, capsys, monkeypatc
 
     def boom(*a, **k):
         raise AssertionError("the model was consulted before the file was checked")
-    monkeypatch.setattr(task_mod.entry, "checked", boom)
+    monkeypatch.setattr(entry, "checked", boom)
     assert cli.main(BASE + ["--data", str(_file(tmp_path, one, "one.jsonl.gz"))]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "at least 2 documents" in err[0], err

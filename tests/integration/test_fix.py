@@ -17,6 +17,7 @@ from posbias_nb.experiments.remedy.fix import run as fix_run  # noqa: E402
 from posbias_nb.experiments.prompt import user_task as task_mod  # noqa: E402
 from posbias_nb.experiments.base import prompts as prompts_mod  # noqa: E402
 from posbias_nb.models import remedy_file  # noqa: E402
+from posbias_nb.tasks import qa  # noqa: E402
 from posbias_nb.experiments.base import study
 
 
@@ -57,7 +58,7 @@ def test_no_test_example_is_read_before_the_choice(tmp_path, monkeypatch, model_
     planted = f"what is item {int(chosen[test_i[0]])}"
     test_passages = {f"thing{int(chosen[i])}." for i in test_i}
     stage = {"chosen": False, "tune_prompts": []}
-    real_prompt, real_tune = task_mod.qa.qa_prompt, fix_mod.tune_settings
+    real_prompt, real_tune = qa.qa_prompt, fix_mod.tune_settings
 
     def prompt(question, documents):
         if question == planted:
@@ -72,7 +73,7 @@ def test_no_test_example_is_read_before_the_choice(tmp_path, monkeypatch, model_
         stage["chosen"] = True
         return out
 
-    monkeypatch.setattr(task_mod.qa, "qa_prompt", prompt)
+    monkeypatch.setattr(qa, "qa_prompt", prompt)
     monkeypatch.setattr(fix_run, "tune_settings", tune_settings)
     with pytest.raises(_Read, match="chosen=True"):
         fix_mod.fix(model_dir, f, **KW)
@@ -90,7 +91,7 @@ def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
     _, test_i = fix_mod.split(len(chosen), seed=0)
     planted = f"what is item {int(chosen[test_i[0]])}"
     stage = {"chosen": False}
-    real_prompt, real_prepare = task_mod.qa.qa_prompt, prompts_mod.prepare
+    real_prompt, real_prepare = qa.qa_prompt, prompts_mod.prepare
 
     def prompt(question, documents):
         if question == planted:
@@ -101,7 +102,7 @@ def test_the_check_above_catches_a_leak(tmp_path, monkeypatch, model_dir):
         real_prepare(data, *a, select=sorted(set(select) | set(pool_exclude)), **k)
         return real_prepare(data, *a, select=select, pool_exclude=pool_exclude, **k)
 
-    monkeypatch.setattr(task_mod.qa, "qa_prompt", prompt)
+    monkeypatch.setattr(qa, "qa_prompt", prompt)
     monkeypatch.setattr(prompts_mod, "prepare", eager)
     with pytest.raises(_Read, match="chosen=False"):
         fix_mod.fix(model_dir, f, **KW)

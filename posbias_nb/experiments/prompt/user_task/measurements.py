@@ -1,58 +1,27 @@
-r"""The position sweep on real questions, or on the user's own task file: ``posbias task``.
-
-Chapter *Lost in the middle on real questions*; prompts, formats and metric from
-:mod:`posbias_nb.tasks.qa`.  For each chosen example the gold passage (or, in a key-value file,
-the gold record) is moved across the gold positions while everything else stays in place, and
-every prompt is scored two ways:
-
-* **greedy generation**, up to ``max_new_tokens`` tokens or the first newline, scored by Liu et
-  al.'s ``best_subspan_em`` on the first line; every generation is kept and classified
-  (:func:`posbias_nb.tasks.qa.classify_output`: answer, a distractor's answer, wrong, empty or
-  off-format);
-* the **teacher-forced log-probability** of the gold answer after ``Answer:`` (the best of the
-  gold answers when there are several; :func:`posbias_nb.measure.scoring.score_batch`).  It is
-  continuous, so it has power where the accuracy of a small model is near zero.
-
-Per gold position: accuracy with a Wilson interval and mean log p with a Student t interval,
-the **example** the unit (each example is asked once at each position).  Two reference lines
-(QA files): **closed-book** (the question alone, Liu et al.'s ``closedbook_qa.prompt``) and
-**oracle** (the gold passage alone).
-
-Everything the file could get wrong is refused before a model is loaded
-(:func:`posbias_nb.tasks.qa.read_task_file`); prompts beyond the model's context are refused
-after tokenization and before any forward pass, with their number and the longest.  The run is
-cached (namespace ``task``; the key holds the file's SHA-256).
-"""
+"""``posbias task``'s measurement: every prompt of the chosen examples scored by greedy
+generation and by the gold answer's log p, under a remedy file where one is given (cached,
+namespace ``task``)."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-
 import numpy as np
+from .... import cache
+from ...._validate import positive_int
+from ....measure import entry
+from ....measure.scoring import score_and_generate
+from ....models.remedy_file import PROMPT_REMEDIES
+from ....models.weights import file_sha256
+from ....results import Result
+from ....tasks import qa
+from ....tasks.codec import Codec
+from ...base import study
+from ...base.prompts import TASK_DEFAULTS as DEFAULTS
+from ...base.prompts import prepare, prompt_remedy
+from .config import DEFINITION
+from .statistics import _result
 
-from ... import cache
-from ..._validate import positive_int
-from ...measure import entry
-from ...measure.scoring import score_and_generate
-from ...models.remedy_file import PROMPT_REMEDIES
-from ...models.weights import file_sha256
-from ...results import Result
-from ...tasks import qa
-from ...tasks.codec import Codec
-from ..base import study
-from ..base.prompts import TASK_DEFAULTS as DEFAULTS
-from ..base.prompts import prepare, prompt_remedy, reorder_documents  # noqa: F401 -- their home was here
-
-__all__ = ["task_run", "CSV_COLUMNS", "OUTCOMES", "DEFAULTS"]
-
-DEFINITION = "task-v2"  # bump when a definition below changes (v2: one prefill per prompt)
-#: The columns of the table (the CSV output) of :func:`task_run`, one row per gold position
-#: and per reference line: accuracy and mean log p, each with its 95% interval.
-CSV_COLUMNS = ("setting", "gold_document", "n", "accuracy", "accuracy_low", "accuracy_high",
-               "logprob", "logprob_low", "logprob_high")
-#: The outcomes a generation is classified into
-#: (:func:`posbias_nb.tasks.qa.classify_output`), counted per gold position.
-OUTCOMES = ("answer", "distractor", "wrong", "empty", "off-format")
+__all__ = ["task_run"]
 
 
 def task_run(model, data, documents: int | None = None, positions=None,
@@ -222,7 +191,7 @@ def _remedy(model, file, weights, P=None):
     """``(name, params)`` of a remedy file that ``task_run`` can apply to ``model`` (and, for a
     prompt remedy, to the prompts ``P`` of :func:`prepare`: a question-answering file, the slot
     quality one number a document, the ``file`` ranker on a plain file)."""
-    from ...models.remedies import check_applicable
+    from ....models.remedies import check_applicable
 
     name, kw = study.remedy_from_file(model, file, weights, prompt=True)
     if name in PROMPT_REMEDIES:
@@ -266,7 +235,7 @@ def _under_remedy(m, rem, pid, answers, max_new_tokens, stop, eos):
     answers scored by :func:`posbias_nb.experiments.base.study.score_remedy` (what ``posbias
     fix`` scores), the greedy answer generated under the remedy from its own prefill (the
     remedy's state follows one chain of cached steps, so the prefill is not shared)."""
-    from ...measure.scoring import generate_greedy
+    from ....measure.scoring import generate_greedy
 
     name, kw = rem
     if name == "attention-calibration":
@@ -288,7 +257,7 @@ def _within(m, rem, n_prompt):
     hidden-scaling-all in every row), or nothing."""
     import contextlib
 
-    from ... import models
+    from .... import models
 
     if rem is None:
         return contextlib.nullcontext()
@@ -296,60 +265,3 @@ def _within(m, rem, n_prompt):
     if name == "hidden-scaling-all":
         return models.remedy(m, name, **kw)
     return models.remedy(m, name, **dict(kw, start=n_prompt - 1))
-
-
-def _result(res, P, info, weights, seed, max_new_tokens, model) -> Result:
-    from ... import __version__, stats
-
-    ex, slot = np.asarray(res["example"]), np.asarray(res["slot"])
-    outs = [str(o) for o in res["output"]]
-    outcome = [qa.classify_output(o, P["items"][e]["answers"], P["items"][e]["wrong_answers"])
-               for o, e in zip(outs, ex)]
-    correct = np.array([o == "answer" for o in outcome], dtype=float)
-    lp = np.asarray(res["logprob"], dtype=float)
-    pos = P["positions"]
-    docs = slot >= 0
-    acc = stats.summarize(slot[docs], ex[docs], correct[docs], len(pos), kind="proportion")
-    lps = stats.summarize(slot[docs], ex[docs], lp[docs], len(pos))
-    table = {c: [] for c in CSV_COLUMNS}
-
-    def row(setting, gold, n, a, l):
-        for c, v in zip(CSV_COLUMNS, (setting, gold, n, *a, *l)):
-            table[c].append(v)
-
-    for j, p in enumerate(pos):
-        row("documents", p + 1, int(np.sum(slot == j)),
-            (acc["mean"][j], acc["low"][j], acc["high"][j]),
-            (lps["mean"][j], lps["low"][j], lps["high"][j]))
-    for name, code in (("closed-book", -1), ("oracle", -2)):
-        sel = slot == code
-        if sel.any():
-            k = int(correct[sel].sum())
-            a = stats.proportion_interval(k, int(sel.sum()))
-            l = stats.mean_interval(lp[sel]) if sel.sum() >= 2 else (lp[sel][0],) * 3
-            row(name, "", int(sel.sum()), a, l)
-    counts = {o: [int(sum(1 for s, x in zip(slot, outcome) if s == j and x == o))
-                  for j in range(len(pos))] for o in OUTCOMES}
-    records = [{"example_line": P["chosen"][int(e)],
-                "setting": "documents" if s >= 0 else ("closed-book" if s == -1 else "oracle"),
-                "gold_document": int(pos[s]) + 1 if s >= 0 else None,
-                "output": o, "outcome": oc, "logprob": float(v)}
-               for e, s, o, oc, v in zip(ex, slot, outs, outcome, lp)]
-    meta = {"command": "task", "model": info["name"], "model_argument": str(model),
-            "weights": weights, "format": P["format"], "examples": len(P["chosen"]),
-            "examples_in_file": P["n_file"], "example_lines": P["chosen"],
-            "documents" if P["format"] != "liu-kv" else "keys": P["documents"],
-            "gold_documents": [p + 1 for p in pos], "seed": seed,
-            "max_new_tokens": max_new_tokens, "level": 0.95,
-            "prompt_tokens_max": int(np.max(res["prompt_len"])),
-            "interval": "accuracy: Wilson over examples (one prompt per example and position); "
-                        "log p: Student t over examples",
-            "scoring": "greedy generation to the first newline or the token budget, Liu et "
-                       "al.'s best_subspan_em on the first line; teacher-forced log p of the "
-                       "best gold answer after 'Answer:'",
-            "distractors": "the file's own passages, then BM25 (bm25s) over the file's other "
-                           "gold passages, none holding a gold answer as whole words",
-            "version": __version__, **entry.library_versions()}
-    data = dict(table, outcomes=counts, examples=records)
-    return Result(data, meta=meta, columns=CSV_COLUMNS)
-

@@ -4,7 +4,7 @@ digest records, so the committed record is current (``posbias_nb.experiments.bas
 
 A study whose design or verdict code changed needs its new registry entry *and* its new digest
 committed; until the digest is, this check fails and says which.  A study with no committed
-digest yet (its first run) is reported, not failed; a study of ``design.NO_DIGEST`` writes
+digest yet (its first run) is reported, not failed; a study of ``digests.NO_DIGEST`` writes
 none.  Exit 0 when all agree (or
 outside a git checkout, where there is no committed record to compare), 1 otherwise.
 """
@@ -26,6 +26,7 @@ def committed(rel: str):
 
 def main() -> int:
     from posbias_nb.experiments.base import design
+    from posbias_nb.experiments.base import digests as dg
 
     inside = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--git-dir"],
                             capture_output=True).returncode == 0
@@ -34,9 +35,9 @@ def main() -> int:
         return 0
     bad = []
     for study in design.VERDICT_CODE:
-        if study in design.NO_DIGEST:
+        if study in dg.NO_DIGEST:
             continue
-        rel = f"{design.DIGESTS}/{study}.json"
+        rel = f"{dg.DIGESTS}/{study}.json"
         now = ROOT / rel
         if not now.exists():
             bad.append(f"{study}: its chapter wrote no digest ({rel})")
@@ -45,13 +46,13 @@ def main() -> int:
         if old is None:  # its first run: reported, not failed (commit it with the chapter)
             print(f"check_digests: {study}: {rel} is new, not committed yet: commit it",
                   file=sys.stderr)
-        elif design.digest_mismatch(study, old, (new["design"], new["code"])):
-            bad.append("the committed " + design.digest_mismatch(
+        elif dg.digest_mismatch(study, old, (new["design"], new["code"])):
+            bad.append("the committed " + dg.digest_mismatch(
                 study, old, (new["design"], new["code"])) + " (this run's)")
     for b in bad:
         print("check_digests:", b, file=sys.stderr)
     if not bad:
-        print(f"check_digests: {len(design.VERDICT_CODE) - len(design.NO_DIGEST)} digests made "
+        print(f"check_digests: {len(design.VERDICT_CODE) - len(dg.NO_DIGEST)} digests made "
               "under their committed "
               "design and verdict code")
     return 1 if bad else 0

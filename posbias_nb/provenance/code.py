@@ -114,6 +114,9 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
 #: there moves no recorded number, so it does not count as a change of any namespace's code.
 #: The provenance room is among them: it hashes, compares and plans, and computes no entry.
 NOT_COMPUTING = frozenset({"cache", "plots", "notebook", "cli", "__main__", "experiments.base.design",
+                           # the design's own modules: its frozen values, verdict rules, digests, history
+                           "experiments.base.frozen", "experiments.base.rules", "experiments.base.digests",
+                           "experiments.base.history",
                            "rollout.explorer", "experiments.base.pages",
                            "experiments.report.drawing", "experiments.report.page",
                            "experiments.remedy.fix.page",

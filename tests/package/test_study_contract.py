@@ -13,7 +13,7 @@ listed here, so a new one is checked the moment it exists.  Each must have:
    (``posbias_nb.provenance.code.NAMESPACE_CODE``), or a reason it caches nothing
    (``design.NO_NAMESPACE``);
 4. a committed digest of its verdicts (``bench/results/digests/<study>.json``) or a reason it has
-   none (``design.NO_DIGEST``);
+   none (``digests.NO_DIGEST``);
 5. a test file of its own: one under ``tests/`` that imports the module.
 
 ``docs/contributing.md`` walks "add a study" through the same items; the last test checks that
@@ -30,6 +30,7 @@ import pytest
 
 from posbias_nb import experiments
 from posbias_nb.experiments.base import design
+from posbias_nb.experiments.base import digests as dg
 from posbias_nb.provenance import code
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,8 +74,8 @@ def contract_problems(study: str, module: str, *, verdict_code=None, namespace_c
     verdict_code = design.VERDICT_CODE if verdict_code is None else verdict_code
     namespace_code = code.NAMESPACE_CODE if namespace_code is None else namespace_code
     no_namespace = design.NO_NAMESPACE if no_namespace is None else no_namespace
-    no_digest = design.NO_DIGEST if no_digest is None else no_digest
-    digests = ROOT / design.DIGESTS if digests is None else digests
+    no_digest = dg.NO_DIGEST if no_digest is None else no_digest
+    digests = ROOT / dg.DIGESTS if digests is None else digests
     test_files = _test_files() if test_files is None else test_files
     out = []
     mod = importlib.import_module(module)
@@ -109,9 +110,9 @@ def contract_problems(study: str, module: str, *, verdict_code=None, namespace_c
     # 4. a digest, or the reason for none
     has_digest = (Path(digests) / f"{study}.json").exists()
     if not has_digest and study not in no_digest:
-        out.append(f"digest: no {design.DIGESTS}/{study}.json and no design.NO_DIGEST reason")
+        out.append(f"digest: no {dg.DIGESTS}/{study}.json and no digests.NO_DIGEST reason")
     if has_digest and study in no_digest:
-        out.append(f"digest: {study}.json exists but design.NO_DIGEST gives a reason for none")
+        out.append(f"digest: {study}.json exists but digests.NO_DIGEST gives a reason for none")
     # 5. a test file of its own
     parent, short = module.rsplit(".", 1)
     pat = re.compile(rf"(from {re.escape(parent)} import [^\n]*\b{short}\b"
@@ -204,5 +205,5 @@ def test_the_walk_in_contributing_names_every_item():
     walk = walk[:walk.find("\n## ", 4)] if "\n## " in walk[4:] else walk
     for item in ("DESIGN", "posbias_nb/data/designs.json", "design.VERDICT_CODE",
                  "NAMESPACE_CODE", "design.NO_NAMESPACE", "bench/results/digests",
-                 "design.NO_DIGEST", "tests/unit/studies", "tests/package/test_study_contract.py"):
+                 "digests.NO_DIGEST", "tests/unit/studies", "tests/package/test_study_contract.py"):
         assert item in walk, item

@@ -2,6 +2,10 @@
 
 =================  ==============================================================
 :mod:`.design`     designs and verdict code locked before their data (the registry)
+:mod:`.frozen`     a design's values made read-only, and back
+:mod:`.rules`      declared verdict rules applied to an interval
+:mod:`.digests`    a chapter's verdict digest, written and compared
+:mod:`.history`    a study's design history as a Markdown table
 :mod:`.claims`     the chapters' declared verdict rules, one locked table
 :mod:`.study`      a model with its codec, prompt and answer ids, examples drawn, a
                    remedy file read, a remedy scored

@@ -7,9 +7,10 @@ each study the list of its designs, each with the date and the reason of the cha
 of design is committed, with its entry, before the measurement it governs.  :func:`check`
 raises when a study's design is not the registry's latest entry, so a design that moves
 without a dated reason fails the tests (``tests/unit/studies/test_design.py``) and every chapter that
-reads it.  The chapters print the hash and the history (:func:`history_markdown`), so "fixed
-before the data" can be checked from the record: the registry's dates and the git log of this
-file against those of the measurements.
+reads it.  The chapters print the hash and the history
+(:func:`~posbias_nb.experiments.base.history.history_markdown`), so "fixed before the data" can be
+checked from the record: the registry's dates and the git log of this file against those of the
+measurements.
 
 Entries recorded after the fact (before this lock existed) carry ``"hash": null`` and say so.
 
@@ -19,8 +20,9 @@ decision rule, its definition tag); :func:`code_hash` hashes their source (parse
 docstrings and comments dropped, so that only the code counts), and the registry's latest
 entry carries it as ``"code"``: :func:`check` refuses a study whose verdict code changed without
 a dated entry, as it refuses a moved design.  Each study's chapter writes a digest of its
-verdicts (:func:`write_digest`: the design and code hashes, the verdict words and the estimates
-to 3 significant digits) to ``bench/results/digests/``, committed with the chapter, so git
+verdicts (:func:`~posbias_nb.experiments.base.digests.write_digest`: the design and code hashes,
+the verdict words and the estimates to 3 significant digits) to ``bench/results/digests/``,
+committed with the chapter, so git
 shows every registry entry before the first digest it governs; ``make test`` checks that the
 committed digest was made under the current design and code (``tests/check_digests.py``).
 """
@@ -29,52 +31,22 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import math
-import os
-import re
 from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 
-import numpy as np
-
 from ...provenance.code import normalised_code
+from .frozen import _plain, freeze
 
-__all__ = ["Design", "freeze", "registry", "check", "history", "history_markdown",
-           "REGISTRY", "VERDICT_CODE", "code_hash", "digest", "verdict_rows", "write_digest",
-           "DIGESTS", "RULE_KEYS", "rule_needs", "decide_rule", "rule_effect"]
+__all__ = ["Design", "freeze", "registry", "check", "history", "REGISTRY", "VERDICT_CODE",
+           "code_hash", "NO_NAMESPACE", "RULE_KEYS", "rule_needs", "decide_rule", "rule_effect"]
 
 #: The registry file inside the package.
 REGISTRY = "designs.json"
 
 
-def freeze(value):
-    """A deep, read-only copy of ``value``: dicts become read-only mappings, lists and tuples
-    tuples.  Only JSON-like values (str, int, finite float, bool, None) are accepted."""
-    if isinstance(value, dict):
-        for k in value:
-            if not isinstance(k, str):
-                raise ValueError(f"design keys must be strings, got {k!r}")
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, MappingProxyType):
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
-    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"design values must be finite, got {value!r}")
-        return value
-    raise ValueError(f"design values must be JSON-like, got {type(value).__name__}: {value!r}")
 
 
-def _plain(value):
-    if isinstance(value, MappingProxyType):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -389,201 +361,6 @@ def check(design: Design, path=None) -> dict:
     return last
 
 
-def history_markdown(design: Design, path=None) -> str:
-    """The study's design history as a Markdown table (date, design hash, verdict-code hash,
-    reason), its current hashes checked first (:func:`check`)."""
-    check(design, path)
-    rows = ["| date | design hash | verdict code | change |", "|---|---|---|---|"]
-    for e in history(design.study, path):
-        h = f"`{e['hash'][:12]}`" if e["hash"] else "(not recorded)"
-        c = f"`{e['code'][:12]}`" if e.get("code") else "(not recorded)"
-        rows.append(f"| {e['date']} | {h} | {c} | {_reason_markdown(e['reason'])} |")
-    return "\n".join(rows)
-
-
-#: What a registry reason writes as code: a command option (``--quick``), a dotted name
-#: (``stats.decide``, ``realqa.jacobian_prior``) or a name with an underscore
-#: (``best_subspan_em``), each set as a code span so that a page's smart quotes do not turn
-#: ``--`` into a dash and Markdown does not read ``_`` as emphasis.
-_CODE_TOKEN = re.compile(r"(?<![\w`/.-])(--[a-z][\w-]*|[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+(?:\(\))?"
-                         r"|[A-Za-z]\w*_\w+)")
-
-
-def _reason_markdown(reason: str) -> str:
-    """A registry reason as the text of one Markdown table cell: code-like tokens as code spans
-    (:data:`_CODE_TOKEN`), a ``|`` escaped, line breaks as spaces.
-
-    >>> _reason_markdown("stats.decide and best_subspan_em at --quick; |rho| > 0.5")
-    '`stats.decide` and `best_subspan_em` at `--quick`; \\\\|rho\\\\| > 0.5'
-    """
-    parts = re.split(r"(`[^`]*`)", str(reason).replace("\n", " "))
-    out = [p if p.startswith("`") and p.endswith("`") and len(p) > 1
-           else _CODE_TOKEN.sub(r"`\1`", p) for p in parts]
-    return "".join(out).replace("|", "\\|")
-
-
-# --------------------------------------------------------------------------------------------
-# Declared verdict rules: a claim's threshold, band and direction live in a design, not a chapter
-
-#: The keys of a declared rule (a mapping inside a study's design):
-#:
-#: ``direction``
-#:     ``"greater"``, ``"less"`` or ``"within"`` (as :func:`posbias_nb.stats.decide`), or a
-#:     direction the data sets, named in the rule: ``{"sign_of": NAME}`` ("greater" when the
-#:     value ``NAME`` the chapter supplies is above 0, else "less") or
-#:     ``{"opposite_sign_of": NAME}`` (the reverse).
-#: ``threshold``
-#:     a number (required for "greater" and "less"), or ``{"given": NAME}``: a threshold the
-#:     data sets (e.g. the seed's 1/(H-1)!), supplied by the chapter as ``NAME=value``.
-#: ``band``
-#:     ``[lo, hi]`` (required for, and only for, "within").
-#: ``scale``
-#:     optional, ``"log10"``: the claim is about the decimal logarithm of the interval.
-#: ``exact``, ``testable``
-#:     optional booleans, as :func:`posbias_nb.stats.decide` (defaults False and True).
-#: ``says``
-#:     optional: the rule in words (hashed with the rest, so its reading is locked too).
-RULE_KEYS = ("direction", "threshold", "band", "scale", "exact", "testable", "says")
-
-
-def given_name(value, kinds):
-    if isinstance(value, (dict, MappingProxyType)):
-        if len(value) != 1 or next(iter(value)) not in kinds \
-                or not isinstance(next(iter(value.values())), str):
-            raise ValueError(f"a rule's data-set value must be one of {{{', '.join(kinds)}: NAME}}, "
-                             f"got {_plain(value)!r}")
-        return next(iter(value.items()))
-    return None
-
-
-def rule_needs(rule) -> tuple:
-    """The names of the values the chapter must supply to decide ``rule`` (its ``{"given":
-    NAME}`` threshold and ``{"sign_of": NAME}`` direction), sorted; ValueError on a rule with
-    unknown keys or a malformed entry."""
-    if not isinstance(rule, (dict, MappingProxyType)):
-        raise ValueError(f"a rule must be a mapping, got {rule!r}")
-    unknown = sorted(set(rule) - set(RULE_KEYS))
-    if unknown:
-        raise ValueError(f"a rule has unknown keys {unknown}; allowed: {RULE_KEYS}")
-    needs = set()
-    for key, kinds in (("threshold", ("given",)), ("direction", ("sign_of", "opposite_sign_of"))):
-        g = given_name(rule.get(key), kinds)
-        if g is not None:
-            needs.add(g[1])
-    return tuple(sorted(needs))
-
-
-def resolved_given(rule, given: dict) -> dict:
-    """``rule`` with its data-set entries filled from ``given``: the keyword arguments of
-    :func:`posbias_nb.stats.decide` and the scale."""
-    needs = rule_needs(rule)
-    missing = sorted(set(needs) - set(given))
-    extra = sorted(set(given) - set(needs))
-    if missing or extra:
-        raise ValueError(f"the rule needs the value(s) {list(needs)} from the chapter; "
-                         + (f"missing {missing}" if missing else f"unexpected {extra}"))
-    direction = rule.get("direction", "greater")
-    g = given_name(direction, ("sign_of", "opposite_sign_of"))
-    if g is not None:
-        up = given[g[1]] > 0
-        direction = ("greater" if up else "less") if g[0] == "sign_of" else \
-            ("less" if up else "greater")
-    out = dict(direction=direction)
-    if direction in ("greater", "less"):
-        if "threshold" not in rule:
-            raise ValueError(f"a rule with direction {direction!r} needs a threshold")
-        t = rule["threshold"]
-        g = given_name(t, ("given",))
-        out["threshold"] = given[g[1]] if g is not None else t
-    if "band" in rule:
-        out["band"] = tuple(rule["band"])
-    for k in ("exact", "testable"):
-        if k in rule:
-            out[k] = rule[k]
-    scale = rule.get("scale")
-    if scale not in (None, "log10"):
-        raise ValueError(f"a rule's scale must be 'log10' or absent, got {scale!r}")
-    return out, scale
-
-
-def decide_rule(rule, interval, **given) -> str:
-    """The verdict word of ``interval`` under a declared ``rule`` (:data:`RULE_KEYS`), by
-    :func:`posbias_nb.stats.decide`; ``given`` supplies exactly the values the rule names
-    (:func:`rule_needs`).  The chapters' claims (:mod:`posbias_nb.experiments.base.claims`) and the
-    studies' verdicts (e.g. :func:`posbias_nb.experiments.remedy.lab.decide`) go through it.
-
-    Raises
-    ------
-    ValueError
-        A malformed rule, a value the rule needs and was not given, one it does not name, or
-        what :func:`posbias_nb.stats.decide` refuses.
-
-    >>> decide_rule({"direction": "less", "threshold": 1.0}, (0.5, 0.4, 0.6))
-    'holds'
-    >>> decide_rule({"direction": {"sign_of": "pred"}, "threshold": 0.0}, (0.1, 0.05, 0.2),
-    ...             pred=-1.0)
-    'fails'
-    """
-    from ... import stats
-
-    args, scale = resolved_given(rule, given)
-    if scale == "log10":
-        interval = tuple(np.log10(interval))
-    return stats.decide(interval, **args)
-
-
-def rule_effect(rule, interval, **given) -> dict:
-    """The ``effect`` of a verdict row (:func:`posbias_nb.notebook.verdict_table`) decided by
-    ``rule``: the interval (on the rule's scale) with the rule's threshold or band, direction,
-    and ``exact``/``testable`` where the rule sets them; the verdict table re-decides it."""
-    args, scale = resolved_given(rule, given)
-    if scale == "log10":
-        interval = tuple(np.log10(interval))
-    out = dict(interval=interval)
-    if "threshold" in args:
-        out["threshold"] = args["threshold"]
-    out["direction"] = args["direction"]
-    if "band" in args:
-        out["band"] = args["band"]
-    out.update({k: args[k] for k in ("exact", "testable") if k in args})
-    return out
-
-
-#: Where the chapters write their digests (``$POSBIAS_DIGEST_DIR`` overrides).
-DIGESTS = "bench/results/digests"
-
-
-def _sig(x: float) -> float:
-    return float(f"{float(x):.3g}") if math.isfinite(float(x)) else None
-
-
-def digest(design: Design, verdicts: dict) -> dict:
-    """The digest of a study's verdicts: ``verdicts`` maps a claim's key to ``(word,
-    estimate)`` (estimate a number or None); the result holds the study, the design and code
-    hashes, and each claim's word and estimate to 3 significant digits."""
-    return {"study": design.study, "design": design.hash, "code": code_hash(design.study),
-            "verdicts": {str(k): {"verdict": str(w),
-                                  "estimate": None if e is None else _sig(e)}
-                         for k, (w, e) in sorted(verdicts.items())}}
-
-
-def verdict_rows(rows) -> dict:
-    """``{key: (word, estimate)}`` of a chapter's verdict-table rows (what
-    :func:`posbias_nb.notebook.verdict_table` renders): the row's decision word (or its verdict
-    where it has none) and its first ``values`` entry, the effect's estimate, or None."""
-    from ... import notebook
-
-    out = {}
-    for r in rows:
-        word = notebook.decision(r)[0] or r["verdict"]
-        vals = r.get("values") or {}
-        est = next(iter(vals.values()), None) if vals else None
-        if est is None and r.get("effect") and r["effect"].get("testable", True):
-            est = r["effect"]["interval"][0]
-        out[r["key"]] = (word, est)
-    return out
-
-
 #: The studies that cache no measurement of their own, and why (every other study's module is a
 #: code root of the namespaces it caches under, ``posbias_nb.provenance.code.NAMESPACE_CODE``;
 #: ``tests/package/test_study_contract.py`` checks both).
@@ -592,48 +369,9 @@ NO_NAMESPACE = MappingProxyType({
               "it measures nothing"})
 
 
-#: The studies that write no digest, and why (``make test`` and the unit suite skip them, and
-#: fail on any other study without one).
-NO_DIGEST = MappingProxyType({
-    "claims": "a table of rules read by seven chapters, each of which prints its own verdicts; "
-              "no one chapter runs the whole table",
-    "fix-fast": "a user's command (posbias fix --fast), run by no chapter: its verdicts are the "
-                "user's data's; bench/bench_fix.py times it against its floor"})
-
-
-def digest_mismatch(study: str, made: dict, now: tuple) -> str | None:
-    """None when the digest ``made`` (its ``"design"`` and ``"code"`` hashes) was made under
-    ``now`` (``(design hash, verdict-code hash)``), else the sentence that says what differs.
-    The one comparison of ``tests/check_digests.py`` (a digest just written against the
-    committed one) and of the unit suite (the committed one against today's hashes).
-
-    >>> digest_mismatch("fix", {"design": "a" * 64, "code": "b" * 64}, ("a" * 64, "b" * 64))
-    >>> digest_mismatch("fix", {"design": "a" * 64, "code": "b" * 64}, ("a" * 64, "c" * 64))[:44]
-    'fix: digest made under design aaaaaaaaaaaa /'
-    """
-    if (made["design"], made["code"]) == tuple(now):
-        return None
-    return (f"{study}: digest made under design {made['design'][:12]} / code "
-            f"{made['code'][:12]}, against {now[0][:12]} / {now[1][:12]}: commit the registry "
-            f"entry, re-run its chapter and commit its digest")
-
-
-def write_digest(design: Design, verdicts: dict, folder=None):
-    """Write :func:`digest` to ``folder`` (default ``$POSBIAS_DIGEST_DIR`` or the repository's
-    ``bench/results/digests``, found beside the package) as ``{study}.json``; returns the path,
-    or None where no such folder exists (an installed package, no repository)."""
-    from pathlib import Path
-
-    check(design)
-    if folder is None:
-        folder = os.environ.get("POSBIAS_DIGEST_DIR")
-    if folder is None:
-        root = Path(__file__).resolve().parents[3]
-        if not (root / "bench" / "results").is_dir():
-            return None
-        folder = root / DIGESTS
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{design.study}.json"
-    path.write_text(json.dumps(digest(design, verdicts), indent=1, sort_keys=True) + "\n")
-    return path
+# The verdict rules live in a module of their own (one job each, issue 65); they are read here
+# too, by the dotted names of VERDICT_CODE and by the studies.  The verdict digests
+# (:mod:`.digests`) and the history in words (:mod:`.history`) read this module; nothing here
+# reads them.
+from .rules import (RULE_KEYS, decide_rule, given_name, resolved_given,  # noqa: E402,F401
+                    rule_effect, rule_needs)

@@ -6,6 +6,8 @@ from types import MappingProxyType
 import pytest
 
 from posbias_nb.experiments.base import design
+from posbias_nb.experiments.base import digests as dg
+from posbias_nb.experiments.base.history import history_markdown
 from posbias_nb.experiments.base.design import Design, check, history, registry
 
 STUDIES = {}
@@ -80,7 +82,7 @@ def test_the_design_is_frozen_and_hashed_canonically():
 
 def test_history_markdown_lists_every_entry():
     d = _studies()["inference"]
-    md = design.history_markdown(d)
+    md = history_markdown(d)
     assert md.count("\n") == len(history("inference")) + 1
     assert d.hash[:12] in md and "(not recorded)" in md
 
@@ -148,9 +150,9 @@ def test_digest_of_verdict_rows(tmp_path):
     rows = [dict(key="a", claim="c", paper="p", measured="m", verdict="holds; fine",
                  values={"est": 0.123456}),
             dict(key="b", claim="c", paper="p", measured="m", verdict="not testable")]
-    v = design.verdict_rows(rows)
+    v = dg.verdict_rows(rows)
     assert v == {"a": ("holds", 0.123456), "b": ("not testable", None)}
-    path = design.write_digest(d, v, tmp_path)
+    path = dg.write_digest(d, v, tmp_path)
     got = json.loads(path.read_text())
     assert got["design"] == d.hash and got["code"] == design.code_hash("layouts")
     assert got["verdicts"]["a"] == {"verdict": "holds", "estimate": 0.123}
@@ -159,8 +161,8 @@ def test_digest_of_verdict_rows(tmp_path):
 
 def _stale(study, path):
     """None when the digest at ``path`` was made under today's design and verdict code of
-    ``study``, else what differs (:func:`posbias_nb.experiments.base.design.digest_mismatch`)."""
-    return design.digest_mismatch(study, json.loads(path.read_text()),
+    ``study``, else what differs (:func:`posbias_nb.experiments.base.digests.digest_mismatch`)."""
+    return dg.digest_mismatch(study, json.loads(path.read_text()),
                                   (_studies()[study].hash, design.code_hash(study)))
 
 
@@ -171,12 +173,12 @@ def test_committed_digest_is_made_under_todays_design_and_code(study):
     fails in the unit suite, not at the end of ``make test`` (stop 58's CI found it there)."""
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[3] / design.DIGESTS / f"{study}.json"
-    if study in design.NO_DIGEST:
-        assert not path.exists(), f"{study} has a digest: take it out of design.NO_DIGEST"
+    path = Path(__file__).resolve().parents[3] / dg.DIGESTS / f"{study}.json"
+    if study in dg.NO_DIGEST:
+        assert not path.exists(), f"{study} has a digest: take it out of digests.NO_DIGEST"
         return
     assert path.exists(), f"{study}: no digest committed (re-run its chapter, or say in " \
-                          "design.NO_DIGEST why it has none)"
+                          "digests.NO_DIGEST why it has none)"
     assert _stale(study, path) is None, _stale(study, path)
 
 
@@ -185,7 +187,7 @@ def test_digest_check_fails_on_a_stale_digest(tmp_path):
     """The check above can fail: a digest written under another design hash is stale, the
     same digest under today's is not."""
     d = _studies()["fix"]
-    path = design.write_digest(d, {"a": ("holds", 1.0)}, tmp_path)
+    path = dg.write_digest(d, {"a": ("holds", 1.0)}, tmp_path)
     assert _stale("fix", path) is None
     got = json.loads(path.read_text())
     got["design"] = "0" * 64

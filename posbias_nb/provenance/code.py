@@ -246,7 +246,7 @@ def declared_roots(files: Mapping[str, str]) -> dict[str, tuple[str, ...]] | Non
 
 #: The roots namespaces had in commits that declared none themselves (before this table lived in
 #: the code), where a module has been renamed since: ``experiments/remedies.py`` is today's
-#: ``experiments/remedy/lab.py``, ``experiments/layouts.py`` today's ``born/born_layouts.py`` (a
+#: ``experiments/remedy/lab/``, ``experiments/layouts.py`` today's ``born/born_layouts.py`` (a
 #: commit that declares its roots is read with its own); and the roots every namespace had before
 #: the studies moved to floors of ``experiments/`` (issue 65).  A digest
 #: of such a commit's code is tried from these as well as from today's roots

@@ -90,7 +90,7 @@ NAMESPACE_CODE: dict[str, tuple[str, ...]] = {
                    "experiments.prompt.retrieval.measurements"),
     "born-scales-arch": ("experiments.born.born_scales.config", "experiments.born.born_scales.measurements",
                          "experiments.born.born_scales.statistics", "experiments.born.born_scales.words",
-                         "experiments.born.born_scales.recipes"),
+                         "experiments.born.born_scales.published"),
     "scale-gpu": ("experiments.born.scale.config", "experiments.born.scale.measurements",
                   "experiments.born.scale.statistics", "experiments.born.scale.gpu",
                   "experiments.born.scale.words", "experiments.born.scale.records"),

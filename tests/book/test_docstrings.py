@@ -150,3 +150,33 @@ def test_the_test_path_check_finds_a_stale_name(tmp_path):
     (tmp_path / "README.md").write_text("see tests/test_here.py and tests/test_gone.py\n")
     assert _stale_test_paths(tmp_path) == ["README.md names tests/test_gone.py, which does not "
                                            "exist"]
+
+
+def shadowed(package) -> list[str]:
+    """The submodules of ``package`` (at any depth) whose dotted name its package binds to
+    something else (a function ``recipes`` re-exported beside a module ``recipes``): the API
+    pages would then describe two objects under one name, which fails the book build."""
+    out = []
+    for m in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if m.name.endswith("__main__"):  # a command line: importing it runs it
+            continue
+        parent, _, leaf = m.name.rpartition(".")
+        mod = importlib.import_module(m.name)
+        if getattr(importlib.import_module(parent), leaf, None) is not mod:
+            out.append(m.name)
+    return out
+
+
+def test_the_shadow_check_catches_a_name_bound_over_a_submodule(tmp_path, monkeypatch):
+    pkg = tmp_path / "toypkg_shadow"
+    pkg.mkdir()
+    (pkg / "recipes.py").write_text("def recipes():\n    return 1\n")
+    (pkg / "other.py").write_text("X = 1\n")
+    (pkg / "__init__.py").write_text("from .recipes import recipes\nfrom . import other\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy = importlib.import_module("toypkg_shadow")
+    assert shadowed(toy) == ["toypkg_shadow.recipes"]
+
+
+def test_no_submodule_of_the_package_is_shadowed_by_a_name_of_its_package():
+    assert shadowed(posbias_nb) == []

@@ -37,7 +37,7 @@ level over its number of claims: Bonferroni, conservative for Holm).
 
 The study is a package of modules with one job each: :mod:`.config` (the design),
 :mod:`.measurements` (the cells, cached), :mod:`.statistics` (the families and their
-decisions), :mod:`.words` (the verdict rows) and :mod:`.recipes` (the published initialisers).
+decisions), :mod:`.words` (the verdict rows) and :mod:`.published` (the published initialisers).
 Its names are read from here as before.
 """
 from __future__ import annotations
@@ -47,6 +47,6 @@ from .config import DEFINITION, DESIGN, GROUP_WORDS, PARTS, STATS, STAT_WORDS  #
 from .measurements import architecture, cell, cell_stats, cell_std, factorial_cells, full_std, gpu_windows, matched_std, measure, prediction_cell, spec, window_stats  # noqa: F401
 from .statistics import cell_scales, cells, decisions, detectable, logit_check, moved_by_group, operator_agreement, operator_stats, operator_table, part_claims, summary, update_ratio  # noqa: F401
 from .words import moved_text, verdict_rows  # noqa: F401
-from .recipes import RECIPE_SHAPE, formula, recipes  # noqa: F401
+from .published import RECIPE_SHAPE, formula, recipes  # noqa: F401
 
 __all__ = ["DESIGN", "STATS", "STAT_WORDS", "PARTS", "GROUP_WORDS", "matched_std", "full_std", "factorial_cells", "cell_std", "spec", "measure", "window_stats", "cell", "decisions", "detectable", "update_ratio", "gpu_windows", "prediction_cell", "summary", "verdict_rows", "formula", "recipes", "RECIPE_SHAPE", "cell_scales", "cells", "operator_stats", "moved_by_group", "moved_text", "architecture", "logit_check", "operator_table", "operator_agreement"]

@@ -1,8 +1,10 @@
 """Docstrings feed the API page: a backslash escape in a non-raw docstring (``\\a`` in
 ``:math:`\\alpha``` is a BEL character) breaks its math silently, so none may hold one."""
 import importlib
+import importlib.util
 import inspect
 import pkgutil
+import sys
 
 import posbias_nb
 
@@ -173,9 +175,17 @@ def test_the_shadow_check_catches_a_name_bound_over_a_submodule(tmp_path, monkey
     (pkg / "recipes.py").write_text("def recipes():\n    return 1\n")
     (pkg / "other.py").write_text("X = 1\n")
     (pkg / "__init__.py").write_text("from .recipes import recipes\nfrom . import other\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    toy = importlib.import_module("toypkg_shadow")
-    assert shadowed(toy) == ["toypkg_shadow.recipes"]
+    # loaded by its path (tests edit no sys.path), its submodules found through __path__
+    spec = importlib.util.spec_from_file_location("toypkg_shadow", pkg / "__init__.py",
+                                                  submodule_search_locations=[str(pkg)])
+    toy = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "toypkg_shadow", toy)
+    try:
+        spec.loader.exec_module(toy)
+        assert shadowed(toy) == ["toypkg_shadow.recipes"]
+    finally:
+        for name in [n for n in sys.modules if n.startswith("toypkg_shadow.")]:
+            del sys.modules[name]
 
 
 def test_no_submodule_of_the_package_is_shadowed_by_a_name_of_its_package():

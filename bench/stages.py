@@ -68,9 +68,9 @@ def run(name: str, cmd: list[str]) -> int:
     return rc
 
 
-def disk_free_gib() -> float:
+def disk_free_gib() -> float | None:
     """Space left on the checkout's disk, GiB."""
-    return round(shutil.disk_usage(ROOT).free / 2**30, 2)
+    return _free_gib(ROOT)
 
 
 #: The de-quantized packaged weights (SmolLM2 0.5 GiB, Gemma 3 1.0 GiB) and Gemma's assembled GGUF
@@ -110,6 +110,7 @@ def weights_dir(cache: Path, disk_free: float, shm_free: float | None,
 
 
 def _free_gib(path: Path) -> float | None:
+    """Space left on the disk that holds ``path``, GiB (None where it cannot be read)."""
     try:
         return round(shutil.disk_usage(path).free / 2**30, 2)
     except OSError:
@@ -171,7 +172,7 @@ def main(argv=None) -> int:
         return table(out)
     if argv[:1] == ["weights-dir"] and len(argv) == 2:
         cache = Path(argv[1])
-        got = weights_dir(cache, disk_free=_free_gib(ROOT) or 0.0, shm_free=_free_gib(SHM))
+        got = weights_dir(cache, disk_free=disk_free_gib() or 0.0, shm_free=_free_gib(SHM))
         if got is not None:
             got.mkdir(mode=0o700, parents=True, exist_ok=True)
             print(got)
